@@ -1,0 +1,237 @@
+"""Typed exceptions. Every error perplexed raises is a :class:`PerplexedError`.
+
+Nothing paid for is lost: every error carries the attempts made before it was raised (possibly none) and
+their summed cost. Messages never contain credentials: they are passed through :func:`redact` first.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._models import Attempt
+
+__all__ = [
+    "APIConnectionError",
+    "APIError",
+    "APIStatusError",
+    "APITimeoutError",
+    "AuthenticationError",
+    "BadRequestError",
+    "ConfigError",
+    "ConflictError",
+    "InvalidRequest",
+    "NotFoundError",
+    "PerplexedError",
+    "PermissionDeniedError",
+    "ProviderError",
+    "RateLimitError",
+    "ResponseFailedError",
+    "ServerError",
+    "StreamError",
+    "UpstreamError",
+    "redact",
+    "register_secret",
+]
+
+# Secrets known to this process (values of SecretStr keys that were used). Any message built by perplexed is
+# scrubbed of them, also when an upstream echoes a key back in its error body.
+_SECRETS: set[str] = set()
+_KEY_PATTERN = re.compile(
+    r"(?i)(bearer\s+)[A-Za-z0-9._\-]{8,}|\b(pplx|tvly|fc|sk|exa|lk)-[A-Za-z0-9_\-]{8,}"
+)
+
+
+def register_secret(value: str | None) -> None:
+    """Remember a credential so that :func:`redact` removes it from every message."""
+    if value and len(value) >= 4:
+        _SECRETS.add(value)
+
+
+def redact(text: str) -> str:
+    """Remove every known credential and anything shaped like an API key from ``text``."""
+    for secret in _SECRETS:
+        if secret in text:
+            text = text.replace(secret, "[REDACTED]")
+    return _KEY_PATTERN.sub(lambda m: (m.group(1) or "") + "[REDACTED]", text)
+
+
+class PerplexedError(Exception):
+    """Base class of every perplexed error.
+
+    ``attempts`` lists the provider attempts made before the error (empty when none were made), and
+    ``cost`` is what they cost in USD, so a caller never loses track of what was paid for.
+    """
+
+    def __init__(self, message: str, *, attempts: Sequence[Attempt] | None = None) -> None:
+        self.message = redact(str(message))
+        self.attempts: list[Attempt] = list(attempts or ())
+        super().__init__(self.message)
+
+    @property
+    def cost(self) -> float:
+        """Sum of the cost of :attr:`attempts` in USD."""
+        return float(sum(a.cost for a in self.attempts))
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class ConfigError(PerplexedError, ValueError):
+    """Perplexed is misconfigured: unknown provider, missing API key or base URL, bad setting."""
+
+
+class InvalidRequest(PerplexedError, ValueError):
+    """The caller's input is invalid (empty query, bad option value, bad filter, wrong date format)."""
+
+    def __init__(
+        self, message: str, *, param: str | None = None, attempts: Sequence[Attempt] | None = None
+    ) -> None:
+        super().__init__(message, attempts=attempts)
+        self.param = param
+
+
+class ProviderError(PerplexedError):
+    """One provider call failed, with a classified ``reason``.
+
+    Reasons: ``auth``, ``payment`` (credits exhausted), ``rate_limited``, ``bad_request``, ``not_found``,
+    ``upstream`` (5xx), ``malformed`` (unparseable body), ``soft_failure`` (a 200 that reports failure),
+    ``body_too_large``, ``connection``, ``config``.
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        message: str,
+        *,
+        provider: str | None = None,
+        status: int | None = None,
+        retry_after: float | None = None,
+        cost: float | None = None,
+    ) -> None:
+        super().__init__(f"{reason}: {message}")
+        self.reason = reason
+        self.provider = provider
+        self.status = status
+        self.retry_after = retry_after
+        self.charged = cost
+
+
+class UpstreamError(PerplexedError):
+    """The upstream could not answer. For a chain: ``reason == "all_providers_failed"`` with every attempt."""
+
+    def __init__(
+        self, reason: str, attempts: Iterable[Attempt] = (), message: str | None = None
+    ) -> None:
+        attempts = list(attempts)
+        if message is None:
+            message = _describe_attempts(reason, attempts)
+        super().__init__(message, attempts=attempts)
+        self.reason = reason
+
+
+def _describe_attempts(reason: str, attempts: Sequence[Attempt]) -> str:
+    if not attempts:
+        return f"{reason}: no provider was tried"
+    parts = []
+    for a in attempts:
+        piece = f"{a.provider}: {a.outcome.value} after {a.duration_ms} ms"
+        if a.error:
+            piece += f" ({a.error})"
+        if a.cost:
+            piece += f", cost ${a.cost:.4f}"
+        parts.append(piece)
+    return f"{reason}: " + "; ".join(parts)
+
+
+# --- HTTP API errors (Perplexity Agent API) ----------------------------------------------------------------
+
+
+class APIError(PerplexedError):
+    """An error talking to an HTTP API (the Perplexity Agent API).
+
+    Exposes ``status``, ``type``, ``code``, ``param`` and ``retry_after`` (seconds) when known.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        type: str | None = None,
+        code: str | int | None = None,
+        param: str | None = None,
+        retry_after: float | None = None,
+        body: Any = None,
+        attempts: Sequence[Attempt] | None = None,
+    ) -> None:
+        super().__init__(message, attempts=attempts)
+        self.status = status
+        self.type = type
+        self.code = code
+        self.param = param
+        self.retry_after = retry_after
+        self.body = body
+
+
+class APIConnectionError(APIError):
+    """The API could not be reached (connection refused, reset, DNS)."""
+
+
+class APITimeoutError(APIConnectionError):
+    """The API did not answer within the timeout."""
+
+
+class APIStatusError(APIError):
+    """The API answered with an HTTP error status; the error envelope's fields are kept."""
+
+
+class BadRequestError(APIStatusError, InvalidRequest):
+    """HTTP 400/422: the API rejected the request; ``param`` names the offending field when reported."""
+
+    def __init__(self, message: str, **kwargs: Any) -> None:
+        APIStatusError.__init__(self, message, **kwargs)
+
+
+class AuthenticationError(APIStatusError):
+    """HTTP 401: missing or invalid API key."""
+
+
+class PermissionDeniedError(APIStatusError):
+    """HTTP 403: the key may not use this resource."""
+
+
+class NotFoundError(APIStatusError):
+    """HTTP 404: unknown resource (e.g. a response id)."""
+
+
+class ConflictError(APIStatusError):
+    """HTTP 409."""
+
+
+class RateLimitError(APIStatusError):
+    """HTTP 429: rate limited; ``retry_after`` says how long to wait (seconds) when the API told us."""
+
+
+class ServerError(APIStatusError):
+    """HTTP 5xx."""
+
+
+class ResponseFailedError(APIError):
+    """The API answered 200 but the response's status is ``failed``, ``cancelled`` or ``incomplete``.
+
+    ``response`` carries the response object; ``reason`` says why (e.g. ``max_output_tokens``).
+    """
+
+    def __init__(
+        self, message: str, *, response: Any = None, reason: str | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(message, **kwargs)
+        self.response = response
+        self.reason = reason
+
+
+class StreamError(APIError):
+    """A stream ended without a terminal event, or carried an ``error`` event."""

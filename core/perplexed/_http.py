@@ -1,0 +1,85 @@
+"""One pooled :class:`httpx.AsyncClient` per event loop, and body reading with a hard size cap.
+
+The sync API runs on the portal's loop (see ``_portal``), so "the sync client" is the portal loop's client.
+Clients are created lazily, keyed by loop (and by custom transport, for tests), and closed at exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from typing import Any
+
+import httpx
+
+from . import _portal
+from ._errors import ProviderError
+
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "aclose_clients", "get_client", "read_capped"]
+
+DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
+DEFAULT_LIMITS = httpx.Limits(max_connections=200, max_keepalive_connections=50, keepalive_expiry=30)
+
+# loop -> {transport id or None -> client}
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int | None, httpx.AsyncClient]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def get_client(transport: httpx.AsyncBaseTransport | None = None) -> httpx.AsyncClient:
+    """The pooled client of the running event loop (one per custom ``transport``).
+
+    Timeouts are not set here: every call passes its own budget.
+    """
+    loop = asyncio.get_running_loop()
+    per_loop = _clients.get(loop)
+    if per_loop is None:
+        per_loop = _clients[loop] = {}
+    key = None if transport is None else id(transport)
+    client = per_loop.get(key)
+    if client is None or client.is_closed:
+        kwargs: dict[str, Any] = {"limits": DEFAULT_LIMITS, "timeout": None, "follow_redirects": True}
+        if transport is not None:
+            kwargs["transport"] = transport
+        client = per_loop[key] = httpx.AsyncClient(**kwargs)
+    return client
+
+
+async def aclose_clients() -> None:
+    """Close the pooled clients of the running event loop (call before closing a loop you own)."""
+    loop = asyncio.get_running_loop()
+    per_loop = _clients.pop(loop, {})
+    for client in per_loop.values():
+        await client.aclose()
+
+
+_portal.on_close(aclose_clients)
+
+
+async def read_capped(response: httpx.Response, max_bytes: int = DEFAULT_MAX_BODY_BYTES) -> bytes:
+    """Read a streamed response body, refusing more than ``max_bytes`` while reading.
+
+    A declared ``Content-Length`` over the cap fails before reading; a body without one fails as soon as the
+    cap is crossed, so a huge or endless body costs at most ``max_bytes`` of memory.
+    """
+    declared = response.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+        raise ProviderError(
+            "body_too_large",
+            f"response body of {declared} bytes exceeds the {max_bytes}-byte cap",
+            status=response.status_code,
+        )
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > max_bytes:
+            raise ProviderError(
+                "body_too_large",
+                f"response body exceeds the {max_bytes}-byte cap",
+                status=response.status_code,
+            )
+        chunks.append(chunk)
+    body = b"".join(chunks)
+    response._content = body  # let response.json()/.text work on the capped body
+    return body
