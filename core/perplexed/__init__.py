@@ -1,12 +1,99 @@
-"""perplexed: reliable, cheap, cited web search (work in progress: the chain engine lands next)."""
+"""perplexed: reliable, cheap, cited web search.
 
+    import perplexed
+    result = perplexed.search("zoning setbacks", provider=["searxng", "ceramic", "firecrawl"])
+    result.provider, result.hits, result.attempts, result.cost
+
+See the README for the chain rules, the providers, grounded answers and the framework adapters.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import providers, telemetry
 from ._errors import (
+    APIConnectionError,
+    APIError,
+    APIStatusError,
+    APITimeoutError,
+    AuthenticationError,
+    BadRequestError,
     ConfigError,
+    ConflictError,
     InvalidRequest,
+    NotFoundError,
     PerplexedError,
+    PermissionDeniedError,
     ProviderError,
+    RateLimitError,
+    ResponseFailedError,
+    ServerError,
+    StreamError,
     UpstreamError,
 )
-from ._models import Attempt, Hit, Outcome, Result
+from ._models import Attempt, Hit, Outcome, ProviderAnswer, Result
+from ._options import ChainOptions, SearchOptions
+from ._settings import configure
+from .chain import asearch, search
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "APIConnectionError",
+    "APIError",
+    "APIStatusError",
+    "APITimeoutError",
+    "Answer",
+    "Attempt",
+    "AuthenticationError",
+    "BadRequestError",
+    "ChainOptions",
+    "ConfigError",
+    "ConflictError",
+    "Hit",
+    "InvalidRequest",
+    "NotFoundError",
+    "Outcome",
+    "PerplexedError",
+    "PermissionDeniedError",
+    "ProviderAnswer",
+    "ProviderError",
+    "RateLimitError",
+    "ResponseFailedError",
+    "Result",
+    "SearchOptions",
+    "ServerError",
+    "StreamError",
+    "UpstreamError",
+    "aanswer",
+    "answer",
+    "asearch",
+    "astream_answer",
+    "configure",
+    "providers",
+    "search",
+    "stream_answer",
+    "telemetry",
+]
+
+_LAZY = {
+    "answer": "perplexed.answer",
+    "aanswer": "perplexed.answer",
+    "stream_answer": "perplexed.answer",
+    "astream_answer": "perplexed.answer",
+    "Answer": "perplexed.answer",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # answer() pulls in the Agent API client; import it on first use so `import perplexed` stays cheap.
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'perplexed' has no attribute {name!r}")
+    import importlib
+
+    module = importlib.import_module(module_name)
+    value = getattr(module, name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,197 @@
+"""Validation of search and chain options. Bad input fails here, before any provider is called."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+from datetime import date, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ._errors import InvalidRequest
+
+__all__ = [
+    "COMMON_OPTIONS",
+    "ChainOptions",
+    "SearchOptions",
+    "clean_query",
+    "parse_date",
+    "split_options",
+]
+
+MAX_QUERY_CHARS = 4000
+Recency = Literal["day", "week", "month", "year"]
+SafeSearch = Literal["off", "moderate", "strict"]
+FallbackOn = Literal["error", "empty", "timeout"]
+
+COMMON_OPTIONS = (
+    "max_results",
+    "include_domains",
+    "exclude_domains",
+    "recency",
+    "published_after",
+    "published_before",
+    "language",
+    "country",
+    "safe_search",
+)
+CHAIN_OPTION_NAMES = ("provider_timeout_ms", "deadline_ms", "fallback_on")
+
+_DOMAIN = re.compile(r"^[a-z0-9*]([a-z0-9\-.*]*[a-z0-9])?(/[^\s]*)?$")
+
+
+def clean_query(query: object) -> str:
+    """Validate a query: a non-empty string of at most 4000 characters; control characters become spaces."""
+    if not isinstance(query, str):
+        raise InvalidRequest(f"query must be a string, not {type(query).__name__}", param="query")
+    cleaned = "".join(
+        " " if unicodedata.category(ch) in ("Cc", "Cs") else ch for ch in query
+    ).strip()
+    if not cleaned:
+        raise InvalidRequest("query is empty", param="query")
+    if len(cleaned) > MAX_QUERY_CHARS:
+        raise InvalidRequest(
+            f"query is {len(cleaned)} characters long; the limit is {MAX_QUERY_CHARS}", param="query"
+        )
+    return cleaned
+
+
+def parse_date(value: object, param: str) -> date | None:
+    """Accept a ``date``, a ``datetime`` or an ISO ``YYYY-MM-DD`` string; anything else is InvalidRequest."""
+    if value is None or isinstance(value, date) and not isinstance(value, datetime):
+        return value
+    if isinstance(value, datetime):
+        return value.date()
+    if isinstance(value, str):
+        try:
+            return date.fromisoformat(value.strip())
+        except ValueError:
+            pass
+    raise InvalidRequest(
+        f"{param} must be a date or an ISO 'YYYY-MM-DD' string, got {value!r}", param=param
+    )
+
+
+def _domains(value: object, param: str) -> list[str] | None:
+    if value is None:
+        return None
+    items: Iterable[Any] = [value] if isinstance(value, str) else value  # type: ignore[assignment]
+    try:
+        items = list(items)
+    except TypeError:
+        raise InvalidRequest(f"{param} must be a list of domains", param=param) from None
+    out: list[str] = []
+    for item in items:
+        if not isinstance(item, str):
+            raise InvalidRequest(f"{param} entries must be strings, got {item!r}", param=param)
+        d = item.strip().lower()
+        d = re.sub(r"^[a-z][a-z0-9+.\-]*://", "", d).rstrip("/")
+        d = d.removeprefix("www.")
+        if not d or not _DOMAIN.match(d):
+            raise InvalidRequest(f"{param} has an invalid domain: {item!r}", param=param)
+        out.append(d)
+    return out or None
+
+
+class SearchOptions(BaseModel):
+    """The normalised options every provider receives. ``extra`` carries provider-specific options."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_results: int = Field(10, ge=1, le=100)
+    include_domains: list[str] | None = None
+    exclude_domains: list[str] | None = None
+    recency: Recency | None = None
+    published_after: date | None = None
+    published_before: date | None = None
+    language: str | None = None
+    country: str | None = None
+    safe_search: SafeSearch | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def build(cls, **options: Any) -> SearchOptions:
+        """Validate caller options (common ones by name; everything else goes to ``extra``)."""
+        common = {k: options.pop(k) for k in COMMON_OPTIONS if k in options}
+        if "max_results" in common and common["max_results"] is None:
+            del common["max_results"]
+        if isinstance(common.get("max_results"), bool):
+            raise InvalidRequest("max_results must be an integer", param="max_results")
+        for key in ("include_domains", "exclude_domains"):
+            if key in common:
+                common[key] = _domains(common[key], key)
+        for key in ("published_after", "published_before"):
+            if key in common:
+                common[key] = parse_date(common[key], key)
+        safe = common.get("safe_search")
+        if isinstance(safe, bool):
+            common["safe_search"] = "moderate" if safe else "off"
+        elif isinstance(safe, int):
+            common["safe_search"] = {0: "off", 1: "moderate", 2: "strict"}.get(safe, safe)
+        for key in ("language", "country"):
+            val = common.get(key)
+            if val is not None and (not isinstance(val, str) or not re.fullmatch(r"[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8})?|all|auto", val)):
+                raise InvalidRequest(f"{key} must be a language/country code like 'en' or 'en-US', got {val!r}", param=key)
+        try:
+            opts = cls(**common, extra=options)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            param = str(err["loc"][0]) if err.get("loc") else None
+            raise InvalidRequest(f"invalid option {param}: {err['msg']}", param=param) from None
+        if opts.published_after and opts.published_before and opts.published_after > opts.published_before:
+            raise InvalidRequest(
+                "published_after is later than published_before", param="published_after"
+            )
+        return opts
+
+
+class ChainOptions(BaseModel):
+    """How a chain runs: per-provider timeout, overall deadline, and which outcomes move on."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    provider_timeout_ms: int = Field(15000, gt=0, le=3_600_000)
+    deadline_ms: int = Field(30000, gt=0, le=3_600_000)
+    fallback_on: frozenset[FallbackOn] = frozenset({"error", "empty"})
+
+    @classmethod
+    def build(
+        cls, provider_timeout_ms: Any = None, deadline_ms: Any = None, fallback_on: Any = None
+    ) -> ChainOptions:
+        """Validate chain options; ``None`` keeps the default."""
+        values: dict[str, Any] = {}
+        for key, val in (("provider_timeout_ms", provider_timeout_ms), ("deadline_ms", deadline_ms)):
+            if val is None:
+                continue
+            if isinstance(val, bool) or not isinstance(val, int | float) or val != val:
+                raise InvalidRequest(f"{key} must be a number of milliseconds, got {val!r}", param=key)
+            values[key] = int(val)
+        if fallback_on is not None:
+            items = [fallback_on] if isinstance(fallback_on, str) else fallback_on
+            try:
+                values["fallback_on"] = frozenset(str(getattr(i, "value", i)) for i in items)
+            except TypeError:
+                raise InvalidRequest("fallback_on must be a list of outcomes", param="fallback_on") from None
+        try:
+            return cls(**values)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            param = str(err["loc"][0]) if err.get("loc") else None
+            raise InvalidRequest(
+                f"invalid {param}: {err['msg']} (fallback_on takes 'error', 'empty', 'timeout')",
+                param=param,
+            ) from None
+
+    def moves_on(self, outcome: str) -> bool:
+        """Whether an attempt with this outcome lets the chain try the next provider."""
+        if outcome == "timeout":
+            return "timeout" in self.fallback_on or "error" in self.fallback_on
+        return outcome in self.fallback_on
+
+
+def split_options(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Split keyword options into (chain options, search options)."""
+    chain = {k: options.pop(k) for k in CHAIN_OPTION_NAMES if k in options}
+    return chain, options

@@ -1,0 +1,82 @@
+"""Settings read from the environment at call time (so changing the environment takes effect at once).
+
+- ``PERPLEXED_PROVIDER``: the default chain, comma-separated (``"searxng,ceramic,firecrawl"``).
+- ``PERPLEXED_PRICE_<NAME>``: USD per call for provider ``<name>`` (overrides the price table).
+- Provider keys and URLs: each provider names its own variables (``SEARXNG_URL``, ``TAVILY_API_KEY``, …).
+
+:func:`configure` sets the same things in code; code settings win over the environment.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from pydantic import SecretStr
+
+from ._errors import ConfigError, register_secret
+
+__all__ = ["configure", "default_chain", "env_secret", "env_str", "price_override", "reset"]
+
+DEFAULT_CHAIN = "local,searxng"
+
+_overrides: dict[str, Any] = {}
+
+
+def configure(*, provider: Any = None, prices: dict[str, float] | None = None) -> None:
+    """Set the default provider chain and/or price overrides (USD per call) for this process."""
+    if provider is not None:
+        _overrides["provider"] = provider
+    if prices is not None:
+        for name, value in prices.items():
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+                raise ConfigError(f"price for {name!r} must be a non-negative number of USD, got {value!r}")
+        _overrides.setdefault("prices", {}).update({k.lower(): float(v) for k, v in prices.items()})
+
+
+def reset() -> None:
+    """Forget everything :func:`configure` set."""
+    _overrides.clear()
+
+
+def default_chain() -> Any:
+    """The chain used when ``provider=None``: :func:`configure`, else ``PERPLEXED_PROVIDER``, else local,searxng."""
+    if "provider" in _overrides:
+        return _overrides["provider"]
+    raw = os.environ.get("PERPLEXED_PROVIDER", "").strip() or DEFAULT_CHAIN
+    names = [n.strip() for n in raw.split(",") if n.strip()]
+    if not names:
+        raise ConfigError("PERPLEXED_PROVIDER is set but names no provider")
+    return names
+
+
+def price_override(name: str) -> float | None:
+    """A configured price (USD per call) for provider ``name``, or None."""
+    prices = _overrides.get("prices", {})
+    if name.lower() in prices:
+        return float(prices[name.lower()])
+    raw = os.environ.get(f"PERPLEXED_PRICE_{name.upper().replace('-', '_')}")
+    if raw is None or not raw.strip():
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"PERPLEXED_PRICE_{name.upper()} must be a number of USD, got {raw!r}") from None
+    if value < 0:
+        raise ConfigError(f"PERPLEXED_PRICE_{name.upper()} must not be negative")
+    return value
+
+
+def env_str(var: str) -> str | None:
+    """A non-empty environment variable, or None."""
+    value = os.environ.get(var, "").strip()
+    return value or None
+
+
+def env_secret(var: str) -> SecretStr | None:
+    """An environment variable as a SecretStr (registered for redaction), or None."""
+    value = env_str(var)
+    if value is None:
+        return None
+    register_secret(value)
+    return SecretStr(value)

@@ -1,0 +1,384 @@
+"""The provider shape. Providers are sans-io: they build requests and parse responses; the engine does I/O.
+
+An HTTP provider implements :meth:`Provider.build_request` and :meth:`Provider.parse_response` (a multi-step
+provider overrides :meth:`Provider.flow`, a generator that yields requests and receives responses, like
+httpx's ``auth_flow``). A non-HTTP provider subclasses :class:`CallableProvider` and implements ``search``
+(sync) or ``asearch`` (async); the engine applies the same budget, cancellation, cost and event rules.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Awaitable, Callable, Generator, Mapping
+from datetime import UTC, date, datetime
+from email.utils import parsedate_to_datetime
+from typing import Any, ClassVar
+
+import httpx
+from pydantic import SecretStr
+
+from .._errors import ConfigError, ProviderError, register_secret
+from .._http import DEFAULT_MAX_BODY_BYTES
+from .._models import Hit, ProviderAnswer
+from .._options import SearchOptions
+from .._settings import env_secret, env_str, price_override
+
+__all__ = [
+    "CallableProvider",
+    "Flow",
+    "FunctionProvider",
+    "Provider",
+    "parse_published",
+    "parse_retry_after",
+]
+
+logger = logging.getLogger("perplexed.providers")
+
+Flow = Generator[httpx.Request, httpx.Response, ProviderAnswer]
+
+
+class Provider:
+    """Base class of every search provider.
+
+    Class attributes describe the provider: ``name`` (registry name), ``env_key`` / ``env_base_url`` (the
+    environment variables it reads), ``default_base_url``, ``default_price`` (USD per call, list price; see
+    the README's price table), ``native_options`` (common options the API itself supports; the others are
+    done on the hits when possible, else ignored with a debug log).
+
+    Constructor: ``base_url``, ``api_key`` (kept as SecretStr), ``cost`` (USD per call, overrides the price
+    table), ``name`` (a label for attempts, default the registry name), ``transport`` (an httpx transport,
+    for tests), ``max_body_bytes`` (response cap, default 8 MB) and provider-specific ``**options``.
+    """
+
+    name: ClassVar[str] = ""
+    env_key: ClassVar[str | None] = None
+    env_base_url: ClassVar[str | None] = None
+    default_base_url: ClassVar[str | None] = None
+    default_price: ClassVar[float] = 0.0
+    native_options: ClassVar[frozenset[str]] = frozenset()
+    #: options done on the hits by the engine for every provider
+    client_side_options: ClassVar[frozenset[str]] = frozenset(
+        {"max_results", "include_domains", "exclude_domains"}
+    )
+
+    def __init__(
+        self,
+        *,
+        base_url: str | None = None,
+        api_key: str | SecretStr | None = None,
+        cost: float | None = None,
+        name: str | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        **options: Any,
+    ) -> None:
+        if cost is not None and (isinstance(cost, bool) or not isinstance(cost, int | float) or cost < 0):
+            raise ConfigError(f"cost for provider {self.name!r} must be a non-negative number of USD")
+        if isinstance(api_key, str):
+            api_key = SecretStr(api_key)
+        if api_key is not None:
+            register_secret(api_key.get_secret_value())
+        self._base_url = base_url.rstrip("/") if base_url else None
+        self._api_key = api_key
+        self._cost = None if cost is None else float(cost)
+        self.label = name or self.name
+        self.transport = transport
+        self.max_body_bytes = max_body_bytes
+        self.options = options
+
+    def __repr__(self) -> str:
+        key = "set" if self._api_key is not None or (self.env_key and env_str(self.env_key)) else "missing"
+        url = self._base_url or (self.env_base_url and env_str(self.env_base_url)) or self.default_base_url
+        parts = [f"name={self.label!r}"]
+        if url:
+            parts.append(f"base_url={url!r}")
+        if self.env_key:
+            parts.append(f"api_key={key}")
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+    __str__ = __repr__
+
+    # -- configuration ------------------------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        """The base URL: constructor, else environment, else the provider's default. ConfigError when none."""
+        url = self._base_url or (self.env_base_url and env_str(self.env_base_url)) or self.default_base_url
+        if not url:
+            hint = f" or set {self.env_base_url}" if self.env_base_url else ""
+            raise ConfigError(f"provider {self.label!r} needs a base_url: pass base_url=...{hint}")
+        return url.rstrip("/")
+
+    @property
+    def configured(self) -> bool:
+        """Whether the provider has what it needs (key and URL) to be called."""
+        try:
+            _ = self.base_url
+            if self.env_key:
+                self.api_key()
+        except ConfigError:
+            return False
+        return True
+
+    def api_key(self) -> str:
+        """The API key (constructor, else the provider's env var); ConfigError naming the env var when missing."""
+        key = self._api_key or (env_secret(self.env_key) if self.env_key else None)
+        if key is None or not key.get_secret_value():
+            raise ConfigError(
+                f"provider {self.label!r} needs an API key: set {self.env_key} or pass api_key=..."
+            )
+        return key.get_secret_value()
+
+    def price(self, options: SearchOptions | None = None) -> float:
+        """USD per call: the constructor's ``cost``, else a configured price, else the price table."""
+        if self._cost is not None:
+            return self._cost
+        configured = price_override(self.label) if self.label != self.name else None
+        if configured is None:
+            configured = price_override(self.name)
+        return self.default_price if configured is None else configured
+
+    @property
+    def paid(self) -> bool:
+        """Whether a call to this provider costs money (under the current price table)."""
+        return self.price() > 0
+
+    # -- the sans-io protocol -----------------------------------------------------------------------------
+
+    def flow(self, query: str, options: SearchOptions) -> Flow:
+        """Yield HTTP requests and receive their (fully read) responses; return the answer.
+
+        The default is one request and one response. Raise :class:`ProviderError` to classify a failure.
+        """
+        response = yield self.build_request(query, options)
+        return self.parse_response(response, query, options)
+
+    def build_request(self, query: str, options: SearchOptions) -> httpx.Request:
+        """Build the HTTP request for ``query``."""
+        raise NotImplementedError
+
+    def parse_response(self, response: httpx.Response, query: str, options: SearchOptions) -> ProviderAnswer:
+        """Turn a fully read response into hits, or raise :class:`ProviderError`."""
+        raise NotImplementedError
+
+    # -- helpers shared by providers -----------------------------------------------------------------------
+
+    def ignored(self, options: SearchOptions) -> list[str]:
+        """Common options set by the caller that neither the API nor the engine can honour (logged)."""
+        supported = self.native_options | self.client_side_options
+        return [
+            k
+            for k, v in options.model_dump(exclude={"extra"}).items()
+            if v is not None and k not in supported and k != "max_results"
+        ]
+
+    def log_ignored(self, options: SearchOptions) -> None:
+        """Debug-log the options this provider ignores."""
+        ignored = self.ignored(options)
+        if ignored:
+            logger.debug("provider %s ignores options it does not support: %s", self.label, ", ".join(ignored))
+
+    def fail(self, reason: str, message: str, response: httpx.Response | None = None, **kw: Any) -> ProviderError:
+        """Build a classified :class:`ProviderError` for this provider."""
+        return ProviderError(
+            reason,
+            message,
+            provider=self.label,
+            status=None if response is None else response.status_code,
+            **kw,
+        )
+
+    def check_status(self, response: httpx.Response) -> None:
+        """Raise a classified :class:`ProviderError` for a non-2xx response."""
+        status = response.status_code
+        if 200 <= status < 300:
+            return
+        detail = _error_text(response)
+        if status in (401, 403):
+            raise self.fail("auth", f"HTTP {status} {detail}", response)
+        if status == 402:
+            raise self.fail("payment", f"HTTP 402 (credits or quota exhausted) {detail}", response)
+        if status == 429:
+            retry = parse_retry_after(response.headers)
+            raise self.fail("rate_limited", f"HTTP 429 {detail}", response, retry_after=retry)
+        if status == 404:
+            raise self.fail("not_found", f"HTTP 404 {detail}", response)
+        if status >= 500:
+            raise self.fail("upstream", f"HTTP {status} {detail}", response)
+        raise self.fail("bad_request", f"HTTP {status} {detail}", response)
+
+    def json_body(self, response: httpx.Response) -> Any:
+        """Check the status, then parse the body as JSON; HTML or broken JSON is a ``malformed`` error."""
+        self.check_status(response)
+        ctype = response.headers.get("content-type", "")
+        text = response.content
+        if "html" in ctype or text.lstrip()[:1] == b"<":
+            raise self.fail("malformed", f"expected JSON, got {ctype or 'HTML'}", response)
+        try:
+            return json.loads(text)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise self.fail("malformed", f"response is not valid JSON ({exc})", response) from None
+
+    def json_object(self, response: httpx.Response) -> dict[str, Any]:
+        """Like :meth:`json_body`, requiring a JSON object."""
+        data = self.json_body(response)
+        if not isinstance(data, dict):
+            raise self.fail("malformed", f"expected a JSON object, got {type(data).__name__}", response)
+        return data
+
+    def headers(self, **extra: str) -> dict[str, str]:
+        """Default JSON headers plus ``extra``."""
+        return {"Accept": "application/json", "User-Agent": "perplexed-search/0.1", **extra}
+
+
+class CallableProvider(Provider):
+    """A non-HTTP provider: implement ``asearch`` (preferred) or ``search``; both return a ProviderAnswer.
+
+    A sync ``search`` runs in a worker thread so it cannot block the event loop; on timeout its result is
+    discarded (a thread cannot be killed, so a sync provider should honour its own limits too).
+    """
+
+    def search(self, query: str, options: SearchOptions) -> ProviderAnswer:
+        """Synchronous search (override this or :meth:`asearch`)."""
+        raise NotImplementedError
+
+    async def asearch(self, query: str, options: SearchOptions) -> ProviderAnswer:
+        """Asynchronous search (override this or :meth:`search`)."""
+        raise NotImplementedError
+
+    @property
+    def is_async(self) -> bool:
+        """Whether ``asearch`` is implemented."""
+        return type(self).asearch is not CallableProvider.asearch
+
+
+class FunctionProvider(CallableProvider):
+    """Wrap a plain function (sync or async) ``fn(query, options) -> hits`` as a chain member.
+
+    ``fn`` may return a :class:`ProviderAnswer`, or a list of :class:`Hit` / dicts with at least ``url``.
+    """
+
+    name = "function"
+
+    def __init__(
+        self,
+        fn: Callable[[str, SearchOptions], Any],
+        *,
+        name: str | None = None,
+        cost: float | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(name=name or getattr(fn, "__name__", "function"), cost=cost, **kwargs)
+        self._fn = fn
+        import inspect
+
+        self._fn_is_async = inspect.iscoroutinefunction(fn)
+
+    @property
+    def is_async(self) -> bool:  # noqa: D102
+        return self._fn_is_async
+
+    def search(self, query: str, options: SearchOptions) -> ProviderAnswer:  # noqa: D102
+        return to_answer(self._fn(query, options), self.label)
+
+    async def asearch(self, query: str, options: SearchOptions) -> ProviderAnswer:  # noqa: D102
+        result: Awaitable[Any] = self._fn(query, options)
+        return to_answer(await result, self.label)
+
+
+def to_answer(value: Any, provider: str) -> ProviderAnswer:
+    """Coerce what a callable provider returned into a ProviderAnswer."""
+    if isinstance(value, ProviderAnswer):
+        return value
+    if value is None:
+        return ProviderAnswer()
+    hits: list[Hit] = []
+    for item in value:
+        if isinstance(item, Hit):
+            hits.append(item)
+        elif isinstance(item, Mapping):
+            hits.append(Hit(**{k: v for k, v in item.items() if k in Hit.model_fields}))
+        else:
+            raise ProviderError("malformed", f"provider returned {type(item).__name__}, not a hit", provider=provider)
+    return ProviderAnswer(hits=hits)
+
+
+def parse_published(value: Any) -> date | None:
+    """Parse a provider's date (ISO 8601, RFC 2822, epoch seconds, 'YYYY-MM-DD'); None when unparseable."""
+    if value is None or value == "":
+        return None
+    try:
+        if isinstance(value, datetime):
+            return value.date()
+        if isinstance(value, date):
+            return value
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            if not math.isfinite(value):
+                return None
+            return datetime.fromtimestamp(float(value), tz=UTC).date()
+        if not isinstance(value, str):
+            return None
+        text = value.strip()
+        try:
+            return datetime.fromisoformat(text.replace("Z", "+00:00")).date()
+        except ValueError:
+            pass
+        try:
+            return date.fromisoformat(text[:10])
+        except ValueError:
+            pass
+        for fmt in ("%m/%d/%Y", "%B %d, %Y", "%b %d, %Y", "%d %B %Y", "%d %b %Y"):
+            try:
+                return datetime.strptime(text, fmt).date()
+            except ValueError:
+                continue
+        return parsedate_to_datetime(text).date()
+    except (ValueError, TypeError, OverflowError, OSError, IndexError):
+        return None
+
+
+def parse_retry_after(headers: Mapping[str, str] | httpx.Headers) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` (preferred) or ``Retry-After`` (seconds or HTTP date)."""
+    raw_ms = headers.get("retry-after-ms")
+    if raw_ms:
+        try:
+            ms = float(raw_ms)
+            if math.isfinite(ms) and ms >= 0:
+                return ms / 1000
+        except ValueError:
+            pass
+    raw = headers.get("retry-after")
+    if not raw:
+        return None
+    try:
+        seconds = float(raw)
+        return seconds if math.isfinite(seconds) and seconds >= 0 else None
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(raw)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+def _error_text(response: httpx.Response, limit: int = 300) -> str:
+    try:
+        data = json.loads(response.content)
+    except (ValueError, UnicodeDecodeError):
+        text = response.content[:limit].decode("utf-8", "replace").strip()
+        if text.startswith("<"):
+            return "(HTML body)"
+        return text
+    if isinstance(data, dict):
+        for key in ("error", "message", "detail", "errors"):
+            if key in data:
+                value = data[key]
+                if isinstance(value, dict):
+                    value = value.get("message") or value.get("detail") or value
+                return str(value)[:limit]
+    return str(data)[:limit]

@@ -1,0 +1,103 @@
+"""One event stream for everything perplexed does, plus OpenTelemetry spans when the ``otel`` extra is present.
+
+Events are ``(event, measurements, metadata)`` triples, in the style of Erlang's ``telemetry``::
+
+    def handler(event: tuple[str, ...], measurements: dict, metadata: dict) -> None: ...
+    handle = perplexed.telemetry.attach(handler)
+    ...
+    perplexed.telemetry.detach(handle)
+
+Events emitted:
+
+- ``("perplexed", "search", "attempt")``: measurements ``duration_ms``, ``cost``; metadata ``provider``,
+  ``outcome``, ``billable``, ``error``, ``detail``, ``query``.
+- ``("perplexed", "answer", "agent")``: measurements ``duration_ms``, ``cost``; metadata ``model``,
+  ``response_id``.
+
+A handler that raises is logged and never breaks a search. Framework adapters (LangChain callbacks, the
+LlamaIndex dispatcher) subscribe here instead of being called from the engine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import itertools
+import logging
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+__all__ = ["Handler", "attach", "detach", "emit", "scoped", "span"]
+
+logger = logging.getLogger("perplexed.telemetry")
+
+Handler = Callable[[tuple[str, ...], dict[str, Any], dict[str, Any]], None]
+
+_handlers: dict[int, Handler] = {}
+_ids = itertools.count(1)
+# Handlers attached for the current context only (e.g. one LangChain run): they see just the events emitted
+# inside that context, also when several runs interleave on one event loop.
+_scoped: contextvars.ContextVar[tuple[Handler, ...]] = contextvars.ContextVar("perplexed_scoped", default=())
+
+
+def attach(handler: Handler) -> int:
+    """Register ``handler`` for every event, process-wide; returns a handle for :func:`detach`."""
+    handle = next(_ids)
+    _handlers[handle] = handler
+    return handle
+
+
+def detach(handle: int) -> None:
+    """Unregister the handler behind ``handle`` (unknown handles are ignored)."""
+    _handlers.pop(handle, None)
+
+
+@contextlib.contextmanager
+def scoped(handler: Handler) -> Iterator[None]:
+    """Within this block (and the tasks it starts), also send events to ``handler``."""
+    token = _scoped.set((*_scoped.get(), handler))
+    try:
+        yield
+    finally:
+        _scoped.reset(token)
+
+
+def emit(event: tuple[str, ...], measurements: Mapping[str, Any], metadata: Mapping[str, Any]) -> None:
+    """Send an event to every attached handler; handler errors are logged, never raised."""
+    handlers = (*_handlers.values(), *_scoped.get())
+    if not handlers:
+        return
+    for handler in handlers:
+        try:
+            handler(event, dict(measurements), dict(metadata))
+        except Exception:
+            logger.exception("perplexed telemetry handler %r raised; ignored", handler)
+
+
+_tracer: Any = None
+_otel_checked = False
+
+
+def _get_tracer() -> Any:
+    global _tracer, _otel_checked
+    if not _otel_checked:
+        _otel_checked = True
+        try:
+            from opentelemetry import trace
+        except ImportError:  # the otel extra is not installed: spans are no-ops
+            _tracer = None
+        else:
+            _tracer = trace.get_tracer("perplexed")
+    return _tracer
+
+
+@contextlib.contextmanager
+def span(name: str, attributes: Mapping[str, Any] | None = None) -> Iterator[Any]:
+    """An OpenTelemetry span named ``name`` (no-op without ``opentelemetry-api``). Yields the span or None."""
+    tracer = _get_tracer()
+    if tracer is None:
+        yield None
+        return
+    clean = {k: v for k, v in (attributes or {}).items() if v is not None}
+    with tracer.start_as_current_span(name, attributes=clean) as current:
+        yield current
