@@ -60,7 +60,7 @@ def clean_query(query: object) -> str:
 
 def parse_date(value: object, param: str) -> date | None:
     """Accept a ``date``, a ``datetime`` or an ISO ``YYYY-MM-DD`` string; anything else is InvalidRequest."""
-    if value is None or isinstance(value, date) and not isinstance(value, datetime):
+    if value is None or (isinstance(value, date) and not isinstance(value, datetime)):
         return value
     if isinstance(value, datetime):
         return value.date()

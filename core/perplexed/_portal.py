@@ -59,7 +59,7 @@ def _submit(coro: Awaitable[T], ctx: contextvars.Context) -> concurrent.futures.
     future: concurrent.futures.Future[T] = concurrent.futures.Future()
 
     def _start() -> None:
-        task = target.create_task(coro, context=ctx)  # type: ignore[arg-type]
+        task: asyncio.Task[T] = target.create_task(coro, context=ctx)  # type: ignore[arg-type]
 
         def _done(t: asyncio.Task[T]) -> None:
             if future.cancelled():

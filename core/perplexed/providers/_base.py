@@ -277,13 +277,13 @@ class FunctionProvider(CallableProvider):
         self._fn_is_async = inspect.iscoroutinefunction(fn)
 
     @property
-    def is_async(self) -> bool:  # noqa: D102
+    def is_async(self) -> bool:
         return self._fn_is_async
 
-    def search(self, query: str, options: SearchOptions) -> ProviderAnswer:  # noqa: D102
+    def search(self, query: str, options: SearchOptions) -> ProviderAnswer:
         return to_answer(self._fn(query, options), self.label)
 
-    async def asearch(self, query: str, options: SearchOptions) -> ProviderAnswer:  # noqa: D102
+    async def asearch(self, query: str, options: SearchOptions) -> ProviderAnswer:
         result: Awaitable[Any] = self._fn(query, options)
         return to_answer(await result, self.label)
 

@@ -30,7 +30,7 @@ class SearXNG(Provider):
     default_price = 0.0
     native_options: ClassVar[frozenset[str]] = frozenset({"recency", "language", "safe_search"})
 
-    def build_request(self, query: str, options: SearchOptions) -> httpx.Request:  # noqa: D102
+    def build_request(self, query: str, options: SearchOptions) -> httpx.Request:
         params: dict[str, Any] = {"q": query, "format": "json"}
         if options.recency:
             params["time_range"] = options.recency
@@ -45,7 +45,7 @@ class SearXNG(Provider):
                 params[key] = ",".join(value) if isinstance(value, list | tuple) else value
         return httpx.Request("GET", f"{self.base_url}/search", params=params, headers=self.headers())
 
-    def parse_response(  # noqa: D102
+    def parse_response(
         self, response: httpx.Response, query: str, options: SearchOptions
     ) -> ProviderAnswer:
         data = self.json_object(response)
