@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import weakref
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -42,7 +43,27 @@ def get_client(transport: httpx.AsyncBaseTransport | None = None) -> httpx.Async
         if transport is not None:
             kwargs["transport"] = transport
         client = per_loop[key] = httpx.AsyncClient(**kwargs)
+        if loop is not _portal.current_loop():
+            # Close the client when the caller's loop shuts down: asyncio.run() finalises live async
+            # generators before closing the loop, which runs this generator's ``finally``.
+            keeper = _close_on_shutdown(client)
+            _keepers.setdefault(loop, []).extend((keeper, loop.create_task(_start(keeper))))
     return client
+
+
+# loop -> its keeper generators (the loop tracks async generators weakly; this keeps them alive with the loop)
+_keepers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, list[Any]] = weakref.WeakKeyDictionary()
+
+
+async def _close_on_shutdown(client: httpx.AsyncClient) -> AsyncIterator[None]:
+    try:
+        yield
+    finally:
+        await client.aclose()
+
+
+async def _start(keeper: AsyncIterator[None]) -> None:
+    await keeper.__anext__()
 
 
 async def aclose_clients() -> None:

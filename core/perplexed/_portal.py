@@ -47,6 +47,11 @@ def loop() -> asyncio.AbstractEventLoop:
         return _loop
 
 
+def current_loop() -> asyncio.AbstractEventLoop | None:
+    """The portal's loop if it has been started, else None."""
+    return _loop
+
+
 def on_close(cleanup: Callable[[], Awaitable[None]]) -> None:
     """Register a coroutine function run on the portal loop at interpreter exit (closing pooled clients)."""
     _cleanups.append(cleanup)
