@@ -131,13 +131,19 @@ class Provider:
             )
         return key.get_secret_value()
 
-    def price(self, options: SearchOptions | None = None) -> float:
-        """USD per call: the constructor's ``cost``, else a configured price, else the price table."""
+    def price_override(self) -> float | None:
+        """The USD-per-call price set by the caller (constructor ``cost``, ``configure(prices=...)`` or
+        ``PERPLEXED_PRICE_<NAME>``), or None when the provider's own pricing applies."""
         if self._cost is not None:
             return self._cost
         configured = price_override(self.label) if self.label != self.name else None
         if configured is None:
             configured = price_override(self.name)
+        return configured
+
+    def price(self, options: SearchOptions | None = None) -> float:
+        """USD per call: the constructor's ``cost``, else a configured price, else the price table."""
+        configured = self.price_override()
         return self.default_price if configured is None else configured
 
     @property
