@@ -174,7 +174,7 @@ class Connection:
             self._buffer += data
         head, _, rest = self._buffer.partition(b"\r\n\r\n")
         lines = head.decode("latin-1").split("\r\n")
-        method, target, _version = (lines[0].split(" ", 2) + ["", ""])[:3]
+        method, target, _version = [*lines[0].split(" ", 2), "", ""][:3]
         headers: dict[str, str] = {}
         for line in lines[1:]:
             name, _, value = line.partition(":")
@@ -284,7 +284,7 @@ class Status:
     content_type: str = "text/plain"
     delay: float = 0.0
 
-    def write(self, conn: Connection, request: Request) -> bool:  # noqa: D102
+    def write(self, conn: Connection, request: Request) -> bool:
         if self.delay and not conn.pause(self.delay):
             return False
         body = self.body.encode() if isinstance(self.body, str) else self.body
@@ -333,7 +333,7 @@ class Hang:
 
     read_request: bool = True
 
-    def write(self, conn: Connection, request: Request) -> bool:  # noqa: D102
+    def write(self, conn: Connection, request: Request) -> bool:
         conn.wait_client_close()
         return False
 
@@ -349,7 +349,7 @@ class Drip:
     status: int = 200
     content_type: str = "application/json"
 
-    def write(self, conn: Connection, request: Request) -> bool:  # noqa: D102
+    def write(self, conn: Connection, request: Request) -> bool:
         body = self.body
         if not isinstance(body, bytes | str):
             body = json.dumps(body)
@@ -373,7 +373,7 @@ class ResetMidBody:
 
     body: bytes = b'{"results": [{"url": "https://example.com/a", "title": "A"}]}' + b" " * 4096
 
-    def write(self, conn: Connection, request: Request) -> bool:  # noqa: D102
+    def write(self, conn: Connection, request: Request) -> bool:
         half = self.body[: len(self.body) // 2]
         conn.send(
             _head(200, None, Content_Type="application/json", Content_Length=str(len(self.body))) + half
@@ -391,7 +391,7 @@ class Huge:
     size: int = 32 * 1024 * 1024
     content_length: bool = True
 
-    def write(self, conn: Connection, request: Request) -> bool:  # noqa: D102
+    def write(self, conn: Connection, request: Request) -> bool:
         block = b" " * 65536
         if self.content_length:
             if not conn.send(
@@ -420,7 +420,7 @@ class Huge:
 class Close:
     """Close the connection without answering (``Server disconnected without sending a response``)."""
 
-    def write(self, conn: Connection, request: Request) -> bool:  # noqa: D102
+    def write(self, conn: Connection, request: Request) -> bool:
         conn.close()
         return False
 
@@ -470,7 +470,7 @@ def searxng_json(
                 "title": f"Result {i}",
                 "content": f"Snippet {i}",
                 "score": float(n - i + 1),
-                "publishedDate": "2024-05-0%d" % (1 + i % 9),
+                "publishedDate": f"2024-05-0{1 + i % 9}",
             }
             for i in range(1, n + 1)
         ],
