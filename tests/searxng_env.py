@@ -191,12 +191,17 @@ def _build(venv: Path) -> None:
         raise SearxngEnvError("SearXNG venv was built but its smoke import failed:\n" + "\n".join(log))
 
 
+_verified: set[Path] = set()  # venvs already checked by this process
+
+
 def ensure_venv(force: bool = False, venv: Path = VENV_DIR) -> Path:
     """Return the SearXNG venv directory, creating it first if it is missing or broken."""
+    if not force and venv in _verified:
+        return venv
     with _locked():
-        if not force and _venv_works(venv):
-            return venv
-        _build(venv)
+        if force or not _venv_works(venv):
+            _build(venv)
+        _verified.add(venv)
         return venv
 
 

