@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import ConfigError
 from ._base import CallableProvider, FunctionProvider, Provider, parse_published, parse_retry_after
+from ._table import support_table
 
 if TYPE_CHECKING:  # pragma: no cover
     from .brave import Brave
@@ -44,6 +45,7 @@ __all__ = [
     "parse_retry_after",
     "register",
     "resolve",
+    "support_table",
 ]
 
 # registry name -> "module:Class" (imported lazily) or a class registered at run time

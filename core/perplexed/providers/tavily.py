@@ -1,0 +1,244 @@
+"""Tavily: ``POST {base}/search`` with ``Authorization: Bearer $TAVILY_API_KEY``.
+
+Maps every common option except ``safe_search``. Cost is Tavily's credits (``usage.credits``, asked for with
+``include_usage``; else 1 credit for a basic/fast search and 2 for an advanced one) times ``usd_per_credit``.
+HTTP 432/433 (plan or pay-as-you-go credit limit) are ``payment`` errors; a 429 keeps its retry-after.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import httpx
+
+from .._errors import ConfigError, ProviderError
+from .._models import Hit, ProviderAnswer
+from .._options import SearchOptions
+from ._base import Provider, parse_published
+from ._common import (
+    as_float,
+    as_str,
+    body_retry_after,
+    country_code,
+    date_window,
+    language_code,
+    merged_extra,
+)
+
+__all__ = ["Tavily"]
+
+_PASS_THROUGH = (
+    "search_depth",
+    "topic",
+    "chunks_per_source",
+    "include_raw_content",
+    "include_favicon",
+    "include_domains_mode",
+    "exact_match",
+    "auto_parameters",
+    "days",
+    "max_age_hours",
+    "filter_by_language",
+)
+
+# Tavily's ``country`` takes a lower-case English country name (⚠ the reference lists the field without its
+# values; the names follow Tavily's docs). Codes not listed here are not sent; pass ``country_name=...``.
+_COUNTRY_NAMES = {
+    "AR": "argentina",
+    "AT": "austria",
+    "AU": "australia",
+    "BE": "belgium",
+    "BR": "brazil",
+    "CA": "canada",
+    "CH": "switzerland",
+    "CL": "chile",
+    "CN": "china",
+    "CO": "colombia",
+    "CZ": "czech republic",
+    "DE": "germany",
+    "DK": "denmark",
+    "EG": "egypt",
+    "ES": "spain",
+    "FI": "finland",
+    "FR": "france",
+    "GB": "united kingdom",
+    "GR": "greece",
+    "HK": "hong kong",
+    "HU": "hungary",
+    "ID": "indonesia",
+    "IE": "ireland",
+    "IL": "israel",
+    "IN": "india",
+    "IT": "italy",
+    "JP": "japan",
+    "KE": "kenya",
+    "KR": "south korea",
+    "MX": "mexico",
+    "MY": "malaysia",
+    "NG": "nigeria",
+    "NL": "netherlands",
+    "NO": "norway",
+    "NZ": "new zealand",
+    "PE": "peru",
+    "PH": "philippines",
+    "PK": "pakistan",
+    "PL": "poland",
+    "PT": "portugal",
+    "RO": "romania",
+    "RU": "russia",
+    "SA": "saudi arabia",
+    "SE": "sweden",
+    "SG": "singapore",
+    "TH": "thailand",
+    "TR": "turkey",
+    "TW": "taiwan",
+    "UA": "ukraine",
+    "AE": "united arab emirates",
+    "UK": "united kingdom",
+    "US": "united states",
+    "VN": "vietnam",
+    "ZA": "south africa",
+}
+
+
+class Tavily(Provider):
+    """Tavily search (``TAVILY_API_KEY``; default ``base_url`` ``https://api.tavily.com``).
+
+    Extra options: ``usd_per_credit`` (default 0.008, pay-as-you-go), ``include_usage`` (default True: ask
+    Tavily for the credits used), ``country_name`` (Tavily's own country name, e.g. ``"united states"``), and,
+    sent as they are: ``search_depth``, ``topic``, ``chunks_per_source``, ``include_raw_content`` (the raw
+    page becomes ``Hit.content``), ``include_favicon``, ``include_domains_mode``, ``exact_match``,
+    ``auto_parameters``, ``days``, ``max_age_hours``, ``filter_by_language``.
+    """
+
+    name = "tavily"
+    env_key = "TAVILY_API_KEY"
+    default_base_url = "https://api.tavily.com"
+    #: pay-as-you-go USD per credit (tavily.com pricing, reference checked 2026-11; plans $0.005-0.0075)
+    default_usd_per_credit: ClassVar[float] = 0.008
+    # USD per basic search (1 credit) at the default usd_per_credit; advanced searches cost 2 credits.
+    default_price = 0.008
+    native_options: ClassVar[frozenset[str]] = frozenset(
+        {
+            "max_results",
+            "include_domains",
+            "exclude_domains",
+            "recency",
+            "published_after",
+            "published_before",
+            "language",
+            "country",
+        }
+    )
+    extra_options: ClassVar[tuple[str, ...]] = (
+        "usd_per_credit",
+        "include_usage",
+        "country_name",
+        *_PASS_THROUGH,
+    )
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        rate = self.options.get("usd_per_credit")
+        if rate is not None and (isinstance(rate, bool) or not isinstance(rate, int | float) or rate < 0):
+            raise ConfigError("usd_per_credit for provider 'tavily' must be a non-negative number of USD")
+
+    def usd_per_credit(self, options: SearchOptions | None = None) -> float:
+        """USD per Tavily credit: the ``usd_per_credit`` option, else 0.008."""
+        extra = merged_extra(self.options, options) if options is not None else self.options
+        rate = extra.get("usd_per_credit")
+        if isinstance(rate, int | float) and not isinstance(rate, bool) and rate >= 0:
+            return float(rate)
+        return self.default_usd_per_credit
+
+    def price(self, options: SearchOptions | None = None) -> float:
+        """Expected USD for a call: an override if set, else 1 credit (2 for ``search_depth="advanced"``)."""
+        configured = self.price_override()
+        if configured is not None:
+            return configured
+        extra = merged_extra(self.options, options) if options is not None else self.options
+        credits = 2 if extra.get("search_depth") == "advanced" else 1
+        return credits * self.usd_per_credit(options)
+
+    def build_request(self, query: str, options: SearchOptions) -> httpx.Request:
+        key = self.api_key()
+        extra = merged_extra(self.options, options)
+        body: dict[str, Any] = {"query": query, "max_results": max(1, min(options.max_results, 20))}
+        if options.include_domains:
+            body["include_domains"] = options.include_domains
+        if options.exclude_domains:
+            body["exclude_domains"] = options.exclude_domains
+        if options.published_after or options.published_before:
+            after, before = date_window(options)
+            if after:
+                body["start_date"] = after.isoformat()
+            if before:
+                body["end_date"] = before.isoformat()
+        elif options.recency:
+            body["time_range"] = options.recency
+        language = language_code(options.language)
+        if language:
+            body["language"] = language
+        country = extra.get("country_name")
+        if country is None:
+            code = country_code(options.country)
+            country = _COUNTRY_NAMES.get(code) if code else None
+        if country:
+            body["country"] = country
+        if extra.get("include_usage", True):
+            body["include_usage"] = True
+        for field in _PASS_THROUGH:
+            if field in extra:
+                body[field] = extra[field]
+        return httpx.Request(
+            "POST",
+            f"{self.base_url}/search",
+            json=body,
+            headers=self.headers(Authorization=f"Bearer {key}"),
+        )
+
+    def check_status(self, response: httpx.Response) -> None:
+        """Like :meth:`Provider.check_status`, plus Tavily's 432/433 (credit limits) as ``payment``."""
+        if response.status_code in (432, 433):
+            raise self.fail(
+                "payment", f"HTTP {response.status_code} (Tavily credit limit exceeded)", response
+            )
+        try:
+            super().check_status(response)
+        except ProviderError as exc:
+            if exc.reason == "rate_limited" and exc.retry_after is None:
+                exc.retry_after = body_retry_after(response)
+            raise
+
+    def parse_response(self, response: httpx.Response, query: str, options: SearchOptions) -> ProviderAnswer:
+        data = self.json_object(response)
+        results = data.get("results")
+        if not isinstance(results, list):
+            raise self.fail("malformed", "Tavily answer has no 'results' list", response)
+        hits = []
+        for item in results:
+            if not isinstance(item, dict) or not isinstance(item.get("url"), str) or not item["url"]:
+                continue
+            raw_content = item.get("raw_content")
+            hits.append(
+                Hit(
+                    title=as_str(item.get("title")),
+                    url=item["url"],
+                    snippet=as_str(item.get("content")),
+                    content=raw_content if isinstance(raw_content, str) and raw_content else None,
+                    published=parse_published(item.get("published_date")),
+                    score=as_float(item.get("score")),
+                    provider=self.label,
+                    raw=item,
+                )
+            )
+        return ProviderAnswer(hits=hits, cost=self._cost_of(data, options))
+
+    def _cost_of(self, data: dict[str, Any], options: SearchOptions) -> float | None:
+        if self.price_override() is not None:
+            return None  # the engine uses the override
+        usage = data.get("usage")
+        credits = as_float(usage.get("credits")) if isinstance(usage, dict) else None
+        if credits is None or credits < 0:
+            return None  # the engine uses price(options)
+        return credits * self.usd_per_credit(options)
