@@ -207,13 +207,19 @@ class Provider:
         if status == 402:
             raise self.fail("payment", f"HTTP 402 (credits or quota exhausted) {detail}", response)
         if status == 429:
-            retry = parse_retry_after(response.headers)
-            raise self.fail("rate_limited", f"HTTP 429 {detail}", response, retry_after=retry)
+            retry = self.retry_after(response)
+            note = "" if retry is None else f" (retry after {retry:g} s)"
+            raise self.fail("rate_limited", f"HTTP 429 {detail}{note}", response, retry_after=retry)
         if status == 404:
             raise self.fail("not_found", f"HTTP 404 {detail}", response)
         if status >= 500:
             raise self.fail("upstream", f"HTTP {status} {detail}", response)
         raise self.fail("bad_request", f"HTTP {status} {detail}", response)
+
+    def retry_after(self, response: httpx.Response) -> float | None:
+        """Seconds to wait after a 429, from ``retry-after-ms`` / ``Retry-After`` (a provider that reports it
+        elsewhere, e.g. in the body, overrides this)."""
+        return parse_retry_after(response.headers)
 
     def json_body(self, response: httpx.Response) -> Any:
         """Check the status, then parse the body as JSON; HTML or broken JSON is a ``malformed`` error."""

@@ -13,7 +13,6 @@ from typing import Any, ClassVar
 
 import httpx
 
-from .._errors import ProviderError
 from .._models import Hit, ProviderAnswer
 from .._options import SearchOptions
 from ._base import Provider, parse_published
@@ -98,20 +97,17 @@ class Brave(Provider):
             headers=self.headers(**{"X-Subscription-Token": key}),
         )
 
-    def check_status(self, response: httpx.Response) -> None:
-        """Like :meth:`Provider.check_status`; a 429 without ``Retry-After`` uses ``X-RateLimit-Reset``."""
+    def retry_after(self, response: httpx.Response) -> float | None:
+        """``Retry-After`` when sent, else the first (per-second window) value of ``X-RateLimit-Reset`` ⚠."""
+        header = super().retry_after(response)
+        if header is not None:
+            return header
+        first = response.headers.get("x-ratelimit-reset", "").split(",")[0].strip()
         try:
-            super().check_status(response)
-        except ProviderError as exc:
-            if exc.reason == "rate_limited" and exc.retry_after is None:
-                first = response.headers.get("x-ratelimit-reset", "").split(",")[0].strip()
-                try:
-                    seconds = float(first)
-                except ValueError:
-                    seconds = -1.0
-                if 0 <= seconds < 86400 * 31:
-                    exc.retry_after = seconds
-            raise
+            seconds = float(first)
+        except ValueError:
+            return None
+        return seconds if 0 <= seconds < 86400 * 31 else None
 
     def parse_response(self, response: httpx.Response, query: str, options: SearchOptions) -> ProviderAnswer:
         data = self.json_object(response)

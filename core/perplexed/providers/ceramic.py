@@ -12,7 +12,6 @@ from typing import Any, ClassVar
 
 import httpx
 
-from .._errors import ProviderError
 from .._models import Hit, ProviderAnswer
 from .._options import SearchOptions
 from ._base import Provider
@@ -60,14 +59,10 @@ class Ceramic(Provider):
             headers=self.headers(Authorization=f"Bearer {key}"),
         )
 
-    def check_status(self, response: httpx.Response) -> None:
-        """Like :meth:`Provider.check_status`; a 429 without a header takes ``retry_after_seconds`` from the body."""
-        try:
-            super().check_status(response)
-        except ProviderError as exc:
-            if exc.reason == "rate_limited" and exc.retry_after is None:
-                exc.retry_after = body_retry_after(response)
-            raise
+    def retry_after(self, response: httpx.Response) -> float | None:
+        """The ``Retry-After`` header, else the body's ``retry_after_seconds``."""
+        header = super().retry_after(response)
+        return header if header is not None else body_retry_after(response)
 
     def parse_response(self, response: httpx.Response, query: str, options: SearchOptions) -> ProviderAnswer:
         data = self.json_object(response)

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 import httpx
 
-from .._errors import ConfigError, ProviderError
+from .._errors import ConfigError
 from .._models import Hit, ProviderAnswer
 from .._options import SearchOptions
 from ._base import Provider, parse_published
@@ -203,12 +203,12 @@ class Tavily(Provider):
             raise self.fail(
                 "payment", f"HTTP {response.status_code} (Tavily credit limit exceeded)", response
             )
-        try:
-            super().check_status(response)
-        except ProviderError as exc:
-            if exc.reason == "rate_limited" and exc.retry_after is None:
-                exc.retry_after = body_retry_after(response)
-            raise
+        super().check_status(response)
+
+    def retry_after(self, response: httpx.Response) -> float | None:
+        """The ``Retry-After`` header, else the body's ``retry_after_seconds`` (keyless 429s)."""
+        header = super().retry_after(response)
+        return header if header is not None else body_retry_after(response)
 
     def parse_response(self, response: httpx.Response, query: str, options: SearchOptions) -> ProviderAnswer:
         data = self.json_object(response)
