@@ -1,0 +1,212 @@
+"""A Server-Sent Events decoder: bytes in, events out, no I/O.
+
+Follows the WHATWG "event stream interpretation" rules literally (like h11 and httpx-sse): lines end in
+CRLF, LF or CR (also when a CRLF pair is split across two chunks); a leading BOM is dropped; ``:`` lines are
+comments (keep-alives); a line without a colon is a field name with an empty value; one leading space after
+the colon is dropped; ``data`` lines are joined with ``\\n``; ``id`` persists across events (and is ignored
+when it contains NUL); ``retry`` takes ASCII digits only; an event whose data buffer is empty is not
+dispatched; an unterminated event at the end of the stream is discarded.
+
+Feed it chunks of any size with :meth:`SSEDecoder.feed`, which returns the events completed by that chunk;
+call :meth:`SSEDecoder.close` at the end of the stream. The caller owns sockets and time.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from .._errors import StreamError
+
+__all__ = ["DEFAULT_MAX_EVENT_BYTES", "SSEDecoder", "ServerSentEvent", "aiter_sse", "iter_sse"]
+
+DEFAULT_MAX_EVENT_BYTES = 32 * 1024 * 1024
+_BOM = "\ufeff"
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSentEvent:
+    """One dispatched event.
+
+    ``event`` is the ``event:`` field, ``"message"`` when the stream sent none; ``data`` the joined
+    ``data:`` lines; ``id`` the last event id seen so far (``""`` when none); ``retry`` the reconnection
+    time in ms when this event set one.
+    """
+
+    event: str = "message"
+    data: str = ""
+    id: str = ""
+    retry: int | None = None
+
+    def json(self) -> Any:
+        """``data`` parsed as JSON."""
+        return json.loads(self.data)
+
+
+class SSEDecoder:
+    """Incremental WHATWG SSE decoder over bytes.
+
+    ``max_event_bytes`` bounds the memory one event (or one unterminated line) may take; crossing it
+    raises :class:`perplexed.StreamError`. ``None`` disables the bound.
+    """
+
+    __slots__ = (
+        "_data",
+        "_data_size",
+        "_event",
+        "_last_id",
+        "_max",
+        "_pending",
+        "_pending_size",
+        "_retry",
+        "_skip_lf",
+        "_started",
+    )
+
+    def __init__(self, *, max_event_bytes: int | None = DEFAULT_MAX_EVENT_BYTES) -> None:
+        self._max = max_event_bytes
+        self._pending: list[bytes] = []  # bytes of an unterminated line
+        self._pending_size = 0
+        self._skip_lf = False  # the previous chunk ended in CR: a leading LF completes that CRLF
+        self._started = False  # the BOM check has been done
+        self._event = ""
+        self._data: list[str] = []
+        self._data_size = 0
+        self._last_id = ""
+        self._retry: int | None = None
+
+    @property
+    def last_event_id(self) -> str:
+        """The last ``id:`` seen (persists across events, as the spec says)."""
+        return self._last_id
+
+    def feed(self, chunk: bytes) -> list[ServerSentEvent]:
+        """Consume ``chunk`` and return the events it completed (possibly none)."""
+        if not chunk:
+            return []
+        if self._skip_lf:
+            self._skip_lf = False
+            if chunk[0] == 0x0A:  # "\n"
+                chunk = chunk[1:]
+                if not chunk:
+                    return []
+        end = max(chunk.rfind(b"\n"), chunk.rfind(b"\r"))
+        if end < 0:
+            self._pending.append(chunk)
+            self._pending_size += len(chunk)
+            self._check_size()
+            return []
+        if self._pending:
+            self._pending.append(chunk[: end + 1])
+            block = b"".join(self._pending)
+            self._pending.clear()
+        else:
+            block = chunk[: end + 1] if end + 1 < len(chunk) else chunk
+        rest = chunk[end + 1 :]
+        if rest:
+            self._pending.append(rest)
+        self._pending_size = len(rest)
+        if rest:
+            self._check_size()
+        if block[-1] == 0x0D:  # "\r": a following "\n" belongs to this line ending
+            self._skip_lf = True
+        text = block.decode("utf-8", "replace")
+        if not self._started:
+            self._started = True
+            if text.startswith(_BOM):
+                text = text[1:]
+        if "\r" in text:
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        lines = text.split("\n")
+        lines.pop()  # the block ends with a line terminator: the last piece is empty
+        return self._process(lines)
+
+    def close(self) -> list[ServerSentEvent]:
+        """Signal the end of the stream.
+
+        Per the spec an unterminated event is discarded, so this returns ``[]``; it resets the line state
+        so the decoder can be reused for a reconnection (``last_event_id`` is kept).
+        """
+        self._pending.clear()
+        self._pending_size = 0
+        self._skip_lf = False
+        self._started = False
+        self._event = ""
+        self._data = []
+        self._data_size = 0
+        self._retry = None
+        return []
+
+    @property
+    def has_pending(self) -> bool:
+        """True when bytes of an undispatched event are buffered (the stream stopped mid-event)."""
+        return bool(self._pending or self._data or self._event or self._retry is not None)
+
+    # --- internals ---------------------------------------------------------------------------------
+
+    def _check_size(self) -> None:
+        if self._max is not None and self._pending_size + self._data_size > self._max:
+            raise StreamError(f"server-sent event larger than {self._max} bytes")
+
+    def _process(self, lines: list[str]) -> list[ServerSentEvent]:
+        events: list[ServerSentEvent] = []
+        data = self._data
+        for line in lines:
+            if not line:
+                if data:
+                    value = "\n".join(data)
+                    events.append(
+                        ServerSentEvent(self._event or "message", value, self._last_id, self._retry)
+                    )
+                    data = self._data = []
+                    self._data_size = 0
+                self._event = ""
+                self._retry = None
+                continue
+            if line.startswith("data:"):
+                value = line[6:] if line.startswith("data: ") else line[5:]
+                data.append(value)
+                if self._max is not None:
+                    self._data_size += len(value) + 1
+                    if self._data_size > self._max:
+                        raise StreamError(f"server-sent event larger than {self._max} bytes")
+                continue
+            if line[0] == ":":
+                continue
+            name, colon, value = line.partition(":")
+            if colon and value.startswith(" "):
+                value = value[1:]
+            if name == "event":
+                self._event = value
+            elif name == "data":  # "data" without a colon: an empty data line
+                data.append(value)
+            elif name == "id":
+                if "\0" not in value:
+                    self._last_id = value
+            elif name == "retry":
+                if value.isascii() and value.isdigit():
+                    self._retry = int(value)
+            # any other field is ignored
+        return events
+
+
+def iter_sse(chunks: Iterable[bytes], decoder: SSEDecoder | None = None) -> Iterator[ServerSentEvent]:
+    """Decode an iterable of byte chunks into events."""
+    decoder = decoder or SSEDecoder()
+    for chunk in chunks:
+        yield from decoder.feed(chunk)
+    yield from decoder.close()
+
+
+async def aiter_sse(
+    chunks: AsyncIterable[bytes], decoder: SSEDecoder | None = None
+) -> AsyncIterator[ServerSentEvent]:
+    """Decode an async iterable of byte chunks into events."""
+    decoder = decoder or SSEDecoder()
+    async for chunk in chunks:
+        for event in decoder.feed(chunk):
+            yield event
+    for event in decoder.close():
+        yield event
