@@ -1,0 +1,160 @@
+"""The search settings shared by the retrievers and the tools, and how they become core arguments.
+
+Everything here is configuration: validation is the core's (``SearchOptions.build``, ``ChainOptions.build``,
+``providers.resolve``), run once at construction so a bad option fails when the component is built, not on
+its first query. Secrets in a provider spec (``api_key``) are kept as :class:`~pydantic.SecretStr` and never
+shown by ``repr``/``str``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import date
+from typing import Any, Literal
+
+from perplexed import ChainOptions, SearchOptions, providers
+from pydantic import BaseModel, SecretStr, field_validator, model_validator
+
+__all__ = ["SearchConfig", "protect_secrets", "redact_spec"]
+
+CHAIN_FIELDS = ("provider_timeout_ms", "deadline_ms", "fallback_on")
+SEARCH_FIELDS = (
+    "include_domains",
+    "exclude_domains",
+    "recency",
+    "published_after",
+    "published_before",
+    "language",
+    "country",
+    "safe_search",
+)
+# Keys of a provider spec whose values are credentials (masked in repr; api_key becomes a SecretStr).
+_SECRET_KEY = re.compile(r"(?i)(api[_-]?key|token|secret|password|authorization|credential)")
+_MASK = "**********"
+
+
+def protect_secrets(spec: Any) -> Any:
+    """Copy a provider spec with every ``api_key`` string wrapped in a :class:`SecretStr`."""
+    if isinstance(spec, Mapping):
+        out: dict[Any, Any] = {}
+        for key, value in spec.items():
+            if key == "api_key" and isinstance(value, str):
+                out[key] = SecretStr(value)
+            else:
+                out[key] = protect_secrets(value)
+        return out
+    if isinstance(spec, list | tuple):
+        return [protect_secrets(item) for item in spec]
+    return spec
+
+
+def redact_spec(spec: Any) -> Any:
+    """A provider spec safe to show: credential-like values are replaced by ``**********``."""
+    if isinstance(spec, Mapping):
+        return {
+            key: (_MASK if value is not None and _SECRET_KEY.search(str(key)) else redact_spec(value))
+            for key, value in spec.items()
+        }
+    if isinstance(spec, list | tuple):
+        return [redact_spec(item) for item in spec]
+    if isinstance(spec, SecretStr):
+        return _MASK
+    return spec
+
+
+class SearchConfig(BaseModel):
+    """Provider chain, chain options and search options, as fields (a mixin of the LangChain components).
+
+    Every option is handed to :func:`perplexed.search` as is; ``None`` means "the core's default".
+    """
+
+    provider: Any = None
+    """A provider name (``"searxng"``), a spec dict (``{"name": "tavily", "api_key": ...}``), a
+    :class:`perplexed.providers.Provider`, a function, or a list of these (a fallback chain). ``None`` uses
+    the default chain (``PERPLEXED_PROVIDER``, else ``local,searxng``)."""
+
+    provider_timeout_ms: int | None = None
+    """Budget of each provider call in milliseconds (core default 15000)."""
+
+    deadline_ms: int | None = None
+    """Budget of the whole chain in milliseconds (core default 30000)."""
+
+    fallback_on: str | list[str] | None = None
+    """Outcomes that move the chain to the next provider: ``error``, ``empty``, ``timeout`` (core default
+    ``["error", "empty"]``)."""
+
+    include_domains: list[str] | None = None
+    """Only hits from these domains (``"nature.com"``, ``"*.gov"``, ``"example.com/docs"``)."""
+
+    exclude_domains: list[str] | None = None
+    """Never hits from these domains."""
+
+    recency: Literal["day", "week", "month", "year"] | None = None
+    """Only hits published within the last day, week, month or year (where the provider supports it)."""
+
+    published_after: date | str | None = None
+    """Only hits published on or after this date (``date`` or ISO ``YYYY-MM-DD``)."""
+
+    published_before: date | str | None = None
+    """Only hits published on or before this date (``date`` or ISO ``YYYY-MM-DD``)."""
+
+    language: str | None = None
+    """Result language code, e.g. ``"en"`` or ``"en-US"``."""
+
+    country: str | None = None
+    """Country code, e.g. ``"us"``."""
+
+    safe_search: Literal["off", "moderate", "strict"] | None = None
+    """Safe-search level where the provider supports it."""
+
+    search_kwargs: dict[str, Any] | None = None
+    """Provider-specific search options passed through to every provider (e.g. SearXNG ``engines``)."""
+
+    flat_metadata: bool = False
+    """Keep only scalar metadata values (lists and dicts become one compact JSON string, ``None`` values
+    are dropped), for vector stores that reject nested metadata."""
+
+    @field_validator("provider", mode="before")
+    @classmethod
+    def _protect_provider(cls, value: Any) -> Any:
+        return protect_secrets(value)
+
+    @model_validator(mode="after")
+    def _validate_with_core(self) -> SearchConfig:
+        # The core's own validation, run now: a typo fails at construction, not at the first query.
+        ChainOptions.build(**{name: getattr(self, name) for name in CHAIN_FIELDS})
+        SearchOptions.build(**self.search_options())
+        if self.provider is not None:
+            providers.resolve(self.provider)
+        return self
+
+    def search_options(self) -> dict[str, Any]:
+        """The configured search options (``search_kwargs`` first, the named fields over them)."""
+        options = dict(self.search_kwargs or {})
+        for name in SEARCH_FIELDS:
+            value = getattr(self, name)
+            if value is not None:
+                options[name] = value
+        return options
+
+    def core_kwargs(self, max_results: int | None, overrides: Mapping[str, Any]) -> dict[str, Any]:
+        """Keyword arguments for :func:`perplexed.search`: the configuration, then per-call ``overrides``.
+
+        An override of ``None`` clears the configured value (the core default applies).
+        """
+        kwargs: dict[str, Any] = {"provider": self.provider, **self.search_options()}
+        for name in CHAIN_FIELDS:
+            value = getattr(self, name)
+            if value is not None:
+                kwargs[name] = value
+        kwargs["max_results"] = max_results
+        for key, value in overrides.items():
+            if key == "provider":
+                value = protect_secrets(value)
+            kwargs[key] = value
+        return {k: v for k, v in kwargs.items() if v is not None or k == "provider"}
+
+    def __repr_args__(self) -> Any:
+        for key, value in super().__repr_args__():
+            yield key, (redact_spec(value) if key == "provider" else value)

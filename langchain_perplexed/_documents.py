@@ -1,0 +1,110 @@
+"""perplexed results as LangChain Documents, and the text a model sees. No I/O, no search logic.
+
+Document metadata is JSON-serialisable: ``id`` (the hit's ``n``, what an ``[n]`` marker cites), ``title``,
+``url``, ``source`` (= url), ``published`` (ISO date; absent when unknown), ``score``, ``provider``, and the
+chain run's ``answered_by``, ``cost`` (USD, the whole run's total, the same on every Document of a result)
+and ``attempts`` (``[{provider, outcome, cost, duration_ms}]``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from langchain_core.documents import Document
+from perplexed import Attempt, Hit, Result
+
+__all__ = [
+    "NO_RESULTS",
+    "attempts_summary",
+    "flatten_metadata",
+    "format_hits",
+    "hit_metadata",
+    "result_documents",
+]
+
+NO_RESULTS = "No results."
+SNIPPET_CHARS = 400  # per hit, in the text a tool returns to the model
+
+
+def attempts_summary(attempts: Iterable[Attempt]) -> list[dict[str, Any]]:
+    """``[{provider, outcome, cost, duration_ms}]`` for each attempt, in order."""
+    return [attempt.summary() for attempt in attempts]
+
+
+def hit_metadata(
+    hit: Hit,
+    *,
+    answered_by: str | None,
+    cost: float,
+    attempts: Sequence[Attempt],
+) -> dict[str, Any]:
+    """The metadata of the Document made from ``hit`` (see the module docstring)."""
+    metadata: dict[str, Any] = {
+        "id": hit.id,
+        "title": hit.title,
+        "url": hit.url,
+        "source": hit.url,
+    }
+    if hit.published is not None:
+        metadata["published"] = hit.published.isoformat()
+    metadata["score"] = hit.score
+    metadata["provider"] = hit.provider
+    metadata["answered_by"] = answered_by
+    metadata["cost"] = cost
+    metadata["attempts"] = attempts_summary(attempts)
+    return metadata
+
+
+def flatten_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """Scalar values only: ``None`` is dropped, a list or dict becomes one compact JSON string."""
+    flat: dict[str, Any] = {}
+    for key, value in metadata.items():
+        if value is None:
+            continue
+        if isinstance(value, str | int | float | bool):
+            flat[key] = value
+        else:
+            flat[key] = json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+    return flat
+
+
+def hit_document(
+    hit: Hit, *, answered_by: str | None, cost: float, attempts: Sequence[Attempt], flat: bool
+) -> Document:
+    """One Document: ``page_content`` is the hit's content, else its snippet."""
+    metadata = hit_metadata(hit, answered_by=answered_by, cost=cost, attempts=attempts)
+    return Document(page_content=hit.text, metadata=flatten_metadata(metadata) if flat else metadata)
+
+
+def result_documents(result: Result, *, flat: bool = False) -> list[Document]:
+    """The Documents of a search result, in hit order (``metadata["id"]`` is 1..n)."""
+    return [
+        hit_document(hit, answered_by=result.provider, cost=result.cost, attempts=result.attempts, flat=flat)
+        for hit in result.hits
+    ]
+
+
+def _shorten(text: str, limit: int = SNIPPET_CHARS) -> str:
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    return text[: limit - 1].rstrip() + "…"
+
+
+def source_line(n: int, title: str, url: str) -> str:
+    """``[n] title — url`` (the title falls back to the url)."""
+    return f"[{n}] {title or url} — {url}"
+
+
+def format_hits(hits: Sequence[Hit]) -> str:
+    """The compact numbered list a tool returns to the model: ``[n] title — url`` then the snippet."""
+    if not hits:
+        return NO_RESULTS
+    blocks = []
+    for hit in hits:
+        line = source_line(hit.id, hit.title, hit.url)
+        snippet = _shorten(hit.snippet or hit.content or "")
+        blocks.append(f"{line}\n{snippet}" if snippet else line)
+    return "\n\n".join(blocks)

@@ -1,0 +1,109 @@
+"""Every provider attempt, as a LangChain custom event of the run that made it.
+
+The core calls ``on_attempt(attempt)`` as each attempt ends; these callables forward it to the run's
+callback handlers as the custom event ``perplexed_attempt`` (``on_custom_event`` in a handler,
+``on_custom_event`` in ``astream_events``, an event on the run in LangSmith). The event carries ``provider``,
+``outcome``, ``cost``, ``duration_ms``, ``billable`` and ``error``.
+
+Sync runs: the core runs its I/O on its own loop thread, so the handlers are called from that thread, with
+the caller's context. Async runs: the events are scheduled on the caller's loop as the attempts end and are
+all delivered before the call returns or raises.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from langchain_core.callbacks import (
+    AsyncCallbackManager,
+    AsyncCallbackManagerForRetrieverRun,
+    AsyncCallbackManagerForToolRun,
+    CallbackManager,
+    CallbackManagerForRetrieverRun,
+    CallbackManagerForToolRun,
+)
+from perplexed import Attempt
+
+__all__ = ["ATTEMPT_EVENT", "AsyncAttemptEvents", "SyncAttemptEvents", "attempt_event_data"]
+
+logger = logging.getLogger("langchain_perplexed")
+
+#: The name of the custom event dispatched for every provider attempt.
+ATTEMPT_EVENT = "perplexed_attempt"
+
+SyncRunManager = CallbackManagerForRetrieverRun | CallbackManagerForToolRun
+AsyncRunManager = AsyncCallbackManagerForRetrieverRun | AsyncCallbackManagerForToolRun
+
+
+def attempt_event_data(attempt: Attempt) -> dict[str, Any]:
+    """The data of a ``perplexed_attempt`` event (JSON-serialisable)."""
+    return {
+        "provider": attempt.provider,
+        "outcome": attempt.outcome.value,
+        "cost": attempt.cost,
+        "duration_ms": attempt.duration_ms,
+        "billable": attempt.billable,
+        "error": attempt.error,
+    }
+
+
+class SyncAttemptEvents:
+    """``on_attempt`` for a sync run: dispatches each attempt at once through the run's handlers."""
+
+    def __init__(self, run_manager: SyncRunManager | None) -> None:
+        self._manager: CallbackManager | None = None
+        self._run_id = None
+        if run_manager is not None and run_manager.handlers:
+            self._run_id = run_manager.run_id
+            self._manager = CallbackManager(
+                handlers=run_manager.handlers,
+                inheritable_handlers=run_manager.inheritable_handlers,
+                parent_run_id=run_manager.parent_run_id,
+                tags=run_manager.tags,
+                inheritable_tags=run_manager.inheritable_tags,
+                metadata=run_manager.metadata,
+                inheritable_metadata=run_manager.inheritable_metadata,
+            )
+
+    def __call__(self, attempt: Attempt) -> None:
+        if self._manager is None:
+            return
+        try:
+            self._manager.on_custom_event(ATTEMPT_EVENT, attempt_event_data(attempt), run_id=self._run_id)
+        except Exception:  # a handler with raise_error=True must not break the search
+            logger.exception("a callback handler raised on %s", ATTEMPT_EVENT)
+
+
+class AsyncAttemptEvents:
+    """``on_attempt`` for an async run: schedules each event on the running loop; :meth:`flush` awaits them."""
+
+    def __init__(self, run_manager: AsyncRunManager | None) -> None:
+        self._manager: AsyncCallbackManager | None = None
+        self._run_id = None
+        self._pending: list[asyncio.Future[Any]] = []
+        if run_manager is not None and run_manager.handlers:
+            self._run_id = run_manager.run_id
+            self._manager = AsyncCallbackManager(
+                handlers=run_manager.handlers,
+                inheritable_handlers=run_manager.inheritable_handlers,
+                parent_run_id=run_manager.parent_run_id,
+                tags=run_manager.tags,
+                inheritable_tags=run_manager.inheritable_tags,
+                metadata=run_manager.metadata,
+                inheritable_metadata=run_manager.inheritable_metadata,
+            )
+
+    def __call__(self, attempt: Attempt) -> None:
+        if self._manager is None:
+            return
+        coro = self._manager.on_custom_event(ATTEMPT_EVENT, attempt_event_data(attempt), run_id=self._run_id)
+        self._pending.append(asyncio.ensure_future(coro))
+
+    async def flush(self) -> None:
+        """Wait until every scheduled event has reached the handlers (handler errors are logged)."""
+        pending, self._pending = self._pending, []
+        for outcome in await asyncio.gather(*pending, return_exceptions=True):
+            if isinstance(outcome, Exception):
+                logger.error("a callback handler raised on %s: %r", ATTEMPT_EVENT, outcome)

@@ -1,0 +1,71 @@
+"""Running the core from a LangChain run: child-run context and the attempt events. Sync and async twins."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
+from langchain_core.runnables.config import patch_config, set_config_context
+from perplexed import Attempt
+
+from ._events import AsyncAttemptEvents, AsyncRunManager, SyncAttemptEvents, SyncRunManager
+
+__all__ = ["arun_core", "run_core"]
+
+T = TypeVar("T")
+
+
+def run_core(
+    fn: Callable[..., T],
+    run_manager: SyncRunManager | None,
+    /,
+    *args: Any,
+    **kwargs: Any,
+) -> T:
+    """Call a sync core function (``perplexed.search``, ``perplexed.answer``) inside ``run_manager``'s run.
+
+    Attempts go to the run's handlers as ``perplexed_attempt`` events. For a retriever run, LangChain
+    components the core calls (a retriever wrapped by :func:`~langchain_perplexed.as_provider`) become child
+    runs of it (a tool run sets that context itself).
+    """
+    events = SyncAttemptEvents(run_manager)
+    call_kwargs = {**kwargs, "on_attempt": _chain(events, kwargs.get("on_attempt"))}
+    if isinstance(run_manager, CallbackManagerForRetrieverRun):
+        with set_config_context(patch_config(None, callbacks=run_manager.get_child())) as context:
+            return context.run(fn, *args, **call_kwargs)
+    return fn(*args, **call_kwargs)
+
+
+async def arun_core(
+    fn: Callable[..., Awaitable[T]],
+    run_manager: AsyncRunManager | None,
+    /,
+    *args: Any,
+    **kwargs: Any,
+) -> T:
+    """Await an async core function (``perplexed.asearch``, ``perplexed.aanswer``) inside the run; see
+    :func:`run_core`. Every attempt event has reached the handlers when this returns or raises."""
+    events = AsyncAttemptEvents(run_manager)
+    call_kwargs = {**kwargs, "on_attempt": _chain(events, kwargs.get("on_attempt"))}
+    try:
+        if isinstance(run_manager, AsyncCallbackManagerForRetrieverRun):
+            with set_config_context(patch_config(None, callbacks=run_manager.get_child())) as context:
+                return await asyncio.create_task(fn(*args, **call_kwargs), context=context)  # type: ignore[arg-type]
+        return await fn(*args, **call_kwargs)
+    finally:
+        await events.flush()
+
+
+def _chain(
+    first: Callable[[Attempt], None], second: Callable[[Attempt], None] | None
+) -> Callable[[Attempt], None]:
+    if second is None:
+        return first
+
+    def both(attempt: Attempt) -> None:
+        first(attempt)
+        second(attempt)
+
+    return both
