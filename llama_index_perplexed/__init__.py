@@ -1,0 +1,28 @@
+"""LlamaIndex adapters for perplexed (``pip install "perplexed-search[llama-index]"``).
+
+- :class:`PerplexedRetriever`: a ``BaseRetriever`` over a perplexed provider chain;
+- :class:`PerplexedQueryEngine`: grounded answers (``perplexed.answer``) as LlamaIndex ``Response`` objects
+  whose ``[n]`` markers point at ``source_nodes[n-1]``;
+- :class:`PerplexedToolSpec`: ``search`` and ``answer`` tools for LlamaIndex agents;
+- :func:`as_provider`: any LlamaIndex retriever as a member of a perplexed chain;
+- :class:`PerplexedAttemptEvent` / :class:`PerplexedAgentEvent`: instrumentation events.
+
+The adapters are thin: searching, budgets, fallback, cost and citations all live in ``perplexed``.
+"""
+
+from __future__ import annotations
+
+from ._nodes import BOOKKEEPING_KEYS, hit_to_node, node_id_for_url, result_to_nodes, score_hits
+from .events import PerplexedAgentEvent, PerplexedAttemptEvent
+from .retriever import PerplexedRetriever
+
+__all__ = [
+    "BOOKKEEPING_KEYS",
+    "PerplexedAgentEvent",
+    "PerplexedAttemptEvent",
+    "PerplexedRetriever",
+    "hit_to_node",
+    "node_id_for_url",
+    "result_to_nodes",
+    "score_hits",
+]

@@ -1,0 +1,97 @@
+"""perplexed hits ↔ LlamaIndex nodes. Pure functions: no search, no I/O."""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from llama_index.core.schema import NodeWithScore, TextNode
+from perplexed import Hit, Result
+
+__all__ = [
+    "BOOKKEEPING_KEYS",
+    "hit_to_node",
+    "node_id_for_url",
+    "result_to_nodes",
+    "score_hits",
+]
+
+#: Metadata keys kept on every node for the caller but hidden from the LLM and from embeddings.
+BOOKKEEPING_KEYS = ("attempts", "cost", "answered_by")
+
+
+def node_id_for_url(url: str) -> str:
+    """A node id that is a pure function of the URL (a UUID5 in the URL namespace).
+
+    The same page gets the same id in every retrieval and from every provider, so LlamaIndex's dedupe by
+    ``node_id`` (and any docstore keyed on it) sees it once.
+    """
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, url.strip()))
+
+
+def _usable(score: float | None) -> float | None:
+    if score is None or isinstance(score, bool) or not math.isfinite(score):
+        return None
+    return float(score)
+
+
+def score_hits(hits: Sequence[Hit]) -> list[float]:
+    """The ``NodeWithScore.score`` of each hit, in order.
+
+    - a provider score in ``(0, 1]`` is used as is;
+    - a provider score outside that range (BM25-like, or ``<= 0``) is divided by the largest score of the
+      result, floored at 0, so the best hit scores 1.0;
+    - a hit with no score (or when no score of the result is positive) scores ``1 / rank`` (rank = the hit's
+      1-based ``id``, else its position).
+    """
+    scores = [_usable(h.score) for h in hits]
+    largest = max((s for s in scores if s is not None), default=None)
+    out: list[float] = []
+    for position, (hit, score) in enumerate(zip(hits, scores, strict=True), start=1):
+        if score is not None and 0.0 < score <= 1.0:
+            out.append(score)
+        elif score is not None and largest is not None and largest > 0:
+            out.append(max(score, 0.0) / largest)
+        else:
+            out.append(1.0 / (hit.id if hit.id > 0 else position))
+    return out
+
+
+def hit_metadata(hit: Hit, result: Result | None = None) -> dict[str, Any]:
+    """The node metadata of one hit: ``id, title, url, published, score, provider, answered_by, cost, attempts``.
+
+    ``published`` is an ISO date string or ``None``; ``score`` is the provider's own score (or ``None``);
+    ``answered_by``, ``cost`` (USD, the whole chain run) and ``attempts`` (``provider, outcome, cost,
+    duration_ms`` per attempt) describe the search that found the hit.
+    """
+    return {
+        "id": hit.id,
+        "title": hit.title,
+        "url": hit.url,
+        "published": hit.published.isoformat() if hit.published else None,
+        "score": hit.score,
+        "provider": hit.provider,
+        "answered_by": result.provider if result is not None else hit.provider,
+        "cost": result.cost if result is not None else 0.0,
+        "attempts": [a.summary() for a in result.attempts] if result is not None else [],
+    }
+
+
+def hit_to_node(hit: Hit, score: float | None = None, result: Result | None = None) -> NodeWithScore:
+    """One hit as a ``NodeWithScore`` of a ``TextNode`` (id from the URL, text = content or snippet)."""
+    node = TextNode(
+        id_=node_id_for_url(hit.url),
+        text=hit.text,
+        metadata=hit_metadata(hit, result),
+        excluded_llm_metadata_keys=list(BOOKKEEPING_KEYS),
+        excluded_embed_metadata_keys=list(BOOKKEEPING_KEYS),
+    )
+    return NodeWithScore(node=node, score=score)
+
+
+def result_to_nodes(result: Result) -> list[NodeWithScore]:
+    """Every hit of a search result as a node, in the result's order, scored by :func:`score_hits`."""
+    scores = score_hits(result.hits)
+    return [hit_to_node(hit, score, result) for hit, score in zip(result.hits, scores, strict=True)]
