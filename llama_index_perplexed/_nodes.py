@@ -12,6 +12,7 @@ from perplexed import Hit, Result
 
 __all__ = [
     "BOOKKEEPING_KEYS",
+    "hit_metadata",
     "hit_to_node",
     "node_id_for_url",
     "result_to_nodes",
@@ -60,23 +61,22 @@ def score_hits(hits: Sequence[Hit]) -> list[float]:
 
 
 def hit_metadata(hit: Hit, result: Result | None = None) -> dict[str, Any]:
-    """The node metadata of one hit: ``id, title, url, published, score, provider, answered_by, cost, attempts``.
+    """The node metadata of one hit, as in the LangChain adapter.
 
-    ``published`` is an ISO date string or ``None``; ``score`` is the provider's own score (or ``None``);
-    ``answered_by``, ``cost`` (USD, the whole chain run) and ``attempts`` (``provider, outcome, cost,
-    duration_ms`` per attempt) describe the search that found the hit.
+    ``id`` (the 1-based number an ``[n]`` marker cites), ``title``, ``url``, ``published`` (ISO date; absent
+    when unknown), ``score`` (the provider's own, or ``None``), ``provider``, and the search's
+    ``answered_by``, ``cost`` (USD, the whole chain run, the same on every node of a result) and
+    ``attempts`` (``[{provider, outcome, cost, duration_ms}]``).
     """
-    return {
-        "id": hit.id,
-        "title": hit.title,
-        "url": hit.url,
-        "published": hit.published.isoformat() if hit.published else None,
-        "score": hit.score,
-        "provider": hit.provider,
-        "answered_by": result.provider if result is not None else hit.provider,
-        "cost": result.cost if result is not None else 0.0,
-        "attempts": [a.summary() for a in result.attempts] if result is not None else [],
-    }
+    metadata: dict[str, Any] = {"id": hit.id, "title": hit.title, "url": hit.url}
+    if hit.published is not None:
+        metadata["published"] = hit.published.isoformat()
+    metadata["score"] = hit.score
+    metadata["provider"] = hit.provider
+    metadata["answered_by"] = result.provider if result is not None else hit.provider
+    metadata["cost"] = result.cost if result is not None else 0.0
+    metadata["attempts"] = [a.summary() for a in result.attempts] if result is not None else []
+    return metadata
 
 
 def hit_to_node(hit: Hit, score: float | None = None, result: Result | None = None) -> NodeWithScore:

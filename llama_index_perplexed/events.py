@@ -20,13 +20,13 @@ import contextvars
 from collections.abc import Iterator
 from typing import Any
 
-import llama_index.core.instrumentation as instrument
+from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
 from llama_index.core.instrumentation.events import BaseEvent
 from perplexed import telemetry
 
 __all__ = ["PerplexedAgentEvent", "PerplexedAttemptEvent", "dispatching"]
 
-dispatcher = instrument.get_dispatcher(__name__)
+dispatcher = get_dispatcher(__name__)
 
 ATTEMPT_EVENT = ("perplexed", "search", "attempt")
 AGENT_EVENT = ("perplexed", "answer", "agent")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import llama_index.core.instrumentation as instrument
 import perplexed
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
+from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from ._config import SearchConfig
@@ -16,7 +16,7 @@ from .events import dispatching
 
 __all__ = ["PerplexedRetriever"]
 
-dispatcher = instrument.get_dispatcher(__name__)
+dispatcher = get_dispatcher(__name__)
 
 
 class PerplexedRetriever(BaseRetriever):

@@ -7,11 +7,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from llama_fakes import LoopbackSearch
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events import BaseEvent
 from llama_index.core.instrumentation.span_handlers import SimpleSpanHandler
+from loopback import loopback  # noqa: F401  (the shared loopback-server fixture, used by name)
 
 
 class Recorder(BaseEventHandler):
@@ -58,13 +58,3 @@ def spans() -> Iterator[SimpleSpanHandler]:
         yield handler
     finally:
         root.span_handlers = [h for h in root.span_handlers if h is not handler]
-
-
-@pytest.fixture
-def loopback() -> Iterator[LoopbackSearch]:
-    """A SearXNG-compatible JSON search API on loopback (set ``.delay`` to make it slow)."""
-    server = LoopbackSearch()
-    try:
-        yield server
-    finally:
-        server.close()

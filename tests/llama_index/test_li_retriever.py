@@ -7,9 +7,10 @@ import uuid
 
 import perplexed
 import pytest
-from llama_fakes import WEB_HITS, LoopbackSearch, aweb, broken, nothing, slow_web, web
+from llama_fakes import WEB_HITS, aweb, broken, nothing, slow_web, web
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
+from loopback import Json, LoopbackServer, searxng_json
 from perplexed import Hit, SearchOptions
 
 from llama_index_perplexed import PerplexedRetriever, node_id_for_url, score_hits
@@ -39,6 +40,7 @@ def test_nodes_carry_text_ids_and_metadata() -> None:
 
     meta = third.metadata
     assert set(meta) == {"id", "title", "url", "published", "score", "provider", "answered_by", "cost", "attempts"}
+    assert list(meta)[:3] == ["id", "title", "url"]
     assert meta["id"] == 3
     assert meta["title"] == "Web C"
     assert meta["url"] == "https://web.example/c"
@@ -49,7 +51,7 @@ def test_nodes_carry_text_ids_and_metadata() -> None:
     assert [a["provider"] for a in meta["attempts"]] == ["broken", "web"]
     assert [a["outcome"] for a in meta["attempts"]] == ["error", "ok"]
     assert set(meta["attempts"][0]) == {"provider", "outcome", "cost", "duration_ms"}
-    assert first.metadata["published"] is None
+    assert "published" not in first.metadata  # absent when unknown, as in the LangChain adapter
 
 
 def test_bookkeeping_keys_are_hidden_from_llm_and_embeddings() -> None:
@@ -129,14 +131,16 @@ async def _ticks_during(coro_factory, interval: float = 0.01) -> tuple[object, i
     return result, ticks
 
 
-async def test_aretrieve_does_not_block_the_event_loop(loopback: LoopbackSearch) -> None:
-    loopback.delay = 0.4
-    retriever = PerplexedRetriever(loopback.provider, max_results=2)
+async def test_aretrieve_does_not_block_the_event_loop(loopback: LoopbackServer) -> None:
+    loopback.route("/search", Json(searxng_json(3, prefix="https://loop.example/"), delay=0.4))
+    retriever = PerplexedRetriever({"name": "searxng", "base_url": loopback.url}, max_results=2)
 
     nodes, ticks = await _ticks_during(lambda: retriever.aretrieve("slow query"))
 
-    assert loopback.requests == 1
+    assert len(loopback.requests) == 1
+    assert loopback.requests[0].query["q"] == ["slow query"]
     assert [n.node.metadata["url"] for n in nodes] == ["https://loop.example/1", "https://loop.example/2"]
+    assert [n.score for n in nodes] == [1.0, 2 / 3]  # SearXNG scores 3.0, 2.0: divided by the largest
     # 0.4 s of waiting on a 10 ms ticker: a blocked loop would give 0 ticks
     assert ticks >= 10
 
