@@ -27,8 +27,16 @@ TRUNCATED = '{"results": [{"title": "Half a respo'
 
 # provider -> (method, url, request body or None)
 ENDPOINTS: dict[str, tuple[str, str, dict[str, Any] | None]] = {
-    "ceramic": ("POST", "https://api.ceramic.ai/search", {"query": "california rental laws", "maxResults": 10}),
-    "firecrawl": ("POST", "https://api.firecrawl.dev/v2/search", {"query": "california rental laws", "limit": 10}),
+    "ceramic": (
+        "POST",
+        "https://api.ceramic.ai/search",
+        {"query": "california rental laws", "maxResults": 10},
+    ),
+    "firecrawl": (
+        "POST",
+        "https://api.firecrawl.dev/v2/search",
+        {"query": "california rental laws", "limit": 10},
+    ),
     "perplexity": (
         "POST",
         "https://api.perplexity.ai/search",
@@ -61,12 +69,16 @@ ENDPOINTS: dict[str, tuple[str, str, dict[str, Any] | None]] = {
 }
 
 
-def _resp(status: int, body: Any, *, ctype: str = JSON, headers: dict[str, str] | None = None) -> dict[str, Any]:
+def _resp(
+    status: int, body: Any, *, ctype: str = JSON, headers: dict[str, str] | None = None
+) -> dict[str, Any]:
     text = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)
     return {"status": status, "body": text, "ctype": ctype, "headers": headers or {}}
 
 
-def _common(unauthorized: Any, rate_limited: Any, server: Any, payment: Any, **rate_headers: str) -> dict[str, Any]:
+def _common(
+    unauthorized: Any, rate_limited: Any, server: Any, payment: Any, **rate_headers: str
+) -> dict[str, Any]:
     return {
         "401": _resp(401, unauthorized),
         "402": _resp(402, payment),
@@ -118,14 +130,38 @@ CASES: dict[str, dict[str, dict[str, Any]]] = {
             },
         ),
         **_common(
-            {"title": "Unauthorized", "status": 401, "detail": "Invalid or missing API key.",
-             "requestId": "r-401", "code": "unauthorized"},
-            {"title": "Too Many Requests", "status": 429, "detail": "Rate limit exceeded.",
-             "requestId": "r-429", "code": "rate_limited", "retry_after_seconds": 7},
-            _resp(503, {"title": "Service Unavailable", "status": 503, "detail": "Search backend unavailable.",
-                        "requestId": "r-503", "code": "unavailable"}),
-            {"title": "Payment Required", "status": 402, "detail": "Your credits are exhausted.",
-             "requestId": "r-402", "code": "insufficient_credits"},
+            {
+                "title": "Unauthorized",
+                "status": 401,
+                "detail": "Invalid or missing API key.",
+                "requestId": "r-401",
+                "code": "unauthorized",
+            },
+            {
+                "title": "Too Many Requests",
+                "status": 429,
+                "detail": "Rate limit exceeded.",
+                "requestId": "r-429",
+                "code": "rate_limited",
+                "retry_after_seconds": 7,
+            },
+            _resp(
+                503,
+                {
+                    "title": "Service Unavailable",
+                    "status": 503,
+                    "detail": "Search backend unavailable.",
+                    "requestId": "r-503",
+                    "code": "unavailable",
+                },
+            ),
+            {
+                "title": "Payment Required",
+                "status": 402,
+                "detail": "Your credits are exhausted.",
+                "requestId": "r-402",
+                "code": "insufficient_credits",
+            },
         ),
     },
     # Firecrawl v2 /search: OpenAPI 2026-08 + firecrawl-py 4.54 (data.web[], creditsUsed, success)
@@ -136,14 +172,27 @@ CASES: dict[str, dict[str, dict[str, Any]]] = {
                 "success": True,
                 "data": {
                     "web": [
-                        {"url": "https://example.com/california-tenant-rights", "title": "California Tenant Rights Guide",
-                         "description": "Comprehensive guide to California rental laws.", "position": 1,
-                         "category": None},
-                        {"url": "https://tenants.example.org/deposits", "title": "Security deposits in California",
-                         "description": "How much a landlord may hold.", "position": 2, "category": None},
-                        {"url": "https://example.com/california-tenant-rights#top",
-                         "title": "California Tenant Rights Guide", "description": "", "position": 3,
-                         "category": None},
+                        {
+                            "url": "https://example.com/california-tenant-rights",
+                            "title": "California Tenant Rights Guide",
+                            "description": "Comprehensive guide to California rental laws.",
+                            "position": 1,
+                            "category": None,
+                        },
+                        {
+                            "url": "https://tenants.example.org/deposits",
+                            "title": "Security deposits in California",
+                            "description": "How much a landlord may hold.",
+                            "position": 2,
+                            "category": None,
+                        },
+                        {
+                            "url": "https://example.com/california-tenant-rights#top",
+                            "title": "California Tenant Rights Guide",
+                            "description": "",
+                            "position": 3,
+                            "category": None,
+                        },
                     ]
                 },
                 "warning": None,
@@ -157,18 +206,32 @@ CASES: dict[str, dict[str, dict[str, Any]]] = {
                 "success": True,
                 "data": {
                     "web": [
-                        {"url": "https://example.com/california-tenant-rights", "title": "California Tenant Rights Guide",
-                         "description": "Comprehensive guide to California rental laws.", "position": 1,
-                         "markdown": "# California Tenant Rights Guide\n\nLandlords must return deposits within 21 days.",
-                         "metadata": {"title": "California Tenant Rights Guide",
-                                      "sourceURL": "https://example.com/california-tenant-rights",
-                                      "url": "https://example.com/california-tenant-rights",
-                                      "publishedTime": "2025-04-02T08:00:00Z", "statusCode": 200}},
-                        {"url": "https://tenants.example.org/deposits", "title": "Security deposits in California",
-                         "description": "How much a landlord may hold.", "position": 2,
-                         "markdown": "## Deposits\n\nAt most two months' rent.",
-                         "metadata": {"title": "Security deposits in California",
-                                      "sourceURL": "https://tenants.example.org/deposits", "statusCode": 200}},
+                        {
+                            "url": "https://example.com/california-tenant-rights",
+                            "title": "California Tenant Rights Guide",
+                            "description": "Comprehensive guide to California rental laws.",
+                            "position": 1,
+                            "markdown": "# California Tenant Rights Guide\n\nLandlords must return deposits within 21 days.",
+                            "metadata": {
+                                "title": "California Tenant Rights Guide",
+                                "sourceURL": "https://example.com/california-tenant-rights",
+                                "url": "https://example.com/california-tenant-rights",
+                                "publishedTime": "2025-04-02T08:00:00Z",
+                                "statusCode": 200,
+                            },
+                        },
+                        {
+                            "url": "https://tenants.example.org/deposits",
+                            "title": "Security deposits in California",
+                            "description": "How much a landlord may hold.",
+                            "position": 2,
+                            "markdown": "## Deposits\n\nAt most two months' rent.",
+                            "metadata": {
+                                "title": "Security deposits in California",
+                                "sourceURL": "https://tenants.example.org/deposits",
+                                "statusCode": 200,
+                            },
+                        },
                     ]
                 },
                 "warning": None,
@@ -176,9 +239,12 @@ CASES: dict[str, dict[str, dict[str, Any]]] = {
                 "creditsUsed": 4,
             },
         ),
-        "empty": _resp(200, {"success": True, "data": {"web": []}, "warning": None, "id": "empty-job",
-                             "creditsUsed": 2}),
-        "soft_failure": _resp(200, {"success": False, "error": "Search failed: the search engine returned an error."}),
+        "empty": _resp(
+            200, {"success": True, "data": {"web": []}, "warning": None, "id": "empty-job", "creditsUsed": 2}
+        ),
+        "soft_failure": _resp(
+            200, {"success": False, "error": "Search failed: the search engine returned an error."}
+        ),
         **_common(
             {"success": False, "error": "Unauthorized: Invalid token"},
             {"error": "Request rate limit exceeded. Please wait and try again later."},
@@ -193,21 +259,43 @@ CASES: dict[str, dict[str, dict[str, Any]]] = {
             {
                 "id": "d8c7e0f2-55aa-4c1b-9b0e-1f2a3b4c5d6e",
                 "results": [
-                    {"title": "California Tenant Rights Guide", "url": "https://example.com/california-tenant-rights",
-                     "snippet": "Comprehensive guide to California rental laws.", "date": "2025-03-01",
-                     "last_updated": "2025-03-05"},
-                    {"title": "Security deposits in California", "url": "https://tenants.example.org/deposits",
-                     "snippet": "How much a landlord may hold.", "date": None, "last_updated": "2025-02-10"},
-                    {"title": "Rent control ordinances", "url": "https://city.example.gov/rent-control",
-                     "snippet": "Local rent control rules.", "date": "sometime last spring", "last_updated": None},
+                    {
+                        "title": "California Tenant Rights Guide",
+                        "url": "https://example.com/california-tenant-rights",
+                        "snippet": "Comprehensive guide to California rental laws.",
+                        "date": "2025-03-01",
+                        "last_updated": "2025-03-05",
+                    },
+                    {
+                        "title": "Security deposits in California",
+                        "url": "https://tenants.example.org/deposits",
+                        "snippet": "How much a landlord may hold.",
+                        "date": None,
+                        "last_updated": "2025-02-10",
+                    },
+                    {
+                        "title": "Rent control ordinances",
+                        "url": "https://city.example.gov/rent-control",
+                        "snippet": "Local rent control rules.",
+                        "date": "sometime last spring",
+                        "last_updated": None,
+                    },
                 ],
                 "server_time": None,
             },
         ),
-        "empty": _resp(200, {"id": "e0e0e0e0-0000-4000-8000-000000000000", "results": [], "server_time": None}),
+        "empty": _resp(
+            200, {"id": "e0e0e0e0-0000-4000-8000-000000000000", "results": [], "server_time": None}
+        ),
         **_common(
             {"error": {"message": "Invalid API key provided.", "type": "forbidden", "code": 401}},
-            {"error": {"message": "Rate limit exceeded.", "type": "request_rate_limit_exceeded", "code": 429}},
+            {
+                "error": {
+                    "message": "Rate limit exceeded.",
+                    "type": "request_rate_limit_exceeded",
+                    "code": 429,
+                }
+            },
             {"error": {"message": "Internal error.", "type": "internal_error", "code": 500}},
             {"error": {"message": "Insufficient credits.", "type": "insufficient_quota", "code": 402}},
             **{"retry-after": "2"},
@@ -223,26 +311,49 @@ CASES: dict[str, dict[str, dict[str, Any]]] = {
                 "images": [],
                 "follow_up_questions": None,
                 "results": [
-                    {"title": "California Tenant Rights Guide", "url": "https://example.com/california-tenant-rights",
-                     "content": "Comprehensive guide to California rental laws.", "score": 0.81,
-                     "raw_content": None, "favicon": "https://example.com/favicon.ico"},
-                    {"title": "Security deposits in California", "url": "https://tenants.example.org/deposits",
-                     "content": "How much a landlord may hold.", "score": 0.64,
-                     "raw_content": "# Deposits\n\nAt most two months' rent.",
-                     "published_date": "Tue, 04 Nov 2025 10:00:00 GMT"},
+                    {
+                        "title": "California Tenant Rights Guide",
+                        "url": "https://example.com/california-tenant-rights",
+                        "content": "Comprehensive guide to California rental laws.",
+                        "score": 0.81,
+                        "raw_content": None,
+                        "favicon": "https://example.com/favicon.ico",
+                    },
+                    {
+                        "title": "Security deposits in California",
+                        "url": "https://tenants.example.org/deposits",
+                        "content": "How much a landlord may hold.",
+                        "score": 0.64,
+                        "raw_content": "# Deposits\n\nAt most two months' rent.",
+                        "published_date": "Tue, 04 Nov 2025 10:00:00 GMT",
+                    },
                 ],
                 "response_time": 1.23,
                 "usage": {"credits": 1},
                 "request_id": "123e4567-e89b-12d3-a456-426614174111",
             },
         ),
-        "empty": _resp(200, {"query": "california rental laws", "answer": None, "images": [], "results": [],
-                             "response_time": 0.8, "usage": {"credits": 1}, "request_id": "req-empty"}),
+        "empty": _resp(
+            200,
+            {
+                "query": "california rental laws",
+                "answer": None,
+                "images": [],
+                "results": [],
+                "response_time": 0.8,
+                "usage": {"credits": 1},
+                "request_id": "req-empty",
+            },
+        ),
         "432": _resp(432, {"detail": {"error": "This request exceeds your plan's set usage limit."}}),
         **_common(
             {"detail": {"error": "Unauthorized: missing or invalid API key."}},
-            {"detail": {"error": "Your request has been blocked due to excessive requests.",
-                        "retry_after_seconds": 12}},
+            {
+                "detail": {
+                    "error": "Your request has been blocked due to excessive requests.",
+                    "retry_after_seconds": 12,
+                }
+            },
             _resp(502, "<html><body><h1>502 Bad Gateway</h1></body></html>", ctype="text/html"),
             {"detail": {"error": "Payment required."}},
         ),
@@ -256,21 +367,42 @@ CASES: dict[str, dict[str, dict[str, Any]]] = {
                 "resolvedSearchType": "neural",
                 "searchType": "auto",
                 "results": [
-                    {"id": "https://example.com/california-tenant-rights", "url": "https://example.com/california-tenant-rights",
-                     "title": "California Tenant Rights Guide", "score": 0.37, "publishedDate": "2025-06-01T00:00:00.000Z",
-                     "author": "Jane Doe", "text": "California Tenant Rights Guide. Landlords must return deposits within 21 days.",
-                     "highlights": ["Landlords must return deposits within 21 days."], "highlightScores": [0.52]},
-                    {"id": "https://tenants.example.org/deposits", "url": "https://tenants.example.org/deposits",
-                     "title": "Security deposits in California", "score": 0.31, "publishedDate": None,
-                     "author": None, "text": "At most two months' rent may be held as a deposit.",
-                     "highlights": [], "highlightScores": []},
+                    {
+                        "id": "https://example.com/california-tenant-rights",
+                        "url": "https://example.com/california-tenant-rights",
+                        "title": "California Tenant Rights Guide",
+                        "score": 0.37,
+                        "publishedDate": "2025-06-01T00:00:00.000Z",
+                        "author": "Jane Doe",
+                        "text": "California Tenant Rights Guide. Landlords must return deposits within 21 days.",
+                        "highlights": ["Landlords must return deposits within 21 days."],
+                        "highlightScores": [0.52],
+                    },
+                    {
+                        "id": "https://tenants.example.org/deposits",
+                        "url": "https://tenants.example.org/deposits",
+                        "title": "Security deposits in California",
+                        "score": 0.31,
+                        "publishedDate": None,
+                        "author": None,
+                        "text": "At most two months' rent may be held as a deposit.",
+                        "highlights": [],
+                        "highlightScores": [],
+                    },
                 ],
                 "costDollars": {"total": 0.012, "search": {"neural": 0.007}, "contents": {"text": 0.005}},
                 "searchTime": 512.3,
             },
         ),
-        "empty": _resp(200, {"requestId": "0f0f0f0f", "resolvedSearchType": "neural", "results": [],
-                             "costDollars": {"total": 0.007}}),
+        "empty": _resp(
+            200,
+            {
+                "requestId": "0f0f0f0f",
+                "resolvedSearchType": "neural",
+                "results": [],
+                "costDollars": {"total": 0.007},
+            },
+        ),
         **_common(
             {"requestId": "r401", "error": "Invalid API key", "tag": "INVALID_API_KEY"},
             {"requestId": "r429", "error": "Rate limit exceeded", "tag": "RATE_LIMITED"},
@@ -289,32 +421,79 @@ CASES: dict[str, dict[str, dict[str, Any]]] = {
                     "type": "search",
                     "family_friendly": True,
                     "results": [
-                        {"type": "search_result", "title": "California Tenant Rights Guide",
-                         "url": "https://example.com/california-tenant-rights",
-                         "description": "Comprehensive guide to <strong>California</strong> rental laws &amp; rights.",
-                         "page_age": "2025-09-01T12:00:00", "age": "September 1, 2025", "language": "en",
-                         "profile": {"name": "Example"}, "meta_url": {"hostname": "example.com"}},
-                        {"type": "search_result", "title": "Security deposits in California",
-                         "url": "https://tenants.example.org/deposits",
-                         "description": "How much a landlord may hold.", "age": "2 days ago", "language": "en",
-                         "profile": {"name": "Tenants"}, "meta_url": {"hostname": "tenants.example.org"},
-                         "extra_snippets": ["Deposits are capped at two months' rent."]},
+                        {
+                            "type": "search_result",
+                            "title": "California Tenant Rights Guide",
+                            "url": "https://example.com/california-tenant-rights",
+                            "description": "Comprehensive guide to <strong>California</strong> rental laws &amp; rights.",
+                            "page_age": "2025-09-01T12:00:00",
+                            "age": "September 1, 2025",
+                            "language": "en",
+                            "profile": {"name": "Example"},
+                            "meta_url": {"hostname": "example.com"},
+                        },
+                        {
+                            "type": "search_result",
+                            "title": "Security deposits in California",
+                            "url": "https://tenants.example.org/deposits",
+                            "description": "How much a landlord may hold.",
+                            "age": "2 days ago",
+                            "language": "en",
+                            "profile": {"name": "Tenants"},
+                            "meta_url": {"hostname": "tenants.example.org"},
+                            "extra_snippets": ["Deposits are capped at two months' rent."],
+                        },
                     ],
                 },
             },
         ),
         "empty": _resp(200, {"type": "search", "query": {"original": "california rental laws"}}),
         **_common(
-            {"type": "ErrorResponse", "error": {"id": "e401", "status": 401, "code": "SUBSCRIPTION_TOKEN_INVALID",
-                                               "detail": "The provided subscription token is invalid."}},
-            {"type": "ErrorResponse", "error": {"id": "e429", "status": 429, "code": "RATE_LIMITED",
-                                               "detail": "Request rate limit exceeded for plan."}},
-            _resp(500, {"type": "ErrorResponse", "error": {"id": "e500", "status": 500, "code": "INTERNAL_ERROR",
-                                                          "detail": "Unexpected error."}}),
-            {"type": "ErrorResponse", "error": {"id": "e402", "status": 402, "code": "PAYMENT_REQUIRED",
-                                               "detail": "Payment required."}},
-            **{"x-ratelimit-limit": "1, 2000", "x-ratelimit-policy": "1;w=1, 2000;w=2592000",
-               "x-ratelimit-remaining": "0, 1500", "x-ratelimit-reset": "1, 1419704"},
+            {
+                "type": "ErrorResponse",
+                "error": {
+                    "id": "e401",
+                    "status": 401,
+                    "code": "SUBSCRIPTION_TOKEN_INVALID",
+                    "detail": "The provided subscription token is invalid.",
+                },
+            },
+            {
+                "type": "ErrorResponse",
+                "error": {
+                    "id": "e429",
+                    "status": 429,
+                    "code": "RATE_LIMITED",
+                    "detail": "Request rate limit exceeded for plan.",
+                },
+            },
+            _resp(
+                500,
+                {
+                    "type": "ErrorResponse",
+                    "error": {
+                        "id": "e500",
+                        "status": 500,
+                        "code": "INTERNAL_ERROR",
+                        "detail": "Unexpected error.",
+                    },
+                },
+            ),
+            {
+                "type": "ErrorResponse",
+                "error": {
+                    "id": "e402",
+                    "status": 402,
+                    "code": "PAYMENT_REQUIRED",
+                    "detail": "Payment required.",
+                },
+            },
+            **{
+                "x-ratelimit-limit": "1, 2000",
+                "x-ratelimit-policy": "1;w=1, 2000;w=2592000",
+                "x-ratelimit-remaining": "0, 1500",
+                "x-ratelimit-reset": "1, 1419704",
+            },
         ),
     },
     # Linkup: linkup-sdk 0.24.0 (results[type,name,url,content]; error {statusCode, error{code,message,details}})
@@ -323,37 +502,85 @@ CASES: dict[str, dict[str, dict[str, Any]]] = {
             200,
             {
                 "results": [
-                    {"type": "text", "name": "California Tenant Rights Guide",
-                     "url": "https://example.com/california-tenant-rights",
-                     "content": "Comprehensive guide to California rental laws.",
-                     "favicon": "https://example.com/favicon.ico"},
-                    {"type": "image", "name": "Tenant rights infographic",
-                     "url": "https://example.com/images/tenant-rights.png"},
-                    {"type": "text", "name": "Security deposits in California",
-                     "url": "https://tenants.example.org/deposits", "content": "How much a landlord may hold."},
+                    {
+                        "type": "text",
+                        "name": "California Tenant Rights Guide",
+                        "url": "https://example.com/california-tenant-rights",
+                        "content": "Comprehensive guide to California rental laws.",
+                        "favicon": "https://example.com/favicon.ico",
+                    },
+                    {
+                        "type": "image",
+                        "name": "Tenant rights infographic",
+                        "url": "https://example.com/images/tenant-rights.png",
+                    },
+                    {
+                        "type": "text",
+                        "name": "Security deposits in California",
+                        "url": "https://tenants.example.org/deposits",
+                        "content": "How much a landlord may hold.",
+                    },
                 ]
             },
         ),
         "empty": _resp(200, {"results": []}),
-        "no_result": _resp(400, {"statusCode": 400, "error": {"code": "SEARCH_QUERY_NO_RESULT",
-                                                              "message": "The query did not yield any result",
-                                                              "details": []}}),
-        "429_credits": _resp(429, {"statusCode": 429, "error": {"code": "INSUFFICIENT_FUNDS_CREDITS",
-                                                                "message": "You do not have enough credits.",
-                                                                "details": []}}),
+        "no_result": _resp(
+            400,
+            {
+                "statusCode": 400,
+                "error": {
+                    "code": "SEARCH_QUERY_NO_RESULT",
+                    "message": "The query did not yield any result",
+                    "details": [],
+                },
+            },
+        ),
+        "429_credits": _resp(
+            429,
+            {
+                "statusCode": 429,
+                "error": {
+                    "code": "INSUFFICIENT_FUNDS_CREDITS",
+                    "message": "You do not have enough credits.",
+                    "details": [],
+                },
+            },
+        ),
         **_common(
-            {"statusCode": 401, "error": {"code": "UNAUTHORIZED", "message": "Unauthorized action", "details": []}},
-            {"statusCode": 429, "error": {"code": "TOO_MANY_REQUESTS", "message": "Too many requests",
-                                          "details": []}},
-            _resp(503, {"statusCode": 503, "error": {"code": "SERVICE_UNAVAILABLE", "message": "Try again later",
-                                                     "details": []}}),
-            {"statusCode": 402, "error": {"code": "PAYMENT_REQUIRED", "message": "Payment required", "details": []}},
+            {
+                "statusCode": 401,
+                "error": {"code": "UNAUTHORIZED", "message": "Unauthorized action", "details": []},
+            },
+            {
+                "statusCode": 429,
+                "error": {"code": "TOO_MANY_REQUESTS", "message": "Too many requests", "details": []},
+            },
+            _resp(
+                503,
+                {
+                    "statusCode": 503,
+                    "error": {"code": "SERVICE_UNAVAILABLE", "message": "Try again later", "details": []},
+                },
+            ),
+            {
+                "statusCode": 402,
+                "error": {"code": "PAYMENT_REQUIRED", "message": "Payment required", "details": []},
+            },
         ),
     },
 }
 
-_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 402: "Payment Required", 429: "Too Many Requests",
-            432: "", 500: "Internal Server Error", 502: "Bad Gateway", 503: "Service Unavailable"}
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    401: "Unauthorized",
+    402: "Payment Required",
+    429: "Too Many Requests",
+    432: "",
+    500: "Internal Server Error",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+}
 
 README = """# Synthesized {provider} cassettes
 

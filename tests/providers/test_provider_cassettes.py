@@ -233,7 +233,10 @@ async def test_brave_strips_markup_and_parses_page_age() -> None:
 async def test_linkup_skips_images_and_maps_name() -> None:
     result, _, _ = await run("linkup", "ok")
     assert result is not None
-    assert [h.title for h in result.hits] == ["California Tenant Rights Guide", "Security deposits in California"]
+    assert [h.title for h in result.hits] == [
+        "California Tenant Rights Guide",
+        "Security deposits in California",
+    ]
     assert result.hits[1].snippet == "How much a landlord may hold."
 
 
