@@ -14,7 +14,10 @@ from html.parser import HTMLParser
 
 from ._errors import PerplexedError
 
-__all__ = ["KINDS", "Document", "DocumentError", "decode", "extract", "kind_of"]
+__all__ = ["EXTRACTOR_VERSION", "KINDS", "Document", "DocumentError", "decode", "extract", "kind_of"]
+
+#: bumped whenever extraction changes, so that the index re-reads files it had already indexed
+EXTRACTOR_VERSION = "1"
 
 #: file suffix (lower case) -> document kind
 KINDS: dict[str, str] = {
@@ -77,7 +80,13 @@ def extract(data: bytes, filename: str, kind: str | None = None) -> Document:
         title, body = _html(text)
     else:
         title, body = _first_heading(text.split("\n")), text
-    return Document(title=_squash(title) or filename, text=_tidy(body), kind=kind)
+    title = _squash(title)
+    body = _tidy(body)
+    if title and body.startswith(title):  # the heading is the title: keep it out of the text and snippets
+        first, _, rest = body.partition("\n")
+        if _squash(first) == title:
+            body = rest.lstrip("\n")
+    return Document(title=title or filename, text=body, kind=kind)
 
 
 # --- whitespace ----------------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from ._doctext import DocumentError, extract, kind_of
+from ._doctext import EXTRACTOR_VERSION, DocumentError, extract, kind_of
 from ._errors import ConfigError
 
 __all__ = [
@@ -67,6 +67,7 @@ CREATE TABLE IF NOT EXISTS docs (
     size INTEGER NOT NULL,
     mtime_ns INTEGER NOT NULL,
     sha256 TEXT NOT NULL,
+    extractor TEXT NOT NULL,
     indexed_at REAL NOT NULL
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(
@@ -296,7 +297,10 @@ def build_index(
 
 def _index_file(conn: sqlite3.Connection, path: Path, report: IndexReport, seen: set[str]) -> None:
     key = str(path)
-    row = conn.execute("SELECT id, size, mtime_ns, sha256 FROM docs WHERE path = ?", (key,)).fetchone()
+    row = conn.execute(
+        "SELECT id, size, mtime_ns, sha256, extractor FROM docs WHERE path = ?", (key,)
+    ).fetchone()
+    current = row is not None and row[4] == EXTRACTOR_VERSION  # else re-read: extraction has changed
     try:
         st = os.stat(path)
         if not stat.S_ISREG(st.st_mode):
@@ -304,7 +308,7 @@ def _index_file(conn: sqlite3.Connection, path: Path, report: IndexReport, seen:
         if st.st_size > MAX_FILE_BYTES:
             raise DocumentError(f"too large ({st.st_size // (1024 * 1024)} MB; the limit is "
                                 f"{MAX_FILE_BYTES // (1024 * 1024)} MB)")
-        if row is not None and row[1] == st.st_size and row[2] == st.st_mtime_ns:
+        if current and row[1] == st.st_size and row[2] == st.st_mtime_ns:
             seen.add(key)
             report.unchanged.append(key)
             return
@@ -314,7 +318,7 @@ def _index_file(conn: sqlite3.Connection, path: Path, report: IndexReport, seen:
         except OSError as exc:
             raise DocumentError(f"cannot read: {exc.strerror or exc}") from None
         digest = hashlib.sha256(data).hexdigest()
-        if row is not None and row[3] == digest:  # touched, not changed
+        if current and row[3] == digest:  # touched, not changed
             conn.execute("UPDATE docs SET size = ?, mtime_ns = ? WHERE id = ?", (st.st_size, st.st_mtime_ns, row[0]))
             seen.add(key)
             report.unchanged.append(key)
@@ -325,11 +329,13 @@ def _index_file(conn: sqlite3.Connection, path: Path, report: IndexReport, seen:
     except DocumentError as exc:
         problem = str(exc)
     else:
-        values = (path.as_uri(), doc.title, doc.kind, st.st_size, st.st_mtime_ns, digest, time.time())
+        values = (
+            path.as_uri(), doc.title, doc.kind, st.st_size, st.st_mtime_ns, digest, EXTRACTOR_VERSION, time.time()
+        )
         if row is None:
             cur = conn.execute(
-                "INSERT INTO docs (path, url, title, kind, size, mtime_ns, sha256, indexed_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO docs (path, url, title, kind, size, mtime_ns, sha256, extractor, indexed_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (key, *values),
             )
             doc_id = cur.lastrowid
@@ -337,8 +343,8 @@ def _index_file(conn: sqlite3.Connection, path: Path, report: IndexReport, seen:
         else:
             doc_id = row[0]
             conn.execute(
-                "UPDATE docs SET url = ?, title = ?, kind = ?, size = ?, mtime_ns = ?, sha256 = ?, indexed_at = ? "
-                "WHERE id = ?",
+                "UPDATE docs SET url = ?, title = ?, kind = ?, size = ?, mtime_ns = ?, sha256 = ?, extractor = ?, "
+                "indexed_at = ? WHERE id = ?",
                 (*values, doc_id),
             )
             conn.execute("DELETE FROM docs_fts WHERE rowid = ?", (doc_id,))

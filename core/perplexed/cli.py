@@ -1,0 +1,643 @@
+"""The ``perplexed`` command line (extra ``cli``: rich and platformdirs).
+
+    perplexed index PATH [PATH ...] [--index FILE]       build or update the local full-text index
+    perplexed search QUERY [--provider a,b,c] [--json]   search through a provider chain
+    perplexed answer QUERY [--provider ..] [--stream]    a grounded answer with cited sources
+    perplexed providers                                  registered providers, configured or not, price
+
+Exit codes: 0 ok; 1 no results, or every provider failed (the attempts are printed); 2 usage or
+configuration error. With ``--json`` the result is printed as one JSON document on stdout, and nothing
+else. Expected errors are one-line messages, never tracebacks.
+
+rich is imported only when a command runs, so ``import perplexed`` never needs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from . import __version__, chain, providers, telemetry
+from ._errors import (
+    APIError,
+    AuthenticationError,
+    ConfigError,
+    InvalidRequest,
+    PermissionDeniedError,
+    PerplexedError,
+    UpstreamError,
+)
+from ._index import INDEX_ENV, IndexReport, build_index, default_index_path, index_stats
+from ._models import Attempt, Hit, Result
+from ._settings import default_chain
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+__all__ = ["main"]
+
+EXIT_OK, EXIT_NO_RESULTS, EXIT_USAGE = 0, 1, 2
+
+_OUTCOME_STYLE = {"ok": "green", "empty": "yellow", "timeout": "magenta", "deadline": "magenta", "error": "red"}
+
+
+class UsageError(PerplexedError):
+    """Bad command-line usage (unknown option, missing argument, bad number): exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see `{self.prog} --help`)")
+
+
+# --- entry point --------------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``perplexed`` command; returns the exit code."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    as_json = "--json" in args_list
+    try:
+        import rich  # noqa: F401
+    except ImportError:
+        sys.stderr.write(
+            "perplexed: the command line needs the 'cli' extra: pip install 'perplexed-search[cli]'\n"
+        )
+        return EXIT_USAGE
+    parser = _build_parser()
+    try:
+        try:
+            args = parser.parse_args(args_list)
+        except SystemExit as exc:  # --help, --version
+            return exc.code if isinstance(exc.code, int) else 0
+        if args.command is None:
+            parser.print_help(sys.stderr)
+            return EXIT_USAGE
+        command: Callable[[argparse.Namespace], int] = args.run
+        return command(args)
+    except (UsageError, ConfigError, InvalidRequest) as exc:
+        return _fail(exc, as_json)
+    except (AuthenticationError, PermissionDeniedError) as exc:
+        return _fail(exc, as_json)
+    except APIError as exc:
+        return _fail(exc, as_json, EXIT_NO_RESULTS)
+    except KeyboardInterrupt:
+        sys.stderr.write("perplexed: interrupted\n")
+        return 130
+    except BrokenPipeError:  # e.g. `perplexed search … | head`
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return EXIT_OK
+
+
+def _fail(exc: PerplexedError, as_json: bool, code: int = EXIT_USAGE) -> int:
+    if as_json:
+        _print_json({"error": _error_doc(exc)})
+    sys.stderr.write(f"perplexed: error: {exc}\n")
+    return code
+
+
+def _error_doc(exc: PerplexedError) -> dict[str, Any]:
+    doc: dict[str, Any] = {"type": type(exc).__name__, "message": str(exc)}
+    reason = getattr(exc, "reason", None)
+    if isinstance(reason, str):
+        doc["reason"] = reason
+    param = getattr(exc, "param", None)
+    if isinstance(param, str):
+        doc["param"] = param
+    return doc
+
+
+def _print_json(doc: Any) -> None:
+    sys.stdout.write(json.dumps(doc, ensure_ascii=False, indent=2) + "\n")
+    sys.stdout.flush()
+
+
+def _build_parser() -> _Parser:
+    parser = _Parser(
+        prog="perplexed",
+        description="Reliable, cheap, cited search: a fallback chain of search providers, free first.",
+        epilog="Exit codes: 0 ok, 1 no results or all providers failed, 2 usage or configuration error.",
+    )
+    parser.add_argument("--version", action="version", version=f"perplexed {__version__}")
+    parser.set_defaults(command=None)
+    sub = parser.add_subparsers(title="commands", metavar="COMMAND", parser_class=_Parser)
+
+    def chain_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument("query", nargs="+", metavar="QUERY", help="what to search for (quote it, or not)")
+        p.add_argument(
+            "--provider", "-p", metavar="A,B,C",
+            help="provider or comma-separated chain, tried in order (default: $PERPLEXED_PROVIDER or "
+            "local,searxng)",
+        )
+        p.add_argument("--max-results", "-n", type=_positive_int, metavar="N", help="hits to return (1-100)")
+        p.add_argument("--timeout-ms", type=_positive_int, metavar="MS", help="time limit per provider")
+        p.add_argument("--deadline-ms", type=_positive_int, metavar="MS", help="time limit for the chain")
+        p.add_argument("--index", metavar="FILE", help=f"local index file for the 'local' provider (${INDEX_ENV})")
+        p.add_argument("--json", action="store_true", help="print one JSON document and nothing else")
+
+    p_search = sub.add_parser("search", help="search through a provider chain", description=(
+        "Search through a chain of providers: the first that answers wins. Prints the hits, every attempt "
+        "(provider, outcome, duration, cost) and the total cost."))
+    chain_options(p_search)
+    p_search.set_defaults(command="search", run=_cmd_search)
+
+    p_answer = sub.add_parser("answer", help="a grounded answer with cited sources", description=(
+        "Search, then answer from the hits with the Perplexity Agent API (needs PERPLEXITY_API_KEY). "
+        "Citations [n] point at the numbered sources."))
+    chain_options(p_answer)
+    p_answer.add_argument("--preset", metavar="NAME", help="Agent API preset (model and settings)")
+    p_answer.add_argument("--stream", action="store_true", help="print the answer as it is written")
+    p_answer.set_defaults(command="answer", run=_cmd_answer)
+
+    p_prov = sub.add_parser("providers", help="registered providers, configured or not, and their price",
+                            description="Every registered provider: configured or not (key, URL), and price.")
+    p_prov.add_argument("--json", action="store_true", help="print one JSON document and nothing else")
+    p_prov.set_defaults(command="providers", run=_cmd_providers)
+
+    p_index = sub.add_parser("index", help="build or update the local full-text index", description=(
+        "Index the Markdown, text, HTML and reStructuredText files under each PATH for the 'local' "
+        "provider. Run it again to update: changed files are re-read, deleted files dropped."))
+    p_index.add_argument("paths", nargs="+", metavar="PATH", help="folder of documents")
+    p_index.add_argument("--index", metavar="FILE",
+                         help=f"index file (default: ${INDEX_ENV}, else in the user data folder)")
+    p_index.add_argument("--json", action="store_true", help="print one JSON document and nothing else")
+    p_index.set_defaults(command="index", run=_cmd_index)
+    return parser
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+# --- consoles --------------------------------------------------------------------------------------------
+
+
+def _consoles() -> tuple[Console, Console]:
+    """(stdout, stderr) consoles; when stdout is not a terminal, wide enough that lines do not fold."""
+    from rich.console import Console
+
+    out = Console(highlight=False, soft_wrap=False)
+    if not out.is_terminal and not os.environ.get("COLUMNS"):
+        out = Console(highlight=False, width=120)
+    err = Console(stderr=True, highlight=False)
+    return out, err
+
+
+@contextmanager
+def _spinner(err: Console, labels: list[str], enabled: bool, verb: str = "Searching") -> Iterator[None]:
+    """A spinner on stderr naming the provider being tried (advanced by the chain's attempt events)."""
+    if not enabled or not labels:
+        yield
+        return
+    done = 0
+
+    def message() -> str:
+        if done >= len(labels):
+            return f"{verb}… finishing"
+        step = f" ({done + 1}/{len(labels)})" if len(labels) > 1 else ""
+        return f"{verb}… trying [bold]{_escape(labels[done])}[/]{step}"
+
+    with err.status(message(), spinner="dots") as status:
+        def on_event(event: tuple[str, ...], measurements: dict[str, Any], metadata: dict[str, Any]) -> None:
+            nonlocal done
+            if event == chain.ATTEMPT_EVENT:
+                done += 1
+                status.update(message())
+
+        handle = telemetry.attach(on_event)
+        try:
+            yield
+        finally:
+            telemetry.detach(handle)
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
+def _money(cost: float) -> str:
+    return f"${cost:.4f}"
+
+
+# --- search ----------------------------------------------------------------------------------------------
+
+
+def _chain_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    if args.index:
+        os.environ[INDEX_ENV] = os.path.abspath(os.path.expanduser(args.index))
+    options: dict[str, Any] = {}
+    if args.max_results is not None:
+        options["max_results"] = args.max_results
+    if args.timeout_ms is not None:
+        options["provider_timeout_ms"] = args.timeout_ms
+    if args.deadline_ms is not None:
+        options["deadline_ms"] = args.deadline_ms
+    return options
+
+
+def _provider_spec(raw: str | None) -> Any:
+    if raw is None:
+        return None
+    names = [n.strip() for n in raw.split(",") if n.strip()]
+    if not names:
+        raise UsageError("--provider names no provider")
+    return names if len(names) > 1 or "," in raw else names[0]
+
+
+def _cmd_search(args: argparse.Namespace) -> int:
+    query = " ".join(args.query)
+    spec = _provider_spec(args.provider)
+    options = _chain_kwargs(args)
+    prepared = chain.prepare(query, spec, **options)  # validates everything: exit 2 before any call
+    labels = [p.label for p in prepared.providers]
+    out, err = _consoles()
+    try:
+        with _spinner(err, labels, enabled=not args.json and err.is_terminal):
+            result = chain.search(query, spec, **options)
+    except UpstreamError as exc:
+        failed = Result(query=prepared.query, provider=None, hits=[], attempts=exc.attempts)
+        if args.json:
+            _print_json({**failed.model_dump(mode="json"), "error": _error_doc(exc)})
+        else:
+            out.print(f"[bold red]All providers failed[/] for {_escape(repr(prepared.query))}.")
+            _print_attempts(out, failed, labels)
+        return EXIT_NO_RESULTS
+    if args.json:
+        _print_json(result.model_dump(mode="json"))
+    else:
+        if result.hits:
+            out.print(_hits_table(result.hits, prepared.query))
+        else:
+            out.print(f"[yellow]No results[/] for {_escape(repr(prepared.query))}.")
+        _print_attempts(out, result, labels)
+    return EXIT_OK if result.hits else EXIT_NO_RESULTS
+
+
+def _query_words(query: str) -> list[str]:
+    return [w for w in re.findall(r"\w+", query) if len(w) > 2]
+
+
+def _hits_table(hits: list[Hit], query: str) -> Table:
+    from rich import box
+    from rich.style import Style
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(box=box.SIMPLE_HEAD, show_lines=False, expand=False, title_justify="left")
+    table.add_column("#", justify="right", style="bold", no_wrap=True)
+    table.add_column("Hit", overflow="fold")
+    table.add_column("Source", style="dim", no_wrap=True)
+    for hit in hits:
+        cell = Text()
+        cell.append(hit.title or hit.url, style=Style(bold=True, link=hit.url or None))
+        snippet = " ".join((hit.snippet or "").split())
+        if snippet:
+            body = Text(snippet)
+            words = hit.raw.get("matches") if isinstance(hit.raw.get("matches"), list) else None
+            body.highlight_words([str(w) for w in (words or _query_words(query))], "bold yellow",
+                                 case_sensitive=False)
+            cell.append("\n")
+            cell.append_text(body)
+        cell.append("\n")
+        cell.append(hit.url, style=Style(dim=True, link=hit.url or None))
+        table.add_row(str(hit.id), cell, hit.provider)
+    return table
+
+
+def _print_attempts(out: Console, result: Result, labels: list[str]) -> None:
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title="Attempts", title_justify="left", box=box.SIMPLE_HEAD)
+    table.add_column("Provider", no_wrap=True)
+    table.add_column("Outcome", no_wrap=True)
+    table.add_column("Duration", justify="right", no_wrap=True)
+    table.add_column("Cost", justify="right", no_wrap=True)
+    table.add_column("Note", overflow="fold")
+    for attempt in result.attempts:
+        outcome = attempt.outcome.value
+        table.add_row(
+            attempt.provider,
+            Text(outcome, style=_OUTCOME_STYLE.get(outcome, "")),
+            f"{attempt.duration_ms} ms",
+            _money(attempt.cost),
+            Text(_attempt_note(attempt)),
+        )
+    answered = result.provider if result.hits else None
+    for label in labels[len(result.attempts):]:
+        why = f"not needed: {answered} answered" if answered else "not called: the chain stopped"
+        table.add_row(label, Text("not called", style="dim"), "", "", Text(why, style="dim"))
+    out.print(table)
+    hits = f"{len(result.hits)} hit{'s' if len(result.hits) != 1 else ''} from {answered}" if answered else "no hits"
+    n = len(result.attempts)
+    out.print(f"{hits} · {n} attempt{'s' if n != 1 else ''} · total cost [bold]{_money(result.cost)}[/]")
+
+
+def _attempt_note(attempt: Attempt) -> str:
+    parts = [p for p in (attempt.error, attempt.detail) if p]
+    return "; ".join(parts)
+
+
+# --- answer ----------------------------------------------------------------------------------------------
+
+
+def _cmd_answer(args: argparse.Namespace) -> int:
+    import perplexed
+
+    query = " ".join(args.query)
+    spec = _provider_spec(args.provider)
+    options = _chain_kwargs(args)
+    prepared = chain.prepare(query, spec, **options)
+    if args.preset:
+        options["preset"] = args.preset
+    labels = [p.label for p in prepared.providers]
+    out, err = _consoles()
+    final: Any = None
+    streamed = False
+    try:
+        if args.stream:
+            with _spinner(err, labels, enabled=not args.json and err.is_terminal):
+                stream = iter(perplexed.stream_answer(query, provider=spec, **options))
+                first = next(stream, None)
+            for item in _prepend(first, stream):
+                if isinstance(item, str):
+                    if not args.json:
+                        out.file.write(item)
+                        out.file.flush()
+                        streamed = True
+                else:
+                    final = item
+        else:
+            with _spinner(err, labels, enabled=not args.json and err.is_terminal, verb="Answering"):
+                final = perplexed.answer(query, provider=spec, **options)
+    except UpstreamError as exc:
+        if args.json:
+            failed = Result(query=prepared.query, provider=None, hits=[], attempts=exc.attempts)
+            _print_json({"error": _error_doc(exc), "search": failed.model_dump(mode="json")})
+        else:
+            out.print(f"[bold red]The search found nothing to answer from[/] ({_escape(str(exc))}).")
+            _print_attempts(out, Result(query=prepared.query, provider=None, attempts=exc.attempts), labels)
+        return EXIT_NO_RESULTS
+    if final is None:
+        raise UpstreamError("no_answer", [], "the answer stream ended without a final answer")
+    if args.json:
+        _print_json(_answer_doc(final))
+        return EXIT_OK
+    if streamed:
+        out.file.write("\n")
+        out.file.flush()
+    else:
+        out.print(_linked_text(str(getattr(final, "text", "")), _sources(final)))
+    _print_footnotes(out, final)
+    return EXIT_OK
+
+
+def _prepend(first: Any, rest: Iterator[Any]) -> Iterator[Any]:
+    if first is not None:
+        yield first
+    yield from rest
+
+
+def _sources(answer: Any) -> dict[int, Hit]:
+    sources = getattr(answer, "sources", None) or []
+    out: dict[int, Hit] = {}
+    for n, hit in enumerate(sources, start=1):
+        if isinstance(hit, Hit):
+            out[hit.id or n] = hit
+    return out
+
+
+_MARKER = re.compile(r"\[(\d{1,3})\]")
+
+
+def _linked_text(text: str, sources: dict[int, Hit]) -> Text:
+    """The answer with each ``[n]`` marker styled as a link to source ``n`` (terminals that support it)."""
+    from rich.style import Style
+    from rich.text import Text
+
+    rendered = Text(text)
+    for match in _MARKER.finditer(text):
+        hit = sources.get(int(match.group(1)))
+        if hit is not None:
+            rendered.stylize(Style(color="cyan", link=hit.url or None), match.start(), match.end())
+    return rendered
+
+
+def _print_footnotes(out: Console, answer: Any) -> None:
+    from rich.style import Style
+    from rich.text import Text
+
+    sources = _sources(answer)
+    text = str(getattr(answer, "text", ""))
+    cited = list(dict.fromkeys(int(m) for m in _MARKER.findall(text) if int(m) in sources))
+    shown = cited or list(sources)
+    if shown:
+        out.print()
+        out.print("[bold]Sources[/]" if cited else "[bold]Sources[/] (none cited)")
+        for n in shown:
+            hit = sources[n]
+            line = Text(f"[{n}] ", style="cyan")
+            line.append(hit.title or hit.url, style=Style(link=hit.url or None))
+            if hit.title:
+                line.append(f" — {hit.url}", style=Style(dim=True, link=hit.url or None))
+            out.print(line)
+        left = len(sources) - len(shown)
+        if left > 0:
+            out.print(f"[dim]{left} more source{'s' if left != 1 else ''} retrieved, not cited[/]")
+    search = getattr(answer, "search", None)
+    cost = float(getattr(answer, "cost", 0.0) or 0.0)
+    search_cost = float(getattr(search, "cost", 0.0) or 0.0)
+    provider = getattr(search, "provider", None)
+    via = f" · search by {_escape(str(provider))}" if provider else ""
+    out.print()
+    out.print(f"Cost: [bold]{_money(cost)}[/] (search {_money(search_cost)}, "
+              f"answer {_money(max(0.0, cost - search_cost))}){via}")
+
+
+def _answer_doc(answer: Any) -> dict[str, Any]:
+    """The ``--json`` document of an answer: text, citations, sources, search, cost."""
+    dump: dict[str, Any]
+    if hasattr(answer, "model_dump"):
+        dump = answer.model_dump(mode="json")
+    else:  # a plain object honouring the documented attributes
+        dump = {}
+    doc: dict[str, Any] = {}
+    for key in ("text", "citations", "sources", "search", "cost"):
+        value = dump.get(key, getattr(answer, key, None))
+        doc[key] = _jsonable(value)
+    return doc
+
+
+def _jsonable(value: Any) -> Any:
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return str(value)
+
+
+# --- providers -------------------------------------------------------------------------------------------
+
+
+def _provider_rows() -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for name in providers.available():
+        row: dict[str, Any] = {"name": name, "configured": False, "price": None, "paid": None,
+                               "env": [], "missing": [], "note": ""}
+        try:
+            cls = providers.get(name)
+            instance = cls()
+        except Exception as exc:  # a broken plug-in must not hide the others
+            row["note"] = f"unavailable: {type(exc).__name__}: {exc}"
+            rows.append(row)
+            continue
+        env = [v for v in (cls.env_key, cls.env_base_url) if v]
+        row["env"] = env
+        try:
+            price = float(instance.price())
+        except PerplexedError as exc:
+            row["note"] = str(exc)
+            price = None
+        row["price"] = price
+        row["paid"] = None if price is None else price > 0
+        if name == "local":
+            path = default_index_path()
+            row["env"] = [INDEX_ENV]
+            try:
+                stats = index_stats(path)
+            except ConfigError:
+                row["note"] = f"no index at {path}: run `perplexed index PATH`"
+            else:
+                row["configured"] = stats.documents > 0
+                row["note"] = f"{stats.documents} documents in {path}"
+            rows.append(row)
+            continue
+        row["configured"] = bool(instance.configured)
+        missing = []
+        if cls.env_key and not os.environ.get(cls.env_key, "").strip():
+            missing.append(cls.env_key)
+        if cls.env_base_url and not cls.default_base_url and not os.environ.get(cls.env_base_url, "").strip():
+            missing.append(cls.env_base_url)
+        row["missing"] = missing if not row["configured"] else []
+        if row["configured"]:
+            try:
+                row["note"] = f"url {instance.base_url}" if cls.env_base_url else ""
+            except ConfigError:
+                row["note"] = ""
+        elif missing:
+            row["note"] = "set " + " and ".join(missing)
+        rows.append(row)
+    return rows
+
+
+def _cmd_providers(args: argparse.Namespace) -> int:
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    rows = _provider_rows()
+    if args.json:
+        _print_json(rows)
+        return EXIT_OK
+    out, _ = _consoles()
+    table = Table(box=box.SIMPLE_HEAD)
+    table.add_column("Provider", no_wrap=True, style="bold")
+    table.add_column("Configured", no_wrap=True)
+    table.add_column("Price / call", justify="right", no_wrap=True)
+    table.add_column("Environment", no_wrap=True)
+    table.add_column("Note", overflow="fold")
+    for row in rows:
+        configured = Text("yes", style="green") if row["configured"] else Text("no", style="red")
+        price = row["price"]
+        price_text = "?" if price is None else ("free" if price == 0 else _money(price))
+        table.add_row(row["name"], configured, price_text, ", ".join(row["env"]), Text(row["note"]))
+    out.print(table)
+    try:
+        chain_names = default_chain()
+        shown = " → ".join(chain_names) if isinstance(chain_names, list) else str(chain_names)
+    except ConfigError as exc:
+        shown = f"invalid ({exc})"
+    out.print(f"Default chain: {_escape(shown)}  (set PERPLEXED_PROVIDER or pass --provider)")
+    return EXIT_OK
+
+
+# --- index -----------------------------------------------------------------------------------------------
+
+
+def _cmd_index(args: argparse.Namespace) -> int:
+    out, err = _consoles()
+    index = os.path.expanduser(args.index) if args.index else None
+    show_progress = not args.json and err.is_terminal
+    if show_progress:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        with Progress(
+            TextColumn("Indexing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            TextColumn("[dim]{task.fields[file]}"), console=err, transient=True,
+        ) as bar:
+            task = bar.add_task("index", total=None, file="")
+
+            def progress(done: int, total: int, path: str) -> None:
+                bar.update(task, completed=done, total=total, file=os.path.basename(path))
+
+            report = build_index(args.paths, index, progress=progress)
+    else:
+        report = build_index(args.paths, index)
+    if args.json:
+        _print_json(report.to_dict())
+    else:
+        _print_index_report(out, report)
+    return EXIT_USAGE if report.missing_roots else EXIT_OK
+
+
+def _print_index_report(out: Console, report: IndexReport) -> None:
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    roots = ", ".join(str(r) for r in report.roots) or "nothing"
+    out.print(f"Indexed {_escape(roots)} into {_escape(str(report.index))}")
+    out.print(
+        f"  {len(report.added)} added, {len(report.updated)} updated, {len(report.unchanged)} unchanged, "
+        f"{len(report.removed)} removed, {len(report.errors)} problem{'s' if len(report.errors) != 1 else ''}"
+        f" · {report.documents} document{'s' if report.documents != 1 else ''} in the index"
+    )
+    if report.errors:
+        table = Table(title="Not indexed", title_justify="left", box=box.SIMPLE_HEAD)
+        table.add_column("Path", overflow="fold")
+        table.add_column("Problem", overflow="fold")
+        for problem in report.errors:
+            table.add_row(Text(problem.path), Text(problem.reason, style="red"))
+        out.print(table)
+    if report.skipped:
+        names = [os.path.basename(p.path) for p in report.skipped]
+        listed = ", ".join(names[:8]) + (f", … ({len(names) - 8} more)" if len(names) > 8 else "")
+        out.print(Text(f"Skipped {len(names)} file{'s' if len(names) != 1 else ''} of unsupported types: "
+                       f"{listed}", style="dim"))
+    if report.documents and report.roots:
+        hint = "" if report.index == default_index_path() else f" --index {report.index}"
+        out.print(f"Search it: perplexed search QUERY --provider local{_escape(hint)}")
