@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from ._nodes import BOOKKEEPING_KEYS, hit_to_node, node_id_for_url, result_to_nodes, score_hits
 from .events import PerplexedAgentEvent, PerplexedAttemptEvent
+from .provider import RetrieverProvider, as_provider, node_to_hit
 from .retriever import PerplexedRetriever
 
 __all__ = [
@@ -21,8 +22,11 @@ __all__ = [
     "PerplexedAgentEvent",
     "PerplexedAttemptEvent",
     "PerplexedRetriever",
+    "RetrieverProvider",
+    "as_provider",
     "hit_to_node",
     "node_id_for_url",
+    "node_to_hit",
     "result_to_nodes",
     "score_hits",
 ]
