@@ -61,6 +61,7 @@ class Brave(Provider):
     max_query_words: ClassVar[int] = 50
 
     def build_request(self, query: str, options: SearchOptions) -> httpx.Request:
+        """``GET {base}/res/v1/web/search`` with the options as query parameters."""
         key = self.api_key()
         if len(query) > self.max_query_chars or len(query.split()) > self.max_query_words:
             raise self.fail(
@@ -110,6 +111,7 @@ class Brave(Provider):
         return seconds if 0 <= seconds < 86400 * 31 else None
 
     def parse_response(self, response: httpx.Response, query: str, options: SearchOptions) -> ProviderAnswer:
+        """``web.results[]`` to hits (markup stripped; ``page_age``/``age`` is the published date)."""
         data = self.json_object(response)
         web = data.get("web")
         if web is None:

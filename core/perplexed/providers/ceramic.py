@@ -40,6 +40,7 @@ class Ceramic(Provider):
     max_query_words: ClassVar[int] = 50
 
     def build_request(self, query: str, options: SearchOptions) -> httpx.Request:
+        """``POST {base}/search`` with the query, ``maxResults`` and ``maxDescriptionLength`` only."""
         key = self.api_key()
         words = len(query.split())
         if words > self.max_query_words:
@@ -65,6 +66,7 @@ class Ceramic(Provider):
         return header if header is not None else body_retry_after(response)
 
     def parse_response(self, response: httpx.Response, query: str, options: SearchOptions) -> ProviderAnswer:
+        """``result.results[]`` to hits (``description`` is the snippet; ``score`` kept when present)."""
         data = self.json_object(response)
         result = data.get("result")
         results = result.get("results") if isinstance(result, dict) else data.get("results")

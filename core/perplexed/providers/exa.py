@@ -73,6 +73,7 @@ class Exa(Provider):
         return self.default_price + max(0, results - 10) * self.price_per_extra_result
 
     def build_request(self, query: str, options: SearchOptions) -> httpx.Request:
+        """``POST {base}/search`` with the options mapped to Exa's camelCase fields and ``contents``."""
         key = self.api_key()
         extra = merged_extra(self.options, options)
         body: dict[str, Any] = {"query": query, "numResults": max(1, min(options.max_results, 100))}
@@ -125,6 +126,7 @@ class Exa(Provider):
         return contents
 
     def parse_response(self, response: httpx.Response, query: str, options: SearchOptions) -> ProviderAnswer:
+        """``results[]`` to hits (``text`` is the content, highlights the snippet); cost = ``costDollars.total``."""
         data = self.json_object(response)
         results = data.get("results")
         if not isinstance(results, list):

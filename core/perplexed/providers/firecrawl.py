@@ -135,6 +135,7 @@ class Firecrawl(Provider):
         return bool(extra.get("scrape")) or isinstance(extra.get("scrape_options"), dict)
 
     def build_request(self, query: str, options: SearchOptions) -> httpx.Request:
+        """``POST {base}/v2/search``; ``scrapeOptions`` (markdown) when scraping is asked for."""
         headers = self.headers()
         try:
             headers["Authorization"] = f"Bearer {self.api_key()}"
@@ -180,6 +181,7 @@ class Firecrawl(Provider):
         return ",".join(parts)
 
     def parse_response(self, response: httpx.Response, query: str, options: SearchOptions) -> ProviderAnswer:
+        """``data.web[]`` (and ``data.news[]``, or a v1 flat ``data[]``) to hits; ``success: false`` is an error."""
         data = self.json_object(response)
         if data.get("success") is False:
             message = data.get("error") or data.get("message") or "success: false"

@@ -58,6 +58,7 @@ class Linkup(Provider):
         return self.deep_price if extra.get("depth") == "deep" else self.default_price
 
     def build_request(self, query: str, options: SearchOptions) -> httpx.Request:
+        """``POST {base}/v1/search`` (``outputType=searchResults``) with the options mapped."""
         key = self.api_key()
         extra = merged_extra(self.options, options)
         body: dict[str, Any] = {
@@ -97,6 +98,7 @@ class Linkup(Provider):
         super().check_status(response)
 
     def parse_response(self, response: httpx.Response, query: str, options: SearchOptions) -> ProviderAnswer:
+        """``results[]`` (text only) to hits; the 400 "no result" answer is an unbilled empty answer."""
         if response.status_code == 400:
             code, message = _error_code(response)
             if any(c in code for c in self.no_result_codes) or "no result" in message.lower():

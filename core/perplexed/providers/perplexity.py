@@ -62,6 +62,7 @@ class PerplexitySearch(Provider):
     extra_options: ClassVar[tuple[str, ...]] = _PASS_THROUGH
 
     def build_request(self, query: str, options: SearchOptions) -> httpx.Request:
+        """``POST {base}/search`` with the options mapped to Perplexity's filters."""
         key = self.api_key()
         extra = merged_extra(self.options, options)
         cap = 50 if extra.get("search_type") == "people" else 20
@@ -95,6 +96,7 @@ class PerplexitySearch(Provider):
         )
 
     def parse_response(self, response: httpx.Response, query: str, options: SearchOptions) -> ProviderAnswer:
+        """``results[]`` to hits (``date``, else ``last_updated``, is the published date)."""
         data = self.json_object(response)
         results = data.get("results")
         if not isinstance(results, list):

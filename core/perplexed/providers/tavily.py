@@ -161,6 +161,7 @@ class Tavily(Provider):
         return credits * self.usd_per_credit(options)
 
     def build_request(self, query: str, options: SearchOptions) -> httpx.Request:
+        """``POST {base}/search`` with the options mapped to Tavily's fields."""
         key = self.api_key()
         extra = merged_extra(self.options, options)
         body: dict[str, Any] = {"query": query, "max_results": max(1, min(options.max_results, 20))}
@@ -211,6 +212,7 @@ class Tavily(Provider):
         return header if header is not None else body_retry_after(response)
 
     def parse_response(self, response: httpx.Response, query: str, options: SearchOptions) -> ProviderAnswer:
+        """``results[]`` to hits (``raw_content`` becomes ``content``); the cost from ``usage.credits``."""
         data = self.json_object(response)
         results = data.get("results")
         if not isinstance(results, list):
