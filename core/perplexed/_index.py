@@ -529,7 +529,7 @@ def query_index(
             return []
         if time_limit is not None:
             stop_at = time.monotonic() + time_limit
-            conn.set_progress_handler(lambda: int(time.monotonic() > stop_at), 10_000)
+            conn.set_progress_handler(lambda: int(time.monotonic() > stop_at), 200)
         if interrupt is not None:
             interrupt.attach(conn)
         sql = (
