@@ -73,3 +73,17 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     _settings.reset()
     yield
     _settings.reset()
+
+
+def combined_cassette(directory: Path, *parts: str | Path) -> Path:
+    """One cassette holding the interactions of several (relative to ``cassettes/``), in order: a chain
+    test replays a different provider's cassette for each member."""
+    import yaml
+
+    interactions: list[Any] = []
+    for part in parts:
+        data = yaml.safe_load((ROOT / "cassettes" / part).read_text(encoding="utf-8"))
+        interactions.extend(data["interactions"])
+    path = directory / "combined.yaml"
+    path.write_text(yaml.safe_dump({"interactions": interactions, "version": 1}), encoding="utf-8")
+    return path
