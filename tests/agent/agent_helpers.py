@@ -129,7 +129,13 @@ RESPONSE_COMPLETED: dict[str, Any] = {
             "queries": ["q2"],
             "results": [
                 {"id": 1, "url": "https://a.example/1", "title": "A", "snippet": "a", "date": "2026-03-01"},
-                {"id": 2, "url": "https://b.example/2", "title": "B", "snippet": "b", "last_updated": "2026-03-02"},
+                {
+                    "id": 2,
+                    "url": "https://b.example/2",
+                    "title": "B",
+                    "snippet": "b",
+                    "last_updated": "2026-03-02",
+                },
             ],
         },
         {
@@ -140,5 +146,10 @@ RESPONSE_COMPLETED: dict[str, Any] = {
             "content": [{"type": "output_text", "text": "Answer [1][2] and [9].", "annotations": []}],
         },
     ],
-    "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15, "cost": {"currency": "USD", "total_cost": 0.0123}},
+    "usage": {
+        "input_tokens": 10,
+        "output_tokens": 5,
+        "total_tokens": 15,
+        "cost": {"currency": "USD", "total_cost": 0.0123},
+    },
 }

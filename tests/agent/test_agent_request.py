@@ -5,8 +5,6 @@ from __future__ import annotations
 from datetime import date, datetime
 
 import pytest
-from pydantic import BaseModel
-
 from perplexed import InvalidRequest, PerplexedError
 from perplexed.agent import (
     AgentRequest,
@@ -28,6 +26,7 @@ from perplexed.agent import (
     build_request,
     to_mdy,
 )
+from pydantic import BaseModel
 
 
 def body(**kwargs):
@@ -80,7 +79,10 @@ def test_every_top_level_field():
         "max_steps": 4,
         "max_tool_calls": 3,
         "reasoning": {"effort": "low"},
-        "response_format": {"type": "json_schema", "json_schema": {"name": "out", "schema": {"type": "object"}}},
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {"name": "out", "schema": {"type": "object"}},
+        },
         "temperature": 0.2,
         "top_p": 0.9,
         "stream": False,
@@ -100,7 +102,11 @@ def test_reference_full_request_example():
         max_output_tokens=2000,
         max_steps=4,
         tools=[
-            WebSearch(search_recency_filter="week", search_domain_filter=["-reddit.com"], search_context_size="medium")
+            WebSearch(
+                search_recency_filter="week",
+                search_domain_filter=["-reddit.com"],
+                search_context_size="medium",
+            )
         ],
         reasoning="low",
         stream=False,
@@ -149,7 +155,9 @@ def test_web_search_every_field():
         max_tokens_per_page=3000,
         max_results=10,
         search_type="fast",
-        user_location=UserLocation(country="US", region="CA", city="San Francisco", latitude=37.7, longitude=-122.4),
+        user_location=UserLocation(
+            country="US", region="CA", city="San Francisco", latitude=37.7, longitude=-122.4
+        ),
     )
     assert tool.to_wire() == {
         "type": "web_search",
@@ -177,7 +185,9 @@ def test_web_search_every_field():
 
 def test_web_search_from_wire_shape_dict():
     b = body(tools=[{"type": "web_search", "filters": {"search_recency_filter": "day"}, "max_results": 5}])
-    assert b["tools"] == [{"type": "web_search", "filters": {"search_recency_filter": "day"}, "max_results": 5}]
+    assert b["tools"] == [
+        {"type": "web_search", "filters": {"search_recency_filter": "day"}, "max_results": 5}
+    ]
 
 
 def test_issue_example_tools():
@@ -187,7 +197,10 @@ def test_issue_example_tools():
         tools=[WebSearch(search_recency_filter="month", search_domain_filter=["europa.eu"])],
     )
     assert b["tools"] == [
-        {"type": "web_search", "filters": {"search_recency_filter": "month", "search_domain_filter": ["europa.eu"]}}
+        {
+            "type": "web_search",
+            "filters": {"search_recency_filter": "month", "search_domain_filter": ["europa.eu"]},
+        }
     ]
 
 
@@ -203,7 +216,9 @@ def test_issue_example_tools():
 )
 def test_dates_sent_as_mm_dd_yyyy(value, expected):
     assert to_mdy(value) == expected
-    assert WebSearch(search_after_date_filter=value).to_wire()["filters"]["search_after_date_filter"] == expected
+    assert (
+        WebSearch(search_after_date_filter=value).to_wire()["filters"]["search_after_date_filter"] == expected
+    )
 
 
 @pytest.mark.parametrize("value", ["13/01/2025", "2/30/2025", "yesterday", "2025/03/01", 20250301])
@@ -220,7 +235,14 @@ def test_recency_exclusive_with_date_bounds():
         WebSearch(search_recency_filter="week", search_before_date_filter="1/1/2025")
     # the same through create()'s keyword path
     with pytest.raises(InvalidRequest):
-        body(tools=[{"type": "web_search", "filters": {"search_recency_filter": "day", "search_after_date_filter": "1/1/2025"}}])
+        body(
+            tools=[
+                {
+                    "type": "web_search",
+                    "filters": {"search_recency_filter": "day", "search_after_date_filter": "1/1/2025"},
+                }
+            ]
+        )
 
 
 def test_date_bounds_ordered():
@@ -279,11 +301,19 @@ def test_input_items_and_input_image():
             {"role": "system", "content": "Answer in French."},
             InputMessage(
                 role="user",
-                content=[InputText(text="Describe this chart"), InputImage(image_url="https://x.example/c.png")],
+                content=[
+                    InputText(text="Describe this chart"),
+                    InputImage(image_url="https://x.example/c.png"),
+                ],
             ),
             {"role": "user", "content": [{"type": "input_image", "image_url": "data:image/png;base64,AAAA"}]},
             {"role": "assistant", "content": "previous answer text"},
-            {"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": '{"city":"Paris"}'},
+            {
+                "type": "function_call",
+                "call_id": "call_1",
+                "name": "get_weather",
+                "arguments": '{"city":"Paris"}',
+            },
             FunctionCallOutput(call_id="call_1", output='{"temp":21}', name="get_weather"),
             {"type": "mcp_approval_response", "approval_request_id": "a1", "approve": True},
         ]
@@ -299,7 +329,12 @@ def test_input_items_and_input_image():
         },
         {"role": "user", "content": [{"type": "input_image", "image_url": "data:image/png;base64,AAAA"}]},
         {"role": "assistant", "content": "previous answer text"},
-        {"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": '{"city":"Paris"}'},
+        {
+            "type": "function_call",
+            "call_id": "call_1",
+            "name": "get_weather",
+            "arguments": '{"city":"Paris"}',
+        },
         {"type": "function_call_output", "call_id": "call_1", "output": '{"temp":21}', "name": "get_weather"},
         {"type": "mcp_approval_response", "approval_request_id": "a1", "approve": True},
     ]
@@ -311,7 +346,9 @@ def test_input_image_limits():
     with pytest.raises(InvalidRequest):
         InputImage(image_url="https://x/" + "a" * 2048)
     with pytest.raises(InvalidRequest):
-        body(input=[{"role": "user", "content": [{"type": "input_image", "image_url": "file:///etc/passwd"}]}])
+        body(
+            input=[{"role": "user", "content": [{"type": "input_image", "image_url": "file:///etc/passwd"}]}]
+        )
 
 
 def test_function_call_item_replayed_as_input():
@@ -344,9 +381,18 @@ def test_other_tools():
         },
         {"type": "people_search"},
         {"type": "finance_search"},
-        {"type": "image_search", "max_results": 5, "filters": {"format_filter": ["png"], "safe_search": True}},
+        {
+            "type": "image_search",
+            "max_results": 5,
+            "filters": {"format_filter": ["png"], "safe_search": True},
+        },
         {"type": "sandbox"},
-        {"type": "mcp", "server_label": "docs", "server_url": "https://mcp.example", "authorization": "secret-token-123"},
+        {
+            "type": "mcp",
+            "server_label": "docs",
+            "server_url": "https://mcp.example",
+            "authorization": "secret-token-123",
+        },
         {"type": "connector", "id": "c1", "server_label": "x"},
     ]
     assert "secret-token-123" not in repr(tools[6])

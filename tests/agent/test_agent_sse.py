@@ -6,9 +6,8 @@ import pytest
 from agent_helpers import cassette_body, chunks_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from perplexed import PerplexedError
-from perplexed.agent.sse import SSEDecoder, ServerSentEvent, aiter_sse, iter_sse
+from perplexed.agent.sse import ServerSentEvent, SSEDecoder, aiter_sse, iter_sse
 
 
 def decode(data: bytes, sizes: list[int] | None = None) -> list[ServerSentEvent]:
@@ -113,7 +112,8 @@ def test_max_event_bytes():
 
 
 @pytest.mark.parametrize(
-    "name", ["stream_normal", "stream_reasoning", "stream_event_lines", "stream_unknown_event", "stream_failed"]
+    "name",
+    ["stream_normal", "stream_reasoning", "stream_event_lines", "stream_unknown_event", "stream_failed"],
 )
 @pytest.mark.parametrize("sizes", [[1], [2, 3], [7], [13, 1, 64], [4096]])
 def test_cassette_transcripts_any_chunking(name, sizes):
@@ -145,9 +145,9 @@ async def test_aiter_helper():
 
 
 frame = st.one_of(
-    st.text(alphabet=st.characters(blacklist_categories=["Cs"], blacklist_characters="\r\n"), max_size=20).map(
-        lambda t: "data: " + t
-    ),
+    st.text(
+        alphabet=st.characters(blacklist_categories=["Cs"], blacklist_characters="\r\n"), max_size=20
+    ).map(lambda t: "data: " + t),
     st.sampled_from([": comment", "event: e", "id: 3", "retry: 10", "data", "", "x: y"]),
 )
 
@@ -166,6 +166,8 @@ def test_fuzz_chunking_never_changes_events(lines, sep, sizes):
 def test_same_events_as_official_sdk_decoder():
     sdk = pytest.importorskip("perplexity._streaming")
     body = cassette_body("stream_event_lines") + b"id: 5\nretry: 20\ndata: a\ndata: b\n\n"
-    theirs = [(e.event or "message", e.data, e.id or "", e.retry) for e in sdk.SSEDecoder().iter_bytes(iter([body]))]
+    theirs = [
+        (e.event or "message", e.data, e.id or "", e.retry) for e in sdk.SSEDecoder().iter_bytes(iter([body]))
+    ]
     ours = [(e.event, e.data, e.id, e.retry) for e in decode(body, [3, 11])]
     assert ours == theirs

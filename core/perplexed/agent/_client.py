@@ -712,13 +712,15 @@ class AsyncAgentClient:
         limit = DEFAULT_WAIT_TIMEOUT if timeout is None else timeout
         deadline = loop.time() + limit
         interval = max(0.0, poll_interval)
+        status = "unknown"
         while True:
             remaining = deadline - loop.time()
             if remaining <= 0:
-                raise APITimeoutError(f"response {response_id} did not finish within {limit:g}s")
+                raise APITimeoutError(f"response {response_id} still {status} after {limit:g}s", status=200)
             response = await self.retrieve(response_id, timeout=min(CONTROL_TIMEOUT, remaining))
             if response.is_terminal:
                 return response
+            status = response.status or "unknown"
             remaining = deadline - loop.time()
             if remaining <= 0:
                 raise APITimeoutError(

@@ -13,7 +13,15 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    PlainValidator,
+    SerializationInfo,
+    ValidationError,
+)
 
 if TYPE_CHECKING:
     from ..citations import Citations
@@ -74,6 +82,24 @@ TERMINAL_EVENTS = frozenset(
         "response.error",
     }
 )
+
+
+def _dump(value: Any, info: SerializationInfo) -> Any:
+    """Serialize models by their own class (union members are plain models, not a discriminated union)."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(
+            mode=info.mode,
+            by_alias=bool(info.by_alias),
+            exclude_none=info.exclude_none,
+            exclude_unset=info.exclude_unset,
+            exclude_defaults=info.exclude_defaults,
+        )
+    if isinstance(value, list):
+        return [_dump(v, info) for v in value]
+    return value
+
+
+_AsOwnModel = PlainSerializer(_dump)
 
 
 class _Wire(BaseModel):
@@ -172,8 +198,8 @@ class MessageItem(_Item):
     id: str | None = None
     role: str = "assistant"
     status: str | None = None
-    content: Annotated[list[OutputText | dict[str, Any]], PlainValidator(_coerce_content)] = Field(
-        default_factory=list
+    content: Annotated[list[OutputText | dict[str, Any]], PlainValidator(_coerce_content), _AsOwnModel] = (
+        Field(default_factory=list)
     )
 
     @property
@@ -320,7 +346,9 @@ class Response(_Wire):
     completed_at: int | None = None
     model: str | None = None
     status: str | None = None
-    output: Annotated[list[OutputItem], PlainValidator(_coerce_items)] = Field(default_factory=list)
+    output: Annotated[list[OutputItem], PlainValidator(_coerce_items), _AsOwnModel] = Field(
+        default_factory=list
+    )
     usage: Usage | None = None
     error: ErrorInfo | None = None
     incomplete_details: IncompleteDetails | None = None
@@ -401,7 +429,7 @@ class OutputItemAddedEvent(ResponseEvent):
 
     type: Literal["response.output_item.added"] = "response.output_item.added"
     output_index: int = 0
-    item: Annotated[OutputItem, PlainValidator(parse_output_item)] | None = None
+    item: Annotated[OutputItem, PlainValidator(parse_output_item), _AsOwnModel] | None = None
 
 
 class OutputItemDoneEvent(ResponseEvent):
@@ -409,7 +437,7 @@ class OutputItemDoneEvent(ResponseEvent):
 
     type: Literal["response.output_item.done"] = "response.output_item.done"
     output_index: int = 0
-    item: Annotated[OutputItem, PlainValidator(parse_output_item)] | None = None
+    item: Annotated[OutputItem, PlainValidator(parse_output_item), _AsOwnModel] | None = None
 
 
 class OutputTextDeltaEvent(ResponseEvent):
