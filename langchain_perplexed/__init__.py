@@ -7,24 +7,33 @@
 - :func:`as_provider`: any LangChain retriever as a member of a perplexed chain (local knowledge first).
 
 Every provider attempt is dispatched to the run's callback handlers as the custom event
-``perplexed_attempt`` (:data:`ATTEMPT_EVENT`). The adapters are thin: the search, the chain rules, the
+``perplexed_attempt`` (:data:`ATTEMPT_EVENT`), and an answer's Agent API call as ``perplexed_answer``
+(:data:`ANSWER_EVENT`). The adapters are thin: the search, the chain rules, the
 timing and the citations are perplexed's.
 """
 
 from __future__ import annotations
 
 from ._documents import NO_RESULTS
-from ._events import ATTEMPT_EVENT
-from .provider import RetrieverProvider, as_provider
-from .retrievers import PerplexedRetriever
-from .tools import PerplexedSearchInput, PerplexedSearchTool
+from ._events import ANSWER_EVENT, ATTEMPT_EVENT
+from .provider import RetrieverProvider, as_provider, document_to_hit
+from .retrievers import PerplexedAnswerRetriever, PerplexedRetriever
+from .tools import PerplexedAnswerInput, PerplexedAnswerTool, PerplexedSearchInput, PerplexedSearchTool
+
+__version__ = "0.1.0"
 
 __all__ = [
+    "ANSWER_EVENT",
     "ATTEMPT_EVENT",
     "NO_RESULTS",
+    "PerplexedAnswerInput",
+    "PerplexedAnswerRetriever",
+    "PerplexedAnswerTool",
     "PerplexedRetriever",
     "PerplexedSearchInput",
     "PerplexedSearchTool",
     "RetrieverProvider",
+    "__version__",
     "as_provider",
+    "document_to_hit",
 ]

@@ -14,7 +14,7 @@ from datetime import date
 from typing import Any, Literal
 
 from perplexed import ChainOptions, SearchOptions, providers
-from pydantic import BaseModel, SecretStr, field_validator, model_validator
+from pydantic import BaseModel, SecretStr, field_serializer, field_validator, model_validator
 
 __all__ = ["SearchConfig", "protect_secrets", "redact_spec"]
 
@@ -49,17 +49,24 @@ def protect_secrets(spec: Any) -> Any:
     return spec
 
 
-def redact_spec(spec: Any) -> Any:
-    """A provider spec safe to show: credential-like values are replaced by ``**********``."""
+def redact_spec(spec: Any, *, as_json: bool = False) -> Any:
+    """A provider spec safe to show: credential-like values are replaced by ``**********``.
+
+    With ``as_json`` every leaf is JSON-friendly too (a Provider or function becomes its repr).
+    """
     if isinstance(spec, Mapping):
         return {
-            key: (_MASK if value is not None and _SECRET_KEY.search(str(key)) else redact_spec(value))
+            str(key) if as_json else key: (
+                _MASK if value is not None and _SECRET_KEY.search(str(key)) else redact_spec(value, as_json=as_json)
+            )
             for key, value in spec.items()
         }
     if isinstance(spec, list | tuple):
-        return [redact_spec(item) for item in spec]
+        return [redact_spec(item, as_json=as_json) for item in spec]
     if isinstance(spec, SecretStr):
         return _MASK
+    if as_json and not (spec is None or isinstance(spec, str | int | float | bool)):
+        return repr(spec)  # Provider reprs show "api_key=set", never the key
     return spec
 
 
@@ -119,6 +126,10 @@ class SearchConfig(BaseModel):
     @classmethod
     def _protect_provider(cls, value: Any) -> Any:
         return protect_secrets(value)
+
+    @field_serializer("provider", when_used="json")
+    def _serialize_provider(self, value: Any) -> Any:
+        return redact_spec(value, as_json=True)
 
     @model_validator(mode="after")
     def _validate_with_core(self) -> SearchConfig:

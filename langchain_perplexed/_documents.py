@@ -14,6 +14,7 @@ from typing import Any
 
 from langchain_core.documents import Document
 from perplexed import Attempt, Hit, Result
+from perplexed.citations import format_footnotes
 
 __all__ = [
     "NO_RESULTS",
@@ -93,18 +94,13 @@ def _shorten(text: str, limit: int = SNIPPET_CHARS) -> str:
     return text[: limit - 1].rstrip() + "…"
 
 
-def source_line(n: int, title: str, url: str) -> str:
-    """``[n] title — url`` (the title falls back to the url)."""
-    return f"[{n}] {title or url} — {url}"
-
-
 def format_hits(hits: Sequence[Hit]) -> str:
     """The compact numbered list a tool returns to the model: ``[n] title — url`` then the snippet."""
     if not hits:
         return NO_RESULTS
     blocks = []
     for hit in hits:
-        line = source_line(hit.id, hit.title, hit.url)
+        line = format_footnotes([hit], numbers=[hit.id])  # "[n] title — url", the core's format
         snippet = _shorten(hit.snippet or hit.content or "")
         blocks.append(f"{line}\n{snippet}" if snippet else line)
     return "\n\n".join(blocks)

@@ -5,6 +5,10 @@ callback handlers as the custom event ``perplexed_attempt`` (``on_custom_event``
 ``on_custom_event`` in ``astream_events``, an event on the run in LangSmith). The event carries ``provider``,
 ``outcome``, ``cost``, ``duration_ms``, ``billable`` and ``error``.
 
+A grounded answer's Agent API call (the core's telemetry event ``("perplexed", "answer", "agent")``) is
+forwarded the same way as the custom event ``perplexed_answer``: ``model``, ``response_id``, ``cost``,
+``duration_ms``.
+
 Sync runs: the core runs its I/O on its own loop thread, so the handlers are called from that thread, with
 the caller's context. Async runs: the events are scheduled on the caller's loop as the attempts end and are
 all delivered before the call returns or raises.
@@ -26,12 +30,23 @@ from langchain_core.callbacks import (
 )
 from perplexed import Attempt
 
-__all__ = ["ATTEMPT_EVENT", "AsyncAttemptEvents", "SyncAttemptEvents", "attempt_event_data"]
+__all__ = [
+    "ANSWER_EVENT",
+    "ATTEMPT_EVENT",
+    "AsyncAttemptEvents",
+    "SyncAttemptEvents",
+    "answer_event_data",
+    "attempt_event_data",
+]
 
 logger = logging.getLogger("langchain_perplexed")
 
 #: The name of the custom event dispatched for every provider attempt.
 ATTEMPT_EVENT = "perplexed_attempt"
+#: The name of the custom event dispatched for the Agent API call of a grounded answer.
+ANSWER_EVENT = "perplexed_answer"
+# the core's telemetry event of that call
+_CORE_ANSWER_EVENT = ("perplexed", "answer", "agent")
 
 SyncRunManager = CallbackManagerForRetrieverRun | CallbackManagerForToolRun
 AsyncRunManager = AsyncCallbackManagerForRetrieverRun | AsyncCallbackManagerForToolRun
@@ -46,6 +61,16 @@ def attempt_event_data(attempt: Attempt) -> dict[str, Any]:
         "duration_ms": attempt.duration_ms,
         "billable": attempt.billable,
         "error": attempt.error,
+    }
+
+
+def answer_event_data(measurements: dict[str, Any], metadata: dict[str, Any]) -> dict[str, Any]:
+    """The data of a ``perplexed_answer`` event (JSON-serialisable)."""
+    return {
+        "model": metadata.get("model"),
+        "response_id": metadata.get("response_id"),
+        "cost": measurements.get("cost", 0.0),
+        "duration_ms": measurements.get("duration_ms", 0),
     }
 
 
@@ -70,10 +95,19 @@ class SyncAttemptEvents:
     def __call__(self, attempt: Attempt) -> None:
         if self._manager is None:
             return
+        self._dispatch(ATTEMPT_EVENT, attempt_event_data(attempt))
+
+    def telemetry(self, event: tuple[str, ...], measurements: dict[str, Any], metadata: dict[str, Any]) -> None:
+        """A :mod:`perplexed.telemetry` handler: forwards the Agent API call of an answer."""
+        if self._manager is not None and event == _CORE_ANSWER_EVENT:
+            self._dispatch(ANSWER_EVENT, answer_event_data(measurements, metadata))
+
+    def _dispatch(self, name: str, data: dict[str, Any]) -> None:
+        assert self._manager is not None
         try:
-            self._manager.on_custom_event(ATTEMPT_EVENT, attempt_event_data(attempt), run_id=self._run_id)
+            self._manager.on_custom_event(name, data, run_id=self._run_id)
         except Exception:  # a handler with raise_error=True must not break the search
-            logger.exception("a callback handler raised on %s", ATTEMPT_EVENT)
+            logger.exception("a callback handler raised on %s", name)
 
 
 class AsyncAttemptEvents:
@@ -98,7 +132,16 @@ class AsyncAttemptEvents:
     def __call__(self, attempt: Attempt) -> None:
         if self._manager is None:
             return
-        coro = self._manager.on_custom_event(ATTEMPT_EVENT, attempt_event_data(attempt), run_id=self._run_id)
+        self._dispatch(ATTEMPT_EVENT, attempt_event_data(attempt))
+
+    def telemetry(self, event: tuple[str, ...], measurements: dict[str, Any], metadata: dict[str, Any]) -> None:
+        """A :mod:`perplexed.telemetry` handler: forwards the Agent API call of an answer."""
+        if self._manager is not None and event == _CORE_ANSWER_EVENT:
+            self._dispatch(ANSWER_EVENT, answer_event_data(measurements, metadata))
+
+    def _dispatch(self, name: str, data: dict[str, Any]) -> None:
+        assert self._manager is not None
+        coro = self._manager.on_custom_event(name, data, run_id=self._run_id)
         self._pending.append(asyncio.ensure_future(coro))
 
     async def flush(self) -> None:
@@ -106,4 +149,4 @@ class AsyncAttemptEvents:
         pending, self._pending = self._pending, []
         for outcome in await asyncio.gather(*pending, return_exceptions=True):
             if isinstance(outcome, Exception):
-                logger.error("a callback handler raised on %s: %r", ATTEMPT_EVENT, outcome)
+                logger.error("a callback handler raised on a perplexed event: %r", outcome)

@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.runnables.config import patch_config, set_config_context
-from perplexed import Attempt
+from perplexed import Attempt, telemetry
 
 from ._events import AsyncAttemptEvents, AsyncRunManager, SyncAttemptEvents, SyncRunManager
 
@@ -26,16 +26,18 @@ def run_core(
 ) -> T:
     """Call a sync core function (``perplexed.search``, ``perplexed.answer``) inside ``run_manager``'s run.
 
-    Attempts go to the run's handlers as ``perplexed_attempt`` events. For a retriever run, LangChain
+    Attempts go to the run's handlers as ``perplexed_attempt`` events (an answer's Agent API call as
+    ``perplexed_answer``). For a retriever run, LangChain
     components the core calls (a retriever wrapped by :func:`~langchain_perplexed.as_provider`) become child
     runs of it (a tool run sets that context itself).
     """
     events = SyncAttemptEvents(run_manager)
     call_kwargs = {**kwargs, "on_attempt": _chain(events, kwargs.get("on_attempt"))}
-    if isinstance(run_manager, CallbackManagerForRetrieverRun):
-        with set_config_context(patch_config(None, callbacks=run_manager.get_child())) as context:
-            return context.run(fn, *args, **call_kwargs)
-    return fn(*args, **call_kwargs)
+    with telemetry.scoped(events.telemetry):
+        if isinstance(run_manager, CallbackManagerForRetrieverRun):
+            with set_config_context(patch_config(None, callbacks=run_manager.get_child())) as context:
+                return context.run(fn, *args, **call_kwargs)
+        return fn(*args, **call_kwargs)
 
 
 async def arun_core(
@@ -50,10 +52,11 @@ async def arun_core(
     events = AsyncAttemptEvents(run_manager)
     call_kwargs = {**kwargs, "on_attempt": _chain(events, kwargs.get("on_attempt"))}
     try:
-        if isinstance(run_manager, AsyncCallbackManagerForRetrieverRun):
-            with set_config_context(patch_config(None, callbacks=run_manager.get_child())) as context:
-                return await asyncio.create_task(fn(*args, **call_kwargs), context=context)  # type: ignore[arg-type]
-        return await fn(*args, **call_kwargs)
+        with telemetry.scoped(events.telemetry):
+            if isinstance(run_manager, AsyncCallbackManagerForRetrieverRun):
+                with set_config_context(patch_config(None, callbacks=run_manager.get_child())) as context:
+                    return await asyncio.create_task(fn(*args, **call_kwargs), context=context)  # type: ignore[arg-type]
+            return await fn(*args, **call_kwargs)
     finally:
         await events.flush()
 

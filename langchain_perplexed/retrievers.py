@@ -8,16 +8,29 @@ import perplexed
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
+from perplexed.answer import NoSourcesError
 from pydantic import Field
 
+from ._answer import AnswerConfig, answer_documents
 from ._config import SearchConfig
 from ._documents import result_documents
 from ._run import arun_core, run_core
 
-__all__ = ["PerplexedRetriever"]
+__all__ = ["PerplexedAnswerRetriever", "PerplexedRetriever"]
 
 # invoke() keyword arguments that are LangChain's, not search options
 _LANGCHAIN_KWARGS = ("verbose",)
+
+
+def _search_kwargs(config: SearchConfig, k: int, overrides: dict[str, Any]) -> dict[str, Any]:
+    """Core kwargs from the configuration and per-call ``overrides`` (``k`` or ``max_results`` is the count)."""
+    overrides = {key: value for key, value in overrides.items() if key not in _LANGCHAIN_KWARGS}
+    count = overrides.pop("k", None)
+    if count is None:
+        count = overrides.pop("max_results", None)
+    else:
+        overrides.pop("max_results", None)
+    return config.core_kwargs(k if count is None else count, overrides)
 
 
 class PerplexedRetriever(SearchConfig, BaseRetriever):
@@ -55,23 +68,69 @@ class PerplexedRetriever(SearchConfig, BaseRetriever):
     k: int = Field(default=10, ge=1, le=100)
     """How many Documents to return at most (the search's ``max_results``)."""
 
-    def _core_kwargs(self, overrides: dict[str, Any]) -> dict[str, Any]:
-        overrides = {k: v for k, v in overrides.items() if k not in _LANGCHAIN_KWARGS}
-        k = overrides.pop("k", None)
-        if k is None:
-            k = overrides.pop("max_results", None)
-        else:
-            overrides.pop("max_results", None)
-        return self.core_kwargs(self.k if k is None else k, overrides)
-
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        result = run_core(perplexed.search, run_manager, query, **self._core_kwargs(kwargs))
+        result = run_core(perplexed.search, run_manager, query, **_search_kwargs(self, self.k, kwargs))
         return result_documents(result, flat=self.flat_metadata)
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        result = await arun_core(perplexed.asearch, run_manager, query, **self._core_kwargs(kwargs))
+        result = await arun_core(perplexed.asearch, run_manager, query, **_search_kwargs(self, self.k, kwargs))
         return result_documents(result, flat=self.flat_metadata)
+
+
+class PerplexedAnswerRetriever(AnswerConfig, SearchConfig, BaseRetriever):
+    """A grounded answer as a LangChain retriever: :func:`perplexed.answer` (search, then the Agent API
+    answers from the hits with inline ``[n]`` citations).
+
+    Setup::
+
+        from langchain_perplexed import PerplexedAnswerRetriever
+
+        retriever = PerplexedAnswerRetriever(provider=["searxng", "tavily"], k=5, preset="fast")
+        answer, *sources = retriever.invoke("What are typical zoning setbacks?")
+        answer.page_content            # "Setbacks are ... [1][3]."
+        answer.metadata["citations"]   # [{"n": 1, "url": ..., "title": ...}, ...]
+        sources[0].metadata["id"]      # 1: every [n] resolves to the source with metadata["id"] == n
+
+    It returns the answer Document first (``metadata["type"] == "answer"``, with ``citations``, ``cost``
+    (search + Agent API), ``attempts``, ``response_id``, ``model``), then one Document per source
+    (``metadata["type"] == "source"``, ``metadata["id"] == n``, the search retriever's metadata). ``k`` is the
+    number of sources, so a call returns up to ``k + 1`` Documents. ``provider="perplexity-agent"`` lets the
+    Agent API search by itself.
+
+    Fields are those of :class:`PerplexedRetriever` plus the Agent API settings of ``answer()`` (``client``,
+    ``api_key``, ``base_url``, ``preset``, ``effort``, ``model``, ``instructions``, ...); all can be
+    overridden per call (``invoke(q, k=3, preset="low")``). When the search finds nothing the result is
+    ``[]`` and the model is not called (``on_empty="answer"`` answers without sources instead). Errors are
+    typed and raised (:class:`perplexed.UpstreamError`, Agent API errors such as
+    :class:`perplexed.RateLimitError`). Search attempts are dispatched as ``perplexed_attempt`` custom
+    events and the Agent API call as ``perplexed_answer``.
+    """
+
+    k: int = Field(default=5, ge=1, le=100)
+    """How many sources to search for and give the model (the answer Document comes on top)."""
+
+    def _answer_kwargs(self, overrides: dict[str, Any]) -> dict[str, Any]:
+        agent, rest = self.answer_kwargs(overrides)
+        return {**_search_kwargs(self, self.k, rest), **agent}
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
+        try:
+            answer = run_core(perplexed.answer, run_manager, query, **self._answer_kwargs(kwargs))
+        except NoSourcesError:
+            return []
+        return answer_documents(answer, flat=self.flat_metadata)
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
+        try:
+            answer = await arun_core(perplexed.aanswer, run_manager, query, **self._answer_kwargs(kwargs))
+        except NoSourcesError:
+            return []
+        return answer_documents(answer, flat=self.flat_metadata)

@@ -8,14 +8,22 @@ import perplexed
 from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackManagerForToolRun
 from langchain_core.documents import Document
 from langchain_core.tools import BaseTool, ToolException
-from perplexed import InvalidRequest, UpstreamError
+from perplexed import APIError, ConfigError, InvalidRequest, PerplexedError, UpstreamError
+from perplexed.answer import NoSourcesError
 from pydantic import BaseModel, Field
 
+from ._answer import AnswerConfig, format_answer, source_documents
 from ._config import SearchConfig
-from ._documents import format_hits, result_documents
+from ._documents import NO_RESULTS, format_hits, result_documents
 from ._run import arun_core, run_core
 
-__all__ = ["PerplexedSearchInput", "PerplexedSearchTool", "tool_error"]
+__all__ = [
+    "PerplexedAnswerInput",
+    "PerplexedAnswerTool",
+    "PerplexedSearchInput",
+    "PerplexedSearchTool",
+    "tool_error",
+]
 
 SEARCH_DESCRIPTION = (
     "Search the web. Returns a numbered list of results, each as '[n] title — url' followed by a snippet. "
@@ -45,8 +53,28 @@ class PerplexedSearchInput(BaseModel):
     )
 
 
-def tool_error(exc: UpstreamError | InvalidRequest, what: str = "Web search") -> ToolException:
-    """A :class:`ToolException` for a core error: every failed provider with its error, or the bad input."""
+def _call_kwargs(
+    config: SearchConfig,
+    default_max: int,
+    max_results: int | None,
+    include_domains: list[str] | None,
+    exclude_domains: list[str] | None,
+    recency: str | None,
+) -> dict[str, Any]:
+    """Core kwargs for a tool call: the tool's settings, narrowed (never widened) by the model's arguments."""
+    overrides: dict[str, Any] = {}
+    if include_domains and not config.include_domains:
+        overrides["include_domains"] = include_domains
+    if exclude_domains:
+        overrides["exclude_domains"] = list(dict.fromkeys([*(config.exclude_domains or ()), *exclude_domains]))
+    if recency is not None:
+        overrides["recency"] = recency
+    return config.core_kwargs(max_results or default_max, overrides)
+
+
+def tool_error(exc: PerplexedError, what: str = "Web search") -> ToolException:
+    """A :class:`ToolException` for a core error: every failed provider with its error, the Agent API's
+    error, or the bad input."""
     if isinstance(exc, UpstreamError) and exc.attempts:
         parts = []
         for attempt in exc.attempts:
@@ -56,6 +84,8 @@ def tool_error(exc: UpstreamError | InvalidRequest, what: str = "Web search") ->
             parts.append(part)
         names = ", ".join(dict.fromkeys(a.provider for a in exc.attempts))
         return ToolException(f"{what} failed: no provider answered ({names}). " + "; ".join(parts) + ".")
+    if isinstance(exc, APIError):
+        return ToolException(f"{what} failed: the Perplexity Agent API answered {type(exc).__name__}: {exc}")
     if isinstance(exc, InvalidRequest):
         return ToolException(f"{what} failed: invalid input: {exc}")
     return ToolException(f"{what} failed: {exc}")
@@ -93,22 +123,6 @@ class PerplexedSearchTool(SearchConfig, BaseTool):
     max_results: int = Field(default=5, ge=1, le=100)
     """Results per search unless the model asks for another number."""
 
-    def _call_kwargs(
-        self,
-        max_results: int | None,
-        include_domains: list[str] | None,
-        exclude_domains: list[str] | None,
-        recency: str | None,
-    ) -> dict[str, Any]:
-        overrides: dict[str, Any] = {}
-        if include_domains and not self.include_domains:
-            overrides["include_domains"] = include_domains
-        if exclude_domains:
-            overrides["exclude_domains"] = list(dict.fromkeys([*(self.exclude_domains or ()), *exclude_domains]))
-        if recency is not None:
-            overrides["recency"] = recency
-        return self.core_kwargs(max_results or self.max_results, overrides)
-
     def _run(
         self,
         query: str,
@@ -118,7 +132,7 @@ class PerplexedSearchTool(SearchConfig, BaseTool):
         recency: Literal["day", "week", "month", "year"] | None = None,
         run_manager: CallbackManagerForToolRun | None = None,
     ) -> tuple[str, list[Document]]:
-        kwargs = self._call_kwargs(max_results, include_domains, exclude_domains, recency)
+        kwargs = _call_kwargs(self, self.max_results, max_results, include_domains, exclude_domains, recency)
         try:
             result = run_core(perplexed.search, run_manager, query, **kwargs)
         except (UpstreamError, InvalidRequest) as exc:
@@ -134,9 +148,117 @@ class PerplexedSearchTool(SearchConfig, BaseTool):
         recency: Literal["day", "week", "month", "year"] | None = None,
         run_manager: AsyncCallbackManagerForToolRun | None = None,
     ) -> tuple[str, list[Document]]:
-        kwargs = self._call_kwargs(max_results, include_domains, exclude_domains, recency)
+        kwargs = _call_kwargs(self, self.max_results, max_results, include_domains, exclude_domains, recency)
         try:
             result = await arun_core(perplexed.asearch, run_manager, query, **kwargs)
         except (UpstreamError, InvalidRequest) as exc:
             raise tool_error(exc) from exc
         return format_hits(result.hits), result_documents(result, flat=self.flat_metadata)
+
+
+ANSWER_DESCRIPTION = (
+    "Answer a question from current web sources. Returns a short answer with inline citations like [1], "
+    "followed by the numbered sources ('[n] title — url'). Use it for factual questions that need an "
+    "up-to-date, sourced answer; keep the [n] citations when you quote it. Send the question in plain words."
+)
+
+
+class PerplexedAnswerInput(BaseModel):
+    """Arguments of the ``perplexed_answer`` tool."""
+
+    query: str = Field(description="The question to answer, e.g. 'What are typical residential zoning setbacks?'.")
+    max_results: int | None = Field(
+        default=None, ge=1, le=20, description="How many sources to ground the answer in (default: the tool's)."
+    )
+    include_domains: list[str] | None = Field(
+        default=None, description="Only use sources from these domains, e.g. ['europa.eu']."
+    )
+    exclude_domains: list[str] | None = Field(
+        default=None, description="Never use sources from these domains."
+    )
+    recency: Literal["day", "week", "month", "year"] | None = Field(
+        default=None, description="Only sources published within the last day, week, month or year."
+    )
+
+
+class PerplexedAnswerTool(AnswerConfig, SearchConfig, BaseTool):
+    """A grounded answer as a LangChain tool (``perplexed_answer``): :func:`perplexed.answer` searches with the
+    provider chain, then the Agent API answers from the hits, citing them inline as ``[n]``.
+
+    Setup::
+
+        from langchain_perplexed import PerplexedAnswerTool
+
+        tool = PerplexedAnswerTool(provider=["searxng", "tavily"], max_results=5, preset="fast")
+
+    ``response_format="content_and_artifact"``: the content is the answer text followed by the numbered
+    sources (``[n] title — url``); the artifact is one Document per source (``metadata["id"] == n``, so
+    every marker resolves). It takes the same ``client=`` and Agent API settings as ``answer()``
+    (``api_key``, ``base_url``, ``preset``, ``effort``, ``model``, ``instructions``, ...), and the search
+    settings of :class:`PerplexedSearchTool` (with the same domain policy).
+
+    When the search finds nothing the content is ``"No results."`` with an empty artifact and the model is
+    not called (``on_empty="answer"`` answers without sources instead). A failed search (every provider
+    failed), an Agent API error, or invalid arguments raise :class:`~langchain_core.tools.ToolException`
+    naming what failed, with the typed core error as ``__cause__``; a configuration error (no API key)
+    is raised as is. Search attempts are dispatched as ``perplexed_attempt`` custom events, the Agent API
+    call as ``perplexed_answer``.
+    """
+
+    name: str = "perplexed_answer"
+    description: str = ANSWER_DESCRIPTION
+    args_schema: type[BaseModel] = PerplexedAnswerInput
+    response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
+
+    max_results: int = Field(default=5, ge=1, le=100)
+    """Sources per answer unless the model asks for another number."""
+
+    def _answer_call_kwargs(
+        self,
+        max_results: int | None,
+        include_domains: list[str] | None,
+        exclude_domains: list[str] | None,
+        recency: str | None,
+    ) -> dict[str, Any]:
+        agent, _ = self.answer_kwargs({})
+        return {**_call_kwargs(self, self.max_results, max_results, include_domains, exclude_domains, recency), **agent}
+
+    def _run(
+        self,
+        query: str,
+        max_results: int | None = None,
+        include_domains: list[str] | None = None,
+        exclude_domains: list[str] | None = None,
+        recency: Literal["day", "week", "month", "year"] | None = None,
+        run_manager: CallbackManagerForToolRun | None = None,
+    ) -> tuple[str, list[Document]]:
+        kwargs = self._answer_call_kwargs(max_results, include_domains, exclude_domains, recency)
+        try:
+            answer = run_core(perplexed.answer, run_manager, query, **kwargs)
+        except NoSourcesError:
+            return NO_RESULTS, []
+        except ConfigError:
+            raise
+        except PerplexedError as exc:
+            raise tool_error(exc, "Answer") from exc
+        return format_answer(answer), source_documents(answer, flat=self.flat_metadata)
+
+    async def _arun(
+        self,
+        query: str,
+        max_results: int | None = None,
+        include_domains: list[str] | None = None,
+        exclude_domains: list[str] | None = None,
+        recency: Literal["day", "week", "month", "year"] | None = None,
+        run_manager: AsyncCallbackManagerForToolRun | None = None,
+    ) -> tuple[str, list[Document]]:
+        kwargs = self._answer_call_kwargs(max_results, include_domains, exclude_domains, recency)
+        try:
+            answer = await arun_core(perplexed.aanswer, run_manager, query, **kwargs)
+        except NoSourcesError:
+            return NO_RESULTS, []
+        except ConfigError:
+            raise
+        except PerplexedError as exc:
+            raise tool_error(exc, "Answer") from exc
+        return format_answer(answer), source_documents(answer, flat=self.flat_metadata)
