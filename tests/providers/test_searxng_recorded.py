@@ -143,3 +143,11 @@ async def test_chain_from_cassettes_answers_from_firecrawl(tmp_path: Path) -> No
     assert "loopjson" in (searx.detail or "")
     assert ceramic.reason == "rate_limited" and "retry after 7 s" in (ceramic.error or "")
     assert result.cost == pytest.approx(0.0 + 0.0 + 0.002)
+
+
+async def test_unconfigured_paid_provider_is_skipped_for_the_free_one() -> None:
+    with STRICT.use_cassette(str(SEARX / "ok.yaml")):
+        result = await perplexed.asearch("python httpx", provider=["exa", SearXNG(base_url=BASE)])
+    exa, searx = result.attempts
+    assert exa.outcome is Outcome.ERROR and exa.reason == "config" and "EXA_API_KEY" in (exa.error or "")
+    assert searx.outcome is Outcome.OK and result.provider == "searxng" and result.cost == 0
