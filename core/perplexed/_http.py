@@ -59,6 +59,11 @@ async def _close_on_shutdown(client: httpx.AsyncClient) -> AsyncIterator[None]:
     try:
         yield
     finally:
+        # forget the loop too: its entries hold tasks and clients that reference the loop, so the weak keys
+        # would never die and every asyncio.run() would leak a loop and a client
+        loop = asyncio.get_running_loop()
+        _clients.pop(loop, None)
+        _keepers.pop(loop, None)
         await client.aclose()
 
 

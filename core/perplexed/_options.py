@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -46,9 +47,12 @@ def clean_query(query: object) -> str:
     """Validate a query: a non-empty string of at most 4000 characters; control characters become spaces."""
     if not isinstance(query, str):
         raise InvalidRequest(f"query must be a string, not {type(query).__name__}", param="query")
-    cleaned = "".join(
-        " " if unicodedata.category(ch) in ("Cc", "Cs") else ch for ch in query
-    ).strip()
+    if query.isprintable():  # fast path: no control characters or surrogates (Cc, Cs) to replace
+        cleaned = query.strip()
+    else:
+        cleaned = "".join(
+            " " if unicodedata.category(ch) in ("Cc", "Cs") else ch for ch in query
+        ).strip()
     if not cleaned:
         raise InvalidRequest("query is empty", param="query")
     if len(cleaned) > MAX_QUERY_CHARS:
@@ -114,6 +118,8 @@ class SearchOptions(BaseModel):
     @classmethod
     def build(cls, **options: Any) -> SearchOptions:
         """Validate caller options (common ones by name; everything else goes to ``extra``)."""
+        if not options or (len(options) == 1 and options.get("max_results", 0) is None):
+            return _DEFAULT_SEARCH_OPTIONS  # nothing to validate (frozen, so it can be shared)
         common = {k: options.pop(k) for k in COMMON_OPTIONS if k in options}
         if "max_results" in common and common["max_results"] is None:
             del common["max_results"]
@@ -161,11 +167,13 @@ class ChainOptions(BaseModel):
         cls, provider_timeout_ms: Any = None, deadline_ms: Any = None, fallback_on: Any = None
     ) -> ChainOptions:
         """Validate chain options; ``None`` keeps the default."""
+        if provider_timeout_ms is None and deadline_ms is None and fallback_on is None:
+            return _DEFAULT_CHAIN_OPTIONS
         values: dict[str, Any] = {}
         for key, val in (("provider_timeout_ms", provider_timeout_ms), ("deadline_ms", deadline_ms)):
             if val is None:
                 continue
-            if isinstance(val, bool) or not isinstance(val, int | float) or val != val:
+            if isinstance(val, bool) or not isinstance(val, int | float) or not math.isfinite(val):
                 raise InvalidRequest(f"{key} must be a number of milliseconds, got {val!r}", param=key)
             values[key] = int(val)
         if fallback_on is not None:
@@ -189,6 +197,10 @@ class ChainOptions(BaseModel):
         if outcome == "timeout":
             return "timeout" in self.fallback_on or "error" in self.fallback_on
         return outcome in self.fallback_on
+
+
+_DEFAULT_SEARCH_OPTIONS = SearchOptions()
+_DEFAULT_CHAIN_OPTIONS = ChainOptions()
 
 
 def split_options(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -21,27 +21,34 @@ Rules (README, "Chain rules"):
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import inspect
 import logging
+import threading
 import time
+import traceback
 from collections.abc import Callable
-from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import httpx
 
 from . import _portal, telemetry
-from ._errors import PerplexedError, ProviderError, UpstreamError, redact
+from ._errors import ConfigError, PerplexedError, ProviderError, UpstreamError, redact
 from ._http import get_client, read_capped
 from ._models import Attempt, Hit, Outcome, ProviderAnswer, Result
 from ._options import ChainOptions, SearchOptions, clean_query, split_options
 from .providers import CallableProvider, Provider, resolve
+from .providers._base import to_answer
 
-__all__ = ["ATTEMPT_EVENT", "Search", "asearch", "prepare", "search"]
+__all__ = ["ATTEMPT_EVENT", "Search", "asearch", "finalize_hits", "prepare", "search"]
 
 logger = logging.getLogger("perplexed.chain")
+_providers_logger = logging.getLogger("perplexed.providers")
 
 ATTEMPT_EVENT = ("perplexed", "search", "attempt")
 AttemptCallback = Callable[[Attempt], None]
+T = TypeVar("T")
 
 
 class Search:
@@ -139,13 +146,13 @@ async def run(prepared: Search, *, on_attempt: AttemptCallback | None = None) ->
     chain = prepared.chain
     loop = asyncio.get_running_loop()
     deadline = loop.time() + chain.deadline_ms / 1000
+    provider_budget = chain.provider_timeout_ms / 1000
     attempts: list[Attempt] = []
-    empty: tuple[Provider, list[Hit]] | None = None
+    empty: Provider | None = None
     last_error: BaseException | None = None
-    names = [p.label for p in prepared.providers]
     with telemetry.span(
         "perplexed.search",
-        {"perplexed.query": prepared.query, "perplexed.providers": ",".join(names)},
+        {"perplexed.query": prepared.query, "perplexed.providers": ",".join(p.label for p in prepared.providers)},
     ) as chain_span:
         for provider in prepared.providers:
             remaining = deadline - loop.time()
@@ -154,28 +161,37 @@ async def run(prepared: Search, *, on_attempt: AttemptCallback | None = None) ->
                                           error="chain deadline passed before this provider was called"),
                         prepared.query, on_attempt)
                 continue
-            budget = min(chain.provider_timeout_ms / 1000, remaining)
-            attempt, hits, exc = await _attempt(provider, prepared, budget)
-            last_error = exc or last_error
+            capped = remaining < provider_budget
+            attempt, hits, exc = await _attempt(provider, prepared, remaining if capped else provider_budget, capped)
+            if exc is not None:
+                last_error = exc
             _record(attempts, attempt, prepared.query, on_attempt)
-            if attempt.outcome is Outcome.OK:
-                _annotate(chain_span, provider.label, attempts)
+            outcome = attempt.outcome
+            if outcome is Outcome.OK:
+                if chain_span is not None:
+                    _annotate(chain_span, provider.label, attempts)
                 return Result(query=prepared.query, provider=provider.label, hits=hits, attempts=attempts)
-            if attempt.outcome is Outcome.EMPTY and empty is None:
-                empty = (provider, hits)
-            if not chain.moves_on(attempt.outcome.value):
+            if outcome is Outcome.EMPTY and empty is None:
+                empty = provider
+            if not chain.moves_on(outcome.value):
                 break
         if empty is not None:
-            _annotate(chain_span, empty[0].label, attempts)
-            return Result(query=prepared.query, provider=empty[0].label, hits=[], attempts=attempts)
-        _annotate(chain_span, None, attempts)
-        raise UpstreamError("all_providers_failed", attempts) from last_error
+            if chain_span is not None:
+                _annotate(chain_span, empty.label, attempts)
+            return Result(query=prepared.query, provider=empty.label, hits=[], attempts=attempts)
+        if chain_span is not None:
+            _annotate(chain_span, None, attempts)
+        raise UpstreamError("all_providers_failed", attempts) from _safe_cause(last_error)
 
 
 async def _attempt(
-    provider: Provider, prepared: Search, budget: float
+    provider: Provider, prepared: Search, budget: float, capped: bool = False
 ) -> tuple[Attempt, list[Hit], BaseException | None]:
-    """Call one provider within ``budget`` seconds; never raises for the provider's own failures."""
+    """Call one provider within ``budget`` seconds; never raises for the provider's own failures.
+
+    Everything that depends on the provider's answer (coercion, hit normalisation, pricing) happens inside
+    the guarded block, so a provider bug or a malformed hit is an ``error`` attempt, never a crashed chain.
+    """
     start = time.perf_counter()
     outcome = Outcome.ERROR
     error: str | None = None
@@ -188,81 +204,163 @@ async def _attempt(
         "perplexed.search.provider",
         {"perplexed.provider": provider.label, "perplexed.budget_ms": int(budget * 1000)},
     ) as call_span:
+        timer = asyncio.timeout(budget)
         try:
-            async with asyncio.timeout(budget):
-                answer = await _call(provider, prepared.query, prepared.options)
-        except TimeoutError:
-            outcome, reason = Outcome.TIMEOUT, "timeout"
-            error = f"no answer within {int(budget * 1000)} ms (cancelled)"
-        except ProviderError as exc:
-            reason, error, charged, failure = exc.reason, str(exc), exc.charged, exc
-        except PerplexedError as exc:  # ConfigError (missing key), InvalidRequest raised by the provider
-            reason = "config" if type(exc).__name__ == "ConfigError" else "bad_request"
-            error, failure = f"{reason}: {exc}", exc
-        except httpx.HTTPError as exc:
-            reason = "connection"
-            error, failure = f"connection: {type(exc).__name__}: {exc}".rstrip(": "), exc
-        except Exception as exc:  # a provider bug must not break the chain; it is logged with its traceback
-            logger.exception("provider %s raised unexpectedly", provider.label)
-            reason, error, failure = "unexpected", f"unexpected: {type(exc).__name__}: {exc}", exc
-        else:
-            hits = finalize_hits(answer.hits, provider.label, prepared.options)
+            async with timer:
+                answer, owned = await _call(provider, prepared.query, prepared.options)
+            hits = _finalize(answer.hits, provider.label, prepared.options, owned)
             outcome = Outcome.OK if hits else Outcome.EMPTY
             charged = answer.cost if answer.cost is not None else provider.price(prepared.options)
             detail = answer.detail
+        except TimeoutError as exc:
+            outcome, reason = Outcome.TIMEOUT, "timeout"
+            if timer.expired():
+                why = "; capped by the chain deadline" if capped else ""
+                error = f"no answer within {int(budget * 1000)} ms (cancelled{why})"
+            else:  # the provider's own timeout (e.g. a socket timeout inside a sync function)
+                error, failure = f"timeout: {exc}".rstrip(": "), exc
+        except ProviderError as exc:
+            reason, error, charged, failure = exc.reason, str(exc), exc.charged, exc
+        except PerplexedError as exc:  # ConfigError (missing key), InvalidRequest raised by the provider
+            reason = "config" if isinstance(exc, ConfigError) else "bad_request"
+            error, failure = f"{reason}: {exc}", exc
+        except httpx.HTTPError as exc:
+            reason, failure = "connection", exc
+            error = f"connection: {type(exc).__name__}: {_exc_text(exc)}".rstrip(": ")
+        except Exception as exc:  # a provider bug must not break the chain; logged with its (redacted) traceback
+            reason, failure = "unexpected", exc
+            error = f"unexpected: {type(exc).__name__}: {exc}".rstrip(": ")
+            logger.error(
+                "provider %s raised unexpectedly:\n%s",
+                provider.label,
+                redact("".join(traceback.format_exception(exc)).rstrip()),
+            )
         duration_ms = int((time.perf_counter() - start) * 1000)
         cost = float(charged or 0.0)
+        if error is not None:
+            error = redact(error)
         attempt = Attempt(
             provider=provider.label,
             outcome=outcome,
             cost=cost,
             duration_ms=duration_ms,
             billable=cost > 0,
-            error=None if error is None else redact(error),
+            error=error,
             detail=detail,
             reason=reason,
         )
         if call_span is not None:
             call_span.set_attribute("perplexed.outcome", outcome.value)
             call_span.set_attribute("perplexed.cost", cost)
+            call_span.set_attribute("perplexed.duration_ms", duration_ms)
             if error:
                 call_span.set_attribute("perplexed.error", error)
     return attempt, hits, failure
 
 
-async def _call(provider: Provider, query: str, options: SearchOptions) -> ProviderAnswer:
+def _exc_text(exc: BaseException) -> str:
+    """An exception's message, else the first message down its cause chain (httpx's ReadError wraps
+    httpcore's, which wraps anyio's, all empty, around the ``ConnectionResetError`` that says what happened)."""
+    inner: BaseException | None = exc
+    for _ in range(8):
+        if inner is None:
+            break
+        text = str(inner)
+        if text:
+            return text if inner is exc else f"{type(inner).__name__}: {text}"
+        inner = inner.__cause__ or inner.__context__
+    return ""
+
+
+def _safe_cause(exc: BaseException | None) -> BaseException | None:
+    """The last provider failure, to chain onto UpstreamError, unless its message would leak a credential."""
+    if exc is None or isinstance(exc, PerplexedError):  # perplexed's own messages are redacted already
+        return exc
+    text = str(exc)
+    if redact(text) != text:
+        return ProviderError("unexpected", f"{type(exc).__name__}: {text}")  # redacted by PerplexedError
+    return exc
+
+
+async def _call(provider: Provider, query: str, options: SearchOptions) -> tuple[ProviderAnswer, bool]:
+    """One provider call. Returns the answer and whether its hits are fresh objects the engine may modify."""
     if isinstance(provider, CallableProvider):
         if provider.is_async:
-            return await provider.asearch(query, options)
-        return await asyncio.to_thread(provider.search, query, options)
-    provider.log_ignored(options)
+            value: Any = await provider.asearch(query, options)
+        else:
+            value = await _in_thread(provider.search, query, options)
+        if inspect.isawaitable(value):  # a sync callable that returned a coroutine (a lambda around an async fn)
+            value = await value
+        return to_answer(value, provider.label), False
+    if _providers_logger.isEnabledFor(logging.DEBUG):
+        provider.log_ignored(options)
     flow = provider.flow(query, options)
-    request = next(flow)
-    client = get_client(provider.transport)
-    while True:
-        response = await client.send(request, stream=True)
+    try:
+        request = next(flow)
+        client = get_client(provider.transport)
+        while True:
+            response = await client.send(request, stream=True)
+            try:
+                await read_capped(response, provider.max_body_bytes)
+            except ProviderError as exc:
+                exc.provider = provider.label
+                raise
+            finally:
+                await response.aclose()
+            try:
+                request = flow.send(response)
+            except StopIteration as stop:
+                answer: ProviderAnswer = stop.value
+                return answer, True
+    finally:
+        flow.close()
+
+
+async def _in_thread(fn: Callable[..., T], /, *args: Any) -> T:
+    """Run a blocking provider function in its own daemon thread and await its result.
+
+    Unlike ``asyncio.to_thread`` (a bounded pool whose threads are joined at exit), a sync provider that
+    hangs past its budget neither starves the next calls nor keeps the interpreter from exiting: on
+    timeout the await is cancelled and the thread's eventual result is dropped.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+    ctx = contextvars.copy_context()
+
+    def _deliver(ok: bool, value: Any) -> None:
+        if future.done():
+            return
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
+
+    def _work() -> None:
+        ok = False
+        result: Any
         try:
-            await read_capped(response, provider.max_body_bytes)
-        except ProviderError as exc:
-            exc.provider = provider.label
-            raise
-        finally:
-            await response.aclose()
+            result = ctx.run(fn, *args)
+            ok = True
+        except BaseException as exc:  # delivered to the awaiting coroutine, not raised in this thread
+            result = exc
         try:
-            request = flow.send(response)
-        except StopIteration as stop:
-            answer: ProviderAnswer = stop.value
-            return answer
+            loop.call_soon_threadsafe(_deliver, ok, result)
+        except RuntimeError:  # the loop closed while the function ran (its caller timed out long ago)
+            pass
+
+    threading.Thread(target=_work, name="perplexed-provider", daemon=True).start()
+    return await future
 
 
 def _record(
     attempts: list[Attempt], attempt: Attempt, query: str, on_attempt: AttemptCallback | None
 ) -> None:
     attempts.append(attempt)
-    logger.debug(
-        "attempt provider=%s outcome=%s duration_ms=%d cost=%.6f error=%s",
-        attempt.provider, attempt.outcome.value, attempt.duration_ms, attempt.cost, attempt.error,
-    )
+    if logger.isEnabledFor(logging.DEBUG):
+        logger.debug(
+            "attempt provider=%s outcome=%s duration_ms=%d cost=%.6f error=%s",
+            attempt.provider, attempt.outcome.value, attempt.duration_ms, attempt.cost, attempt.error,
+        )
     telemetry.emit(
         ATTEMPT_EVENT,
         {"duration_ms": attempt.duration_ms, "cost": attempt.cost},
@@ -283,8 +381,6 @@ def _record(
 
 
 def _annotate(chain_span: Any, answered_by: str | None, attempts: list[Attempt]) -> None:
-    if chain_span is None:
-        return
     chain_span.set_attribute("perplexed.answered_by", answered_by or "")
     chain_span.set_attribute("perplexed.attempts", len(attempts))
     chain_span.set_attribute("perplexed.cost", float(sum(a.cost for a in attempts)))
@@ -293,56 +389,94 @@ def _annotate(chain_span: Any, answered_by: str | None, attempts: list[Attempt])
 # --- hit normalisation, the same for every provider -----------------------------------------------------
 
 
+_DEFAULT_PORTS = {"http": ":80", "https": ":443"}
+
+
 def _norm_url(url: str) -> str:
-    """A key under which two URLs of the same page compare equal (scheme, www., trailing slash, fragment)."""
-    try:
-        parts = urlsplit(url.strip())
-    except ValueError:
-        return url.strip()
-    host = (parts.hostname or "").lower().removeprefix("www.")
-    port = f":{parts.port}" if parts.port else ""
-    return urlunsplit(("", host + port, parts.path.rstrip("/") or "/", parts.query, ""))
-
-
-def _domain_match(url: str, domains: list[str]) -> bool:
+    """A key under which two URLs of the same page compare equal: no scheme, no ``www.``, no user info, no
+    default port, no fragment, no trailing slash; host lower-cased. Never raises."""
+    url = url.strip()
     try:
         parts = urlsplit(url)
     except ValueError:
+        return url
+    host = parts.netloc.rpartition("@")[2].lower().removeprefix("www.")
+    default_port = _DEFAULT_PORTS.get(parts.scheme.lower())
+    if default_port and host.endswith(default_port):
+        host = host[: -len(default_port)]
+    key = host + (parts.path.rstrip("/") or "/")
+    return f"{key}?{parts.query}" if parts.query else key
+
+
+def _domain_match(url: str, domains: list[str]) -> bool:
+    """Whether ``url`` is on one of ``domains`` (``example.com`` also matches its subdomains; a domain with a
+    path, ``example.com/blog``, matches that path and what is under it, segment-wise)."""
+    try:
+        parts = urlsplit(url.strip())
+        host = (parts.hostname or "").lower().removeprefix("www.")
+    except ValueError:
         return False
-    host = (parts.hostname or "").lower().removeprefix("www.")
-    path = parts.path
+    path = parts.path.strip("/")
     for d in domains:
         d_host, _, d_path = d.partition("/")
-        if d_host.startswith("*."):
-            d_host = d_host[2:]
-        if (host == d_host or host.endswith("." + d_host)) and (not d_path or path.lstrip("/").startswith(d_path)):
+        d_host = d_host.removeprefix("*.")
+        if host != d_host and not host.endswith("." + d_host):
+            continue
+        d_path = d_path.strip("/")
+        if not d_path or path == d_path or path.startswith(d_path + "/"):
             return True
     return False
 
 
 def finalize_hits(hits: list[Hit], provider: str, options: SearchOptions) -> list[Hit]:
-    """Apply client-side domain filters, merge duplicate URLs, cap at ``max_results``, number 1..n."""
+    """Apply client-side domain filters, merge duplicate URLs, cap at ``max_results``, number 1..n.
+
+    The input hits are not modified: the result holds copies (with ``id`` and ``provider`` set).
+    """
+    return _finalize(hits, provider, options, owned=False)
+
+
+def _finalize(hits: list[Hit], provider: str, options: SearchOptions, owned: bool) -> list[Hit]:
+    """:func:`finalize_hits`; with ``owned=True`` the hits (fresh from a provider's parser) are numbered in
+    place instead of copied."""
+    include = options.include_domains
+    exclude = options.exclude_domains
     merged: dict[str, Hit] = {}
     for hit in hits:
-        if not hit.url:
+        url = hit.url
+        if not url:
             continue
-        if options.include_domains and not _domain_match(hit.url, options.include_domains):
+        if include and not _domain_match(url, include):
             continue
-        if options.exclude_domains and _domain_match(hit.url, options.exclude_domains):
+        if exclude and _domain_match(url, exclude):
             continue
-        key = _norm_url(hit.url)
+        key = _norm_url(url)
         seen = merged.get(key)
         if seen is None:
             merged[key] = hit
             continue
         updates = {
             field: getattr(hit, field)
-            for field in ("title", "snippet", "content", "published", "score")
+            for field in _MERGED_FIELDS
             if not getattr(seen, field) and getattr(hit, field)
         }
         if updates:
             merged[key] = seen.model_copy(update=updates)
-    out = []
-    for n, hit in enumerate(list(merged.values())[: options.max_results], start=1):
-        out.append(hit.model_copy(update={"id": n, "provider": hit.provider or provider}))
+    out: list[Hit] = []
+    for n, hit in enumerate(merged.values(), start=1):
+        if n > options.max_results:
+            break
+        if hit.id == n and hit.provider:
+            out.append(hit)
+        elif owned:
+            hit.__dict__["id"] = n
+            if not hit.provider:
+                hit.__dict__["provider"] = provider
+            hit.__pydantic_fields_set__.update(("id", "provider"))
+            out.append(hit)
+        else:
+            out.append(hit.model_copy(update={"id": n, "provider": hit.provider or provider}))
     return out
+
+
+_MERGED_FIELDS = ("title", "snippet", "content", "published", "score")

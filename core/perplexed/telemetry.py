@@ -75,29 +75,43 @@ def emit(event: tuple[str, ...], measurements: Mapping[str, Any], metadata: Mapp
 
 
 _tracer: Any = None
+_trace_api: Any = None
+_inactive: tuple[type, ...] = ()
 _otel_checked = False
 
 
 def _get_tracer() -> Any:
-    global _tracer, _otel_checked
+    """perplexed's tracer, or None when spans would record nothing.
+
+    Without ``opentelemetry-api``, or while no SDK tracer provider is installed (the API's proxy or no-op
+    provider), spans are skipped entirely: they would be non-recording, and entering one costs more than a
+    whole search's engine overhead. The check runs on every call, so installing a provider later works.
+    """
+    global _tracer, _trace_api, _inactive, _otel_checked
     if not _otel_checked:
         _otel_checked = True
         try:
             from opentelemetry import trace
         except ImportError:  # the otel extra is not installed: spans are no-ops
-            _tracer = None
+            _trace_api = None
         else:
+            _trace_api = trace
+            _inactive = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
             _tracer = trace.get_tracer("perplexed")
+    if _trace_api is None or isinstance(_trace_api.get_tracer_provider(), _inactive):
+        return None
     return _tracer
 
 
-@contextlib.contextmanager
-def span(name: str, attributes: Mapping[str, Any] | None = None) -> Iterator[Any]:
-    """An OpenTelemetry span named ``name`` (no-op without ``opentelemetry-api``). Yields the span or None."""
+_NO_SPAN: contextlib.AbstractContextManager[Any] = contextlib.nullcontext(None)
+
+
+def span(name: str, attributes: Mapping[str, Any] | None = None) -> contextlib.AbstractContextManager[Any]:
+    """A context manager for an OpenTelemetry span named ``name``; entering it gives the span, or None
+    when tracing is off (no ``opentelemetry-api``, or no tracer provider installed)."""
     tracer = _get_tracer()
     if tracer is None:
-        yield None
-        return
+        return _NO_SPAN
     clean = {k: v for k, v in (attributes or {}).items() if v is not None}
-    with tracer.start_as_current_span(name, attributes=clean) as current:
-        yield current
+    cm: contextlib.AbstractContextManager[Any] = tracer.start_as_current_span(name, attributes=clean)
+    return cm

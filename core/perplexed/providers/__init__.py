@@ -8,6 +8,7 @@ chain). Provider modules are imported on first use, so ``import perplexed`` stay
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -104,10 +105,13 @@ def _one(spec: Any) -> Provider:
         return get(name)()
     if isinstance(spec, Mapping):
         options = dict(spec)
-        name = options.pop("name", None) or options.pop("provider", None)
-        if not isinstance(name, str):
-            raise ConfigError(f"a provider dict needs a 'name' naming a registered provider: {spec!r}")
-        cls = get(name)
+        # {"name": "searxng", ...}; or {"provider": "searxng", "name": "label", ...} to label the attempts
+        name = options.pop("provider", None) if "provider" in options else options.pop("name", None)
+        if not isinstance(name, str) or not name.strip():
+            raise ConfigError(
+                f"a provider dict needs a 'name' naming a registered provider: {_masked(spec)}"
+            )
+        cls = get(name.strip())
         try:
             return cls(**options)
         except TypeError as exc:
@@ -123,6 +127,17 @@ def _one(spec: Any) -> Provider:
     raise ConfigError(
         f"not a provider spec: {spec!r} (use a name, a dict with 'name', a Provider, a function, or a list)"
     )
+
+
+_SECRET_KEY = re.compile(r"(?i)key|token|secret|password|passwd|auth|credential")
+
+
+def _masked(spec: Mapping[Any, Any]) -> str:
+    """A dict spec's repr for error messages, with credential-looking values masked."""
+    items = ", ".join(
+        f"{k!r}: {'***' if _SECRET_KEY.search(str(k)) else repr(v)}" for k, v in spec.items()
+    )
+    return "{" + items + "}"
 
 
 def resolve(spec: Any) -> tuple[list[Provider], bool]:

@@ -286,7 +286,10 @@ class FunctionProvider(CallableProvider):
         self._fn = fn
         import inspect
 
-        self._fn_is_async = inspect.iscoroutinefunction(fn)
+        # a coroutine function, a partial of one, or an object whose __call__ is one
+        self._fn_is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+            getattr(fn, "__call__", None)  # noqa: B004
+        )
 
     @property
     def is_async(self) -> bool:
