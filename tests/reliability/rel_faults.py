@@ -32,7 +32,6 @@ from loopback import (
     searxng_json,
     serve,
 )
-
 from perplexed import Outcome, ProviderAnswer, SearchOptions
 from perplexed.providers import SearXNG
 
@@ -91,29 +90,80 @@ FAULTS: dict[str, Fault] = {
     f.name: f
     for f in [
         Fault("refused", None, Outcome.ERROR, "connection", error_has=("connection",)),
-        Fault("accept_hang", lambda: Hang(read_request=False), Outcome.TIMEOUT, "timeout", hangs=True,
-              error_has=("no answer within", "(cancelled)")),
-        Fault("drip", lambda: Drip(DRIP_BODY, interval=0.2, chunks=len(DRIP_BODY)), Outcome.TIMEOUT, "timeout",
-              hangs=True, error_has=("no answer within", "(cancelled)")),
-        Fault("reset_mid_body", lambda: ResetMidBody(), Outcome.ERROR, "connection",
-              error_has=("connection",)),
-        Fault("429_retry_after", lambda: Status(429, b'{"error": "slow down"}', headers={"Retry-After": "7"},
-                                                content_type="application/json"),
-              Outcome.ERROR, "rate_limited", error_has=("429", "retry after 7 s")),
+        Fault(
+            "accept_hang",
+            lambda: Hang(read_request=False),
+            Outcome.TIMEOUT,
+            "timeout",
+            hangs=True,
+            error_has=("no answer within", "(cancelled)"),
+        ),
+        Fault(
+            "drip",
+            lambda: Drip(DRIP_BODY, interval=0.2, chunks=len(DRIP_BODY)),
+            Outcome.TIMEOUT,
+            "timeout",
+            hangs=True,
+            error_has=("no answer within", "(cancelled)"),
+        ),
+        Fault(
+            "reset_mid_body", lambda: ResetMidBody(), Outcome.ERROR, "connection", error_has=("connection",)
+        ),
+        Fault(
+            "429_retry_after",
+            lambda: Status(
+                429, b'{"error": "slow down"}', headers={"Retry-After": "7"}, content_type="application/json"
+            ),
+            Outcome.ERROR,
+            "rate_limited",
+            error_has=("429", "retry after 7 s"),
+        ),
         Fault("500", lambda: Status(500, "boom"), Outcome.ERROR, "upstream", error_has=("HTTP 500",)),
-        Fault("502", lambda: Status(502, "<html>bad gateway</html>", content_type="text/html"), Outcome.ERROR,
-              "upstream", error_has=("HTTP 502",)),
-        Fault("503", lambda: Status(503, b'{"error": "maintenance"}', content_type="application/json"),
-              Outcome.ERROR, "upstream", error_has=("HTTP 503", "maintenance")),
-        Fault("malformed_json", lambda: Raw(b'{"results": [{"url": "https://exa'), Outcome.ERROR, "malformed",
-              error_has=("not valid JSON",)),
+        Fault(
+            "502",
+            lambda: Status(502, "<html>bad gateway</html>", content_type="text/html"),
+            Outcome.ERROR,
+            "upstream",
+            error_has=("HTTP 502",),
+        ),
+        Fault(
+            "503",
+            lambda: Status(503, b'{"error": "maintenance"}', content_type="application/json"),
+            Outcome.ERROR,
+            "upstream",
+            error_has=("HTTP 503", "maintenance"),
+        ),
+        Fault(
+            "malformed_json",
+            lambda: Raw(b'{"results": [{"url": "https://exa'),
+            Outcome.ERROR,
+            "malformed",
+            error_has=("not valid JSON",),
+        ),
         Fault("html_not_json", lambda: Html(), Outcome.ERROR, "malformed", error_has=("expected JSON",)),
-        Fault("soft_failure_200", _soft_failure_searxng, Outcome.EMPTY, None,
-              detail_has="unresponsive engines: google: CAPTCHA"),
-        Fault("body_100mb", lambda: Huge(HUNDRED_MB), Outcome.ERROR, "body_too_large",
-              error_has=("exceeds the",), budget_ms=3000),
-        Fault("body_100mb_chunked", lambda: Huge(HUNDRED_MB, content_length=False), Outcome.ERROR,
-              "body_too_large", error_has=("exceeds the",), budget_ms=3000),
+        Fault(
+            "soft_failure_200",
+            _soft_failure_searxng,
+            Outcome.EMPTY,
+            None,
+            detail_has="unresponsive engines: google: CAPTCHA",
+        ),
+        Fault(
+            "body_100mb",
+            lambda: Huge(HUNDRED_MB),
+            Outcome.ERROR,
+            "body_too_large",
+            error_has=("exceeds the",),
+            budget_ms=3000,
+        ),
+        Fault(
+            "body_100mb_chunked",
+            lambda: Huge(HUNDRED_MB, content_length=False),
+            Outcome.ERROR,
+            "body_too_large",
+            error_has=("exceeds the",),
+            budget_ms=3000,
+        ),
     ]
 }
 
@@ -153,8 +203,9 @@ class Metered(SearXNG):
     def parse_response(self, response: httpx.Response, query: str, options: SearchOptions) -> ProviderAnswer:
         data = self.json_object(response)
         if data.get("success") is False:
-            raise self.fail("soft_failure", "metered API answered success=false", response,
-                            cost=self.price(options))
+            raise self.fail(
+                "soft_failure", "metered API answered success=false", response, cost=self.price(options)
+            )
         return super().parse_response(response, query, options)
 
 

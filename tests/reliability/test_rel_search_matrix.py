@@ -13,8 +13,11 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
+import perplexed
 import pytest
 from loopback import Hang, LoopbackServer, serve
+from perplexed import Attempt, Outcome, PerplexedError, Result, UpstreamError
+from perplexed.providers import SearXNG
 from rel_faults import (
     DEADLINE_SLACK_S,
     FAULTS,
@@ -31,10 +34,6 @@ from rel_faults import (
     measure,
     metered_soft_failure,
 )
-
-import perplexed
-from perplexed import Attempt, Outcome, PerplexedError, Result, UpstreamError
-from perplexed.providers import SearXNG
 
 SHAPES = ("single", "fallback", "exhausted")
 #: single provider: the provider budget binds (the deadline is a little later, so it does not cap it)
@@ -80,14 +79,17 @@ def _expected(fault: Fault, shape: str) -> list[tuple[str, Outcome, str | None]]
     return [("metered", Outcome.ERROR, "soft_failure"), me]
 
 
-def _check_cell(fault: Fault, shape: str, deadline_ms: int, m: Measured, seen: list[Attempt],
-                server: Any) -> None:
+def _check_cell(
+    fault: Fault, shape: str, deadline_ms: int, m: Measured, seen: list[Attempt], server: Any
+) -> None:
     cell = f"{fault.name}/{shape}"
     # 1. within its deadline + 50 ms
     assert m.elapsed <= deadline_ms / 1000 + DEADLINE_SLACK_S, f"{cell}: took {m.elapsed * 1000:.0f} ms"
     # 2. only documented exceptions; result or error as the chain rules say
     if m.error is not None:
-        assert isinstance(m.error, PerplexedError), f"{cell}: undocumented {type(m.error).__name__}: {m.error}"
+        assert isinstance(m.error, PerplexedError), (
+            f"{cell}: undocumented {type(m.error).__name__}: {m.error}"
+        )
     ends_empty = fault.outcome is Outcome.EMPTY
     if shape == "fallback":
         assert m.error is None, f"{cell}: {m.error}"
@@ -117,7 +119,9 @@ def _check_cell(fault: Fault, shape: str, deadline_ms: int, m: Measured, seen: l
         assert mine.error, f"{cell}: an error attempt without an error message"
     assert mine.cost == 0.0 and not mine.billable  # a failed free call bills nothing
     if fault.hangs:  # costs exactly its budget, then is cancelled: the server sees the connection close
-        assert fault.budget_ms - 2 <= mine.duration_ms <= fault.budget_ms + 50, f"{cell}: {mine.duration_ms} ms"
+        assert fault.budget_ms - 2 <= mine.duration_ms <= fault.budget_ms + 50, (
+            f"{cell}: {mine.duration_ms} ms"
+        )
         assert server is not None and server.wait_disconnect(2.0), f"{cell}: hung connection not closed"
     # 4. the cost of billable attempts survives on the error (or the result)
     if shape == "exhausted":
@@ -174,8 +178,11 @@ async def test_chain_deadline_caps_the_second_hang_and_skips_the_rest(mode: str)
     seen: list[Attempt] = []
     with serve({"*": Hang(read_request=False)}) as h1, serve({"*": Hang()}) as h2, good_server() as good:
         good.clear()
-        spec = [SearXNG(base_url=h1.url, name="h1"), SearXNG(base_url=h2.url, name="h2"),
-                SearXNG(base_url=good.url, name="good")]
+        spec = [
+            SearXNG(base_url=h1.url, name="h1"),
+            SearXNG(base_url=h2.url, name="h2"),
+            SearXNG(base_url=good.url, name="good"),
+        ]
         kw: dict[str, Any] = {"provider_timeout_ms": 300, "deadline_ms": 450, "on_attempt": seen.append}
         if mode == "sync":
             m = measure(lambda: perplexed.search("q", spec, **kw))
@@ -185,7 +192,10 @@ async def test_chain_deadline_caps_the_second_hang_and_skips_the_rest(mode: str)
         assert isinstance(m.error, UpstreamError)
         a = m.error.attempts
         assert [(x.provider, x.outcome) for x in a] == [
-            ("h1", Outcome.TIMEOUT), ("h2", Outcome.TIMEOUT), ("good", Outcome.DEADLINE)]
+            ("h1", Outcome.TIMEOUT),
+            ("h2", Outcome.TIMEOUT),
+            ("good", Outcome.DEADLINE),
+        ]
         assert 298 <= a[0].duration_ms <= 350
         assert 130 <= a[1].duration_ms <= 200 and "capped by the chain deadline" in (a[1].error or "")
         assert seen == a
