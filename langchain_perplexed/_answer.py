@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.documents import Document
 from perplexed import Hit
+from perplexed.answer import AGENT_PROVIDER
 from perplexed.citations import format_footnotes
 from pydantic import BaseModel, Field, SecretStr
 
@@ -87,6 +88,11 @@ class AnswerConfig(BaseModel):
 
     strip_unmatched: bool = False
     """Remove markers that cite no source from the answer text."""
+
+    def _check_provider(self) -> None:
+        # "perplexity-agent" is a grounding mode of answer() (the Agent API searches), not a chain provider
+        if getattr(self, "provider", None) != AGENT_PROVIDER:
+            super()._check_provider()  # type: ignore[misc]
 
     def answer_kwargs(self, overrides: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         """Split per-call ``overrides`` into (Agent API kwargs for ``answer()``, the rest), applying the

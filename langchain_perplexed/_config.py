@@ -136,9 +136,12 @@ class SearchConfig(BaseModel):
         # The core's own validation, run now: a typo fails at construction, not at the first query.
         ChainOptions.build(**{name: getattr(self, name) for name in CHAIN_FIELDS})
         SearchOptions.build(**self.search_options())
+        self._check_provider()
+        return self
+
+    def _check_provider(self) -> None:
         if self.provider is not None:
             providers.resolve(self.provider)
-        return self
 
     def search_options(self) -> dict[str, Any]:
         """The configured search options (``search_kwargs`` first, the named fields over them)."""
