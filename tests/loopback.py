@@ -36,7 +36,14 @@ Replies:
 ``Close()``                 close the connection without answering (the client sees a protocol error)
 ==========================  ===============================================================================
 
-Helpers: :func:`searxng_json` builds a SearXNG-shaped answer with ``n`` results.
+Helpers: :func:`searxng_json` builds a SearXNG-shaped answer with ``n`` results. The ``api`` fixture runs a
+test twice, once through ``perplexed.search`` and once through ``perplexed.asearch``::
+
+    async def test_rule(api, loopback):
+        result = await api("zoning", provider, provider_timeout_ms=300)   # api.mode is "sync" or "async"
+
+:data:`SLACK` is the allowance for timing bounds (``PERPLEXED_TEST_SLACK`` seconds, default 0.4) on a
+loaded CI machine: "returns within the budget" is asserted as ``elapsed < budget + SLACK``.
 
 What the server saw: ``server.requests`` (every parsed request, in order), ``server.connections`` (each
 with ``opened_at``, ``closed_at``, ``closed_by`` = ``"client"`` / ``"server"``), ``server.wait_requests(n)``
@@ -47,6 +54,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import select
 import socket
 import struct
@@ -60,6 +68,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 __all__ = [
+    "SLACK",
     "Close",
     "Connection",
     "Drip",
@@ -72,7 +81,9 @@ __all__ = [
     "Reply",
     "Request",
     "ResetMidBody",
+    "SearchAPI",
     "Status",
+    "api",
     "loopback",
     "searxng_json",
     "sequence",
@@ -100,6 +111,9 @@ _REASONS = {
     504: "Gateway Timeout",
 }
 _POLL = 0.02  # seconds between checks for "client went away" / "server stopping"
+
+#: seconds of allowance on timing bounds (a busy CI box); override with PERPLEXED_TEST_SLACK
+SLACK = float(os.environ.get("PERPLEXED_TEST_SLACK", "0.4"))
 
 
 @dataclass
@@ -635,3 +649,28 @@ def loopback() -> Iterator[LoopbackServer]:
     """A fresh loopback server per test (closed afterwards); set replies with ``loopback.route(...)``."""
     with serve() as server:
         yield server
+
+
+@dataclass
+class SearchAPI:
+    """``await api(query, provider, **options)``: ``perplexed.search`` (mode ``"sync"``, called from the test's
+    thread, blocking it like a sync caller) or ``perplexed.asearch`` (mode ``"async"``)."""
+
+    mode: str
+
+    async def __call__(self, query: Any, provider: Any = None, **options: Any) -> Any:
+        import perplexed
+
+        if self.mode == "sync":
+            return perplexed.search(query, provider, **options)
+        return await perplexed.asearch(query, provider, **options)
+
+    @property
+    def is_sync(self) -> bool:
+        return self.mode == "sync"
+
+
+@pytest.fixture(params=["sync", "async"])
+def api(request: pytest.FixtureRequest) -> SearchAPI:
+    """Run the test through the sync API and through the async API (same rules, same budgets)."""
+    return SearchAPI(request.param)
