@@ -12,18 +12,37 @@ The adapters are thin: searching, budgets, fallback, cost and citations all live
 
 from __future__ import annotations
 
-from ._nodes import BOOKKEEPING_KEYS, hit_to_node, node_id_for_url, result_to_nodes, score_hits
+from ._nodes import (
+    BOOKKEEPING_KEYS,
+    answer_metadata,
+    answer_source_nodes,
+    hit_metadata,
+    hit_to_node,
+    node_id_for_url,
+    result_to_nodes,
+    score_hits,
+)
 from .events import PerplexedAgentEvent, PerplexedAttemptEvent
 from .provider import RetrieverProvider, as_provider, node_to_hit
+from .query_engine import PerplexedQueryEngine, answer_to_response
 from .retriever import PerplexedRetriever
+from .tools import PerplexedToolSpec, format_answer, format_hits
 
 __all__ = [
     "BOOKKEEPING_KEYS",
     "PerplexedAgentEvent",
     "PerplexedAttemptEvent",
+    "PerplexedQueryEngine",
     "PerplexedRetriever",
+    "PerplexedToolSpec",
     "RetrieverProvider",
+    "answer_metadata",
+    "answer_source_nodes",
+    "answer_to_response",
     "as_provider",
+    "format_answer",
+    "format_hits",
+    "hit_metadata",
     "hit_to_node",
     "node_id_for_url",
     "node_to_hit",

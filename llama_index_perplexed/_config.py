@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from perplexed import ChainOptions, InvalidRequest, SearchOptions
+from perplexed._grounding import AGENT_PROVIDER
 from perplexed.providers import resolve
 
 __all__ = ["SearchConfig"]
@@ -14,7 +15,8 @@ class SearchConfig:
     """The options of a perplexed search, validated by the core when a component is built.
 
     ``provider`` is any perplexed provider spec (name, dict, Provider, function, or a list = a chain; ``None``
-    = the default chain). ``similarity_top_k`` is LlamaIndex's name for ``max_results``. Bad values raise
+    = the default chain; with ``answer_mode``, also ``"perplexity-agent"``, the Agent API searching by itself).
+    ``similarity_top_k`` is LlamaIndex's name for ``max_results``. Bad values raise
     :class:`perplexed.InvalidRequest` / :class:`perplexed.ConfigError` here, not at the first query.
     """
 
@@ -27,6 +29,7 @@ class SearchConfig:
         provider_timeout_ms: int | None = None,
         deadline_ms: int | None = None,
         fallback_on: Any = None,
+        answer_mode: bool = False,
         **options: Any,
     ) -> None:
         if similarity_top_k is not None:
@@ -38,7 +41,8 @@ class SearchConfig:
             max_results = similarity_top_k
         ChainOptions.build(provider_timeout_ms=provider_timeout_ms, deadline_ms=deadline_ms, fallback_on=fallback_on)
         SearchOptions.build(max_results=max_results, **options)
-        if provider is not None:
+        agent_mode = answer_mode and isinstance(provider, str) and provider.strip().lower() == AGENT_PROVIDER
+        if provider is not None and not agent_mode:
             resolve(provider)
         self.provider = provider
         self.max_results = max_results
@@ -57,3 +61,50 @@ class SearchConfig:
             "fallback_on": self.fallback_on,
             **self.options,
         }
+
+
+#: The options of :func:`perplexed.answer` that are not search options.
+ANSWER_OPTION_NAMES = (
+    "preset",
+    "effort",
+    "model",
+    "models",
+    "instructions",
+    "max_output_tokens",
+    "reasoning",
+    "agent_options",
+    "max_source_chars",
+    "on_empty",
+    "strip_unmatched",
+)
+
+
+class AnswerConfig:
+    """The Agent API side of :func:`perplexed.answer`: the clients and the answer options.
+
+    ``client`` is a :class:`perplexed.agent.AgentClient` (used by the sync path, and its ``async_client`` by
+    the async path); ``async_client`` an :class:`perplexed.agent.AsyncAgentClient` (used by the async path,
+    and by the sync one when no ``client`` is given). With neither, one ``AgentClient`` is built from the
+    settings (``PERPLEXITY_API_KEY``, ``PERPLEXITY_BASE_URL``; the key is read at the first call).
+    ``options`` are :data:`ANSWER_OPTION_NAMES` (``None`` values are left to ``answer()``'s defaults).
+    """
+
+    def __init__(self, client: Any = None, async_client: Any = None, **options: Any) -> None:
+        unknown = sorted(set(options) - set(ANSWER_OPTION_NAMES))
+        if unknown:  # pragma: no cover - callers split options by name first
+            raise InvalidRequest(f"unknown answer option(s): {', '.join(unknown)}", param=unknown[0])
+        if client is None and async_client is None:
+            from perplexed.agent import AgentClient
+
+            client = AgentClient()
+        self.client = client
+        self.async_client = async_client
+        self.options = {k: v for k, v in options.items() if v is not None}
+
+    def sync_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for :func:`perplexed.answer` / :func:`perplexed.stream_answer`."""
+        return {"client": self.client if self.client is not None else self.async_client, **self.options}
+
+    def async_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for :func:`perplexed.aanswer` / :func:`perplexed.astream_answer`."""
+        return {"client": self.async_client if self.async_client is not None else self.client, **self.options}

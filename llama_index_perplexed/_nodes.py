@@ -5,13 +5,18 @@ from __future__ import annotations
 import math
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llama_index.core.schema import NodeWithScore, TextNode
 from perplexed import Hit, Result
 
+if TYPE_CHECKING:
+    from perplexed.answer import Answer
+
 __all__ = [
     "BOOKKEEPING_KEYS",
+    "answer_metadata",
+    "answer_source_nodes",
     "hit_metadata",
     "hit_to_node",
     "node_id_for_url",
@@ -95,3 +100,36 @@ def result_to_nodes(result: Result) -> list[NodeWithScore]:
     """Every hit of a search result as a node, in the result's order, scored by :func:`score_hits`."""
     scores = score_hits(result.hits)
     return [hit_to_node(hit, score, result) for hit, score in zip(result.hits, scores, strict=True)]
+
+
+def answer_source_nodes(ans: Answer) -> list[NodeWithScore]:
+    """The sources of a grounded answer as nodes, in id order: ``[n]`` in the text is ``nodes[n-1]``.
+
+    The nodes hold what the model was given (a source's text may have been cut to ``max_source_chars``; the
+    untouched hits are in ``answer.search.hits``), with the metadata of :func:`hit_metadata`.
+    """
+    sources = sorted(ans.sources, key=lambda h: h.id)
+    scores = score_hits(sources)
+    return [hit_to_node(hit, score, ans.search) for hit, score in zip(sources, scores, strict=True)]
+
+
+def answer_metadata(ans: Answer) -> dict[str, Any]:
+    """``Response.metadata`` of a grounded answer.
+
+    ``cost`` (USD, search + Agent API), ``search_cost``, ``agent_cost``, ``attempts`` (the search's,
+    ``[{provider, outcome, cost, duration_ms}]``), ``answered_by`` (who found the sources), ``model``,
+    ``response_id``, ``citations`` (``[{n, url, title}]`` per resolved marker), ``unmatched`` (cited numbers
+    with no source) and ``answer`` (the :class:`perplexed.answer.Answer` itself).
+    """
+    return {
+        "cost": ans.cost,
+        "search_cost": ans.search_cost,
+        "agent_cost": ans.agent_cost,
+        "attempts": [a.summary() for a in ans.search.attempts] if ans.search is not None else [],
+        "answered_by": ans.provider,
+        "model": ans.response.model,
+        "response_id": ans.response.id,
+        "citations": [{"n": c.n, "url": c.url, "title": c.title} for c in ans.citations],
+        "unmatched": [int(n) for n in ans.unmatched],
+        "answer": ans,
+    }

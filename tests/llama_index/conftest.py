@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from llama_agent import agent_api  # noqa: F401  (the loopback Agent API fixture, used by name)
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events import BaseEvent
@@ -58,3 +59,4 @@ def spans() -> Iterator[SimpleSpanHandler]:
         yield handler
     finally:
         root.span_handlers = [h for h in root.span_handlers if h is not handler]
+

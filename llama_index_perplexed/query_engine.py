@@ -1,0 +1,201 @@
+"""``PerplexedQueryEngine``: grounded, cited answers (``perplexed.answer``) as LlamaIndex responses."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator, Mapping, Sequence
+from typing import Any, Literal
+
+from llama_index.core.base.base_query_engine import BaseQueryEngine
+from llama_index.core.base.response.schema import (
+    RESPONSE_TYPE,
+    AsyncStreamingResponse,
+    Response,
+    StreamingResponse,
+)
+from llama_index.core.callbacks import CallbackManager
+from llama_index.core.prompts.mixin import PromptMixinType
+from llama_index.core.schema import QueryBundle
+from perplexed._grounding import DEFAULT_MAX_SOURCE_CHARS
+from perplexed.answer import Answer, aanswer, answer, astream_answer, stream_answer
+
+from ._config import AnswerConfig, SearchConfig
+from ._nodes import answer_metadata, answer_source_nodes
+from .events import dispatching
+
+__all__ = ["PerplexedQueryEngine", "answer_to_response"]
+
+
+def answer_to_response(ans: Answer) -> Response:
+    """A grounded answer as a LlamaIndex ``Response``: ``response`` is the text with its ``[n]`` markers,
+    ``source_nodes[n-1]`` is source ``n``, ``metadata`` holds cost, attempts and the citations."""
+    return Response(response=ans.text, source_nodes=answer_source_nodes(ans), metadata=answer_metadata(ans))
+
+
+def _finish(ans: Answer, response: StreamingResponse | AsyncStreamingResponse, text: str) -> None:
+    """At the end of a stream: fill in the sources and metadata, and the text when nobody collected it."""
+    response.source_nodes.extend(answer_source_nodes(ans))
+    if response.metadata is None:
+        response.metadata = {}
+    response.metadata.update(answer_metadata(ans))
+    if response.response_txt is None:  # the generator was consumed directly, not through get_response()
+        response.response_txt = text
+
+
+class PerplexedQueryEngine(BaseQueryEngine):
+    """Answer questions with :func:`perplexed.answer`: a provider-chain search, then the Perplexity Agent API
+    answering from the numbered hits with ``[n]`` citations.
+
+    ``query``/``aquery`` return a ``Response`` whose text carries the ``[n]`` markers and whose
+    ``source_nodes`` are the sources in id order, so ``[n]`` is ``source_nodes[n-1]`` (nodes as made by
+    :class:`~llama_index_perplexed.PerplexedRetriever`, holding the text the model was given).
+    ``response.metadata``: ``cost`` (USD, search + Agent API), ``search_cost``, ``agent_cost``, ``attempts``,
+    ``answered_by``, ``model``, ``response_id``, ``citations``, ``unmatched`` and ``answer`` (the
+    :class:`perplexed.answer.Answer`).
+
+    ``streaming=True``: ``query`` returns a ``StreamingResponse`` and ``aquery`` an
+    ``AsyncStreamingResponse``, fed by the answer stream's text deltas. The search runs (and its errors are
+    raised) before the response is returned; ``source_nodes`` and ``metadata`` are filled in when the
+    stream ends (the final answer arrives last).
+
+    Options are those of :func:`perplexed.answer`: ``provider`` and the search options (``max_results``,
+    alias ``similarity_top_k``, ``provider_timeout_ms``, ``deadline_ms``, ``fallback_on``,
+    ``include_domains``, ...), ``client`` (an :class:`~perplexed.agent.AgentClient`) and/or ``async_client``
+    (an :class:`~perplexed.agent.AsyncAgentClient`), built from the settings when neither is given, and the
+    Agent options ``preset``, ``effort``, ``model``, ``models``, ``instructions``, ``max_output_tokens``,
+    ``reasoning``, ``agent_options``, ``max_source_chars``, ``on_empty``, ``strip_unmatched``.
+
+    Errors are perplexed's own: :class:`perplexed.UpstreamError` when no provider answered,
+    :class:`perplexed.answer.NoSourcesError` when the search found nothing (``on_empty="raise"``), the
+    Agent API's :class:`perplexed.APIError` subclasses; each carries the search ``attempts``.
+    """
+
+    def __init__(
+        self,
+        provider: Any = None,
+        *,
+        client: Any = None,
+        async_client: Any = None,
+        streaming: bool = False,
+        preset: str | None = None,
+        effort: str | None = None,
+        model: str | None = None,
+        models: Sequence[str] | None = None,
+        instructions: str | None = None,
+        max_output_tokens: int | None = None,
+        reasoning: Any = None,
+        agent_options: Mapping[str, Any] | None = None,
+        max_source_chars: int | None = DEFAULT_MAX_SOURCE_CHARS,
+        on_empty: Literal["raise", "answer"] = "raise",
+        strip_unmatched: bool = False,
+        max_results: int | None = None,
+        similarity_top_k: int | None = None,
+        provider_timeout_ms: int | None = None,
+        deadline_ms: int | None = None,
+        fallback_on: Any = None,
+        callback_manager: CallbackManager | None = None,
+        **options: Any,
+    ) -> None:
+        self._search = SearchConfig(
+            provider,
+            max_results=max_results,
+            similarity_top_k=similarity_top_k,
+            provider_timeout_ms=provider_timeout_ms,
+            deadline_ms=deadline_ms,
+            fallback_on=fallback_on,
+            answer_mode=True,
+            **options,
+        )
+        self._answer = AnswerConfig(
+            client,
+            async_client,
+            preset=preset,
+            effort=effort,
+            model=model,
+            models=models,
+            instructions=instructions,
+            max_output_tokens=max_output_tokens,
+            reasoning=reasoning,
+            agent_options=agent_options,
+            on_empty=on_empty,
+            strip_unmatched=strip_unmatched,
+        )
+        self._answer.options["max_source_chars"] = max_source_chars
+        self.streaming = bool(streaming)
+        super().__init__(callback_manager=callback_manager)
+
+    @property
+    def client(self) -> Any:
+        """The Agent API client of the sync path (``None`` when only ``async_client`` was given)."""
+        return self._answer.client
+
+    @property
+    def async_client(self) -> Any:
+        """The ``async_client`` given (``None``: the async path uses ``client``'s)."""
+        return self._answer.async_client
+
+    def _get_prompt_modules(self) -> PromptMixinType:
+        return {}
+
+    # -- sync -----------------------------------------------------------------------------------------------
+
+    def _query(self, query_bundle: QueryBundle) -> RESPONSE_TYPE:
+        kwargs = {**self._search.search_kwargs(), **self._answer.sync_kwargs()}
+        if not self.streaming:
+            with dispatching():
+                ans = answer(query_bundle.query_str, **kwargs)
+            return answer_to_response(ans)
+        with dispatching():
+            stream = stream_answer(query_bundle.query_str, **kwargs)
+            first = next(stream)  # runs the search: its errors surface here, not in the consumer's loop
+        response = StreamingResponse(response_gen=None, source_nodes=[], metadata={})  # type: ignore[arg-type]
+        response.response_gen = self._deltas(first, stream, response)
+        return response
+
+    @staticmethod
+    def _deltas(
+        item: str | Answer, stream: Iterator[str | Answer], response: StreamingResponse
+    ) -> Generator[str, None, None]:
+        parts: list[str] = []
+        try:
+            while isinstance(item, str):
+                parts.append(item)
+                yield item
+                with dispatching():
+                    item = next(stream)
+            _finish(item, response, "".join(parts))
+        finally:
+            close = getattr(stream, "close", None)
+            if close is not None:
+                close()
+
+    # -- async ----------------------------------------------------------------------------------------------
+
+    async def _aquery(self, query_bundle: QueryBundle) -> RESPONSE_TYPE:
+        kwargs = {**self._search.search_kwargs(), **self._answer.async_kwargs()}
+        if not self.streaming:
+            with dispatching():
+                ans = await aanswer(query_bundle.query_str, **kwargs)
+            return answer_to_response(ans)
+        stream = astream_answer(query_bundle.query_str, **kwargs)
+        with dispatching():
+            first = await stream.__anext__()
+        response = AsyncStreamingResponse(response_gen=None, source_nodes=[], metadata={})  # type: ignore[arg-type]
+        response.response_gen = self._adeltas(first, stream, response)
+        return response
+
+    @staticmethod
+    async def _adeltas(
+        item: str | Answer, stream: AsyncIterator[str | Answer], response: AsyncStreamingResponse
+    ) -> AsyncGenerator[str, None]:
+        parts: list[str] = []
+        try:
+            while isinstance(item, str):
+                parts.append(item)
+                yield item
+                with dispatching():
+                    item = await stream.__anext__()
+            _finish(item, response, "".join(parts))
+        finally:
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                await aclose()
