@@ -214,14 +214,21 @@ def _spinner(err: Console, labels: list[str], enabled: bool, verb: str = "Search
         step = f" ({done + 1}/{len(labels)})" if len(labels) > 1 else ""
         return f"{verb}… trying [bold]{_escape(labels[done])}[/]{step}"
 
-    with err.status(message(), spinner="dots") as status:
+    from rich.live import Live
+    from rich.spinner import Spinner
+
+    spinner = Spinner("dots", text=message(), style="green")
+    with Live(spinner, console=err, transient=True, refresh_per_second=12.5) as live:
+
         def on_event(event: tuple[str, ...], measurements: dict[str, Any], metadata: dict[str, Any]) -> None:
             nonlocal done
             if event == chain.ATTEMPT_EVENT:
                 done += 1
-                status.update(message())
+                spinner.update(text=message())
+                live.refresh()  # draw now: a fast provider would otherwise never be named
 
         handle = telemetry.attach(on_event)
+        live.refresh()
         try:
             yield
         finally:
@@ -614,25 +621,33 @@ def _cmd_index(args: argparse.Namespace) -> int:
     return EXIT_USAGE if report.missing_roots else EXIT_OK
 
 
+def _shown_path(path: str) -> str:
+    """``path`` relative to the working folder when it is inside it, else as given."""
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:  # another drive on Windows
+        return path
+    return path if relative.startswith("..") else relative
+
+
 def _print_index_report(out: Console, report: IndexReport) -> None:
-    from rich import box
-    from rich.table import Table
     from rich.text import Text
 
     roots = ", ".join(str(r) for r in report.roots) or "nothing"
-    out.print(f"Indexed {_escape(roots)} into {_escape(str(report.index))}")
+    out.print(f"Indexed {_escape(roots)} into {_escape(str(report.index))}", soft_wrap=True)
     out.print(
         f"  {len(report.added)} added, {len(report.updated)} updated, {len(report.unchanged)} unchanged, "
         f"{len(report.removed)} removed, {len(report.errors)} problem{'s' if len(report.errors) != 1 else ''}"
         f" · {report.documents} document{'s' if report.documents != 1 else ''} in the index"
     )
     if report.errors:
-        table = Table(title="Not indexed", title_justify="left", box=box.SIMPLE_HEAD)
-        table.add_column("Path", overflow="fold")
-        table.add_column("Problem", overflow="fold")
-        for problem in report.errors:
-            table.add_row(Text(problem.path), Text(problem.reason, style="red"))
-        out.print(table)
+        out.print("Not indexed:")
+        for problem in report.errors:  # one line per file, never folded, so it can be grepped
+            line = Text("  ")
+            line.append(_shown_path(problem.path))
+            line.append(": ")
+            line.append(problem.reason, style="red")
+            out.print(line, soft_wrap=True)
     if report.skipped:
         names = [os.path.basename(p.path) for p in report.skipped]
         listed = ", ".join(names[:8]) + (f", … ({len(names) - 8} more)" if len(names) > 8 else "")
