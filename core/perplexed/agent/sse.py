@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .._errors import StreamError
 
@@ -26,9 +25,8 @@ DEFAULT_MAX_EVENT_BYTES = 32 * 1024 * 1024
 _BOM = "\ufeff"
 
 
-@dataclass(frozen=True, slots=True)
-class ServerSentEvent:
-    """One dispatched event.
+class ServerSentEvent(NamedTuple):
+    """One dispatched event (an immutable tuple: cheap to build, compares by value).
 
     ``event`` is the ``event:`` field, ``"message"`` when the stream sent none; ``data`` the joined
     ``data:`` lines; ``id`` the last event id seen so far (``""`` when none); ``retry`` the reconnection
@@ -43,6 +41,9 @@ class ServerSentEvent:
     def json(self) -> Any:
         """``data`` parsed as JSON."""
         return json.loads(self.data)
+
+
+_new_event = tuple.__new__  # builds a ServerSentEvent without the NamedTuple's Python-level __new__
 
 
 class SSEDecoder:
@@ -151,44 +152,51 @@ class SSEDecoder:
             raise StreamError(f"server-sent event larger than {self._max} bytes")
 
     def _process(self, lines: list[str]) -> list[ServerSentEvent]:
+        # Hot loop: state in locals, written back once per block.
         events: list[ServerSentEvent] = []
+        new = _new_event
         data = self._data
+        size = self._data_size
+        name = self._event
+        retry = self._retry
+        last_id = self._last_id
         for line in lines:
-            if not line:
+            if not line:  # blank line: dispatch
                 if data:
-                    value = "\n".join(data)
-                    events.append(
-                        ServerSentEvent(self._event or "message", value, self._last_id, self._retry)
-                    )
-                    data = self._data = []
-                    self._data_size = 0
-                self._event = ""
-                self._retry = None
+                    value = data[0] if len(data) == 1 else "\n".join(data)
+                    events.append(new(ServerSentEvent, (name or "message", value, last_id, retry)))
+                    data = []
+                    size = 0
+                name = ""
+                retry = None
+            elif line[:6] == "data: ":
+                data.append(line[6:])
+                size += len(line)
+            elif line[0] == ":":  # comment / keep-alive
                 continue
-            if line.startswith("data:"):
-                value = line[6:] if line.startswith("data: ") else line[5:]
-                data.append(value)
-                if self._max is not None:
-                    self._data_size += len(value) + 1
-                    if self._data_size > self._max:
-                        raise StreamError(f"server-sent event larger than {self._max} bytes")
-                continue
-            if line[0] == ":":
-                continue
-            name, colon, value = line.partition(":")
-            if colon and value.startswith(" "):
-                value = value[1:]
-            if name == "event":
-                self._event = value
-            elif name == "data":  # "data" without a colon: an empty data line
-                data.append(value)
-            elif name == "id":
-                if "\0" not in value:
-                    self._last_id = value
-            elif name == "retry":
-                if value.isascii() and value.isdigit():
-                    self._retry = int(value)
-            # any other field is ignored
+            else:
+                field, colon, value = line.partition(":")
+                if colon and value[:1] == " ":
+                    value = value[1:]
+                if field == "data":
+                    data.append(value)
+                    size += len(value) + 1
+                elif field == "event":
+                    name = value
+                elif field == "id":
+                    if "\0" not in value:
+                        last_id = value
+                elif field == "retry":
+                    if value.isascii() and value.isdigit():
+                        retry = int(value)
+                # any other field is ignored
+        self._data = data
+        self._data_size = size
+        self._event = name
+        self._retry = retry
+        self._last_id = last_id
+        if self._max is not None and size > self._max:
+            raise StreamError(f"server-sent event larger than {self._max} bytes")
         return events
 
 
