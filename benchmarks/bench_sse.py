@@ -186,9 +186,8 @@ def end_to_end(n: int, interval: float) -> list[float]:
             while b"\r\n\r\n" not in data:
                 data += conn.recv(65536)
             head, _, body = data.partition(b"\r\n\r\n")
-            length = int(
-                [h for h in head.split(b"\r\n") if h.lower().startswith(b"content-length")][0].split(b":")[1]
-            )
+            lengths = [h for h in head.split(b"\r\n") if h.lower().startswith(b"content-length")]
+            length = int(lengths[0].split(b":")[1]) if lengths else 0
             while len(body) < length:
                 body += conn.recv(65536)
             conn.sendall(
