@@ -9,6 +9,7 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
 from llama_index.core.schema import NodeWithScore, QueryBundle
+from perplexed import SearchOptions
 
 from ._config import SearchConfig
 from ._nodes import result_to_nodes
@@ -77,13 +78,22 @@ class PerplexedRetriever(BaseRetriever):
 
     @property
     def max_results(self) -> int | None:
-        """The maximum number of nodes per query (``None``: the core's default, 10)."""
+        """The maximum number of nodes per query (``None``: the core's default, 10). Settable."""
         return self._config.max_results
+
+    @max_results.setter
+    def max_results(self, value: int | None) -> None:
+        SearchOptions.build(max_results=value)
+        self._config.max_results = value
 
     @property
     def similarity_top_k(self) -> int | None:
-        """LlamaIndex's name for :attr:`max_results`."""
+        """LlamaIndex's name for :attr:`max_results` (settable too)."""
         return self._config.max_results
+
+    @similarity_top_k.setter
+    def similarity_top_k(self, value: int | None) -> None:
+        self.max_results = value
 
     @property
     def search_kwargs(self) -> dict[str, Any]:

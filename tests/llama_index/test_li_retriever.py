@@ -212,6 +212,12 @@ def test_max_results_and_similarity_top_k() -> None:
     assert retriever.max_results == retriever.similarity_top_k == 1
     assert len(retriever.retrieve("q")) == 1
     assert PerplexedRetriever(web, max_results=2, similarity_top_k=2).max_results == 2
+    retriever.similarity_top_k = 2
+    assert retriever.max_results == 2
+    assert len(retriever.retrieve("q")) == 2
+    with pytest.raises(perplexed.InvalidRequest):
+        retriever.max_results = 0
+    assert retriever.max_results == 2
 
 
 def test_search_options_reach_the_providers() -> None:
