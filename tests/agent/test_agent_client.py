@@ -528,3 +528,17 @@ def test_request_body_is_json_sorted_free_of_none():
     rec = Recorder(ok())
     client(rec).create(preset="fast", input="x", instructions=None)
     assert json.loads(rec.requests[0].content) == {"input": "x", "preset": "fast"}
+
+
+async def test_awaiting_the_async_stream_gives_the_stream():
+    rec = Recorder(sse_response([cassette_body("stream_normal")]))
+    stream = await aclient(rec).stream(preset="fast", input="x")
+    events = [e async for e in stream]
+    assert events[-1].type == "response.completed"
+
+
+async def test_async_stream_context_manager_and_final_response():
+    rec = Recorder(sse_response([cassette_body("stream_normal")]))
+    async with aclient(rec).stream(preset="fast", input="x") as stream:
+        final = await stream.get_final_response()
+    assert final.output_text.startswith("The EU AI Act's")

@@ -214,6 +214,7 @@ def test_assembler_from_deltas_only():
         {"type": "response.completed", "sequence_number": 4},
     ]
     final = assemble(events).response()
+    assert final.status == "completed"
     assert final.output_text == "Hi [1]"
     assert [c.url for c in final.citations] == ["https://u"]
     assert isinstance(final.output[0], SearchResultsItem)

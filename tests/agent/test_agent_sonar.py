@@ -304,3 +304,5 @@ def test_kept_fields_and_function_tools():
 def test_translation_unpacks_and_has_attributes():
     translation = from_sonar(model="sonar", messages=USER)
     assert translation.request.preset == "fast" and translation.warnings == []
+    request = translation.request
+    assert request["preset"] == "fast" and "tools" not in request and request.get("input")

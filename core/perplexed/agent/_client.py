@@ -16,7 +16,7 @@ import logging
 import os
 import random
 import time
-from collections.abc import AsyncGenerator, Iterator, Mapping
+from collections.abc import AsyncGenerator, Generator, Iterator, Mapping
 from types import TracebackType
 from typing import Any, NotRequired, Unpack
 from urllib.parse import quote
@@ -776,6 +776,14 @@ class AsyncAgentStream:
 
     def __aiter__(self) -> AsyncAgentStream:
         return self
+
+    def __await__(self) -> Generator[Any, None, AsyncAgentStream]:
+        """``await client.stream(...)`` gives the stream itself (the request is sent on first iteration)."""
+
+        async def _self() -> AsyncAgentStream:
+            return self
+
+        return _self().__await__()
 
     async def __anext__(self) -> StreamEvent:
         return await self._gen.__anext__()

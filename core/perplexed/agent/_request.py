@@ -727,6 +727,17 @@ class AgentRequest(_Model):
             )
         return self
 
+    def __getitem__(self, key: str) -> Any:
+        """Read the wire body like a dict: ``request["tools"]`` is ``request.to_body()["tools"]``."""
+        return self.to_body()[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.to_body()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """``to_body().get(key, default)``."""
+        return self.to_body().get(key, default)
+
     def to_body(self) -> dict[str, Any]:
         """The JSON body: known, set, non-``None`` fields, then ``extra_body`` merged at the top level."""
         body: dict[str, Any] = {}

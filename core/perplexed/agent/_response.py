@@ -701,6 +701,8 @@ class StreamAssembler:
             base = base.model_copy(update={"status": "incomplete"})
         elif isinstance(self.terminal, ResponseCancelledEvent) and base.status != "cancelled":
             base = base.model_copy(update={"status": "cancelled"})
+        elif isinstance(self.terminal, ResponseCompletedEvent) and base.status not in TERMINAL_STATUSES:
+            base = base.model_copy(update={"status": "completed"})
         return base
 
 
