@@ -7,6 +7,8 @@ Clients are created lazily, keyed by loop (and by custom transport, for tests), 
 from __future__ import annotations
 
 import asyncio
+import ssl
+import threading
 import weakref
 from collections.abc import AsyncIterator
 from typing import Any
@@ -16,10 +18,49 @@ import httpx
 from . import _portal
 from ._errors import ProviderError
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "aclose_clients", "get_client", "read_capped"]
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "aclose_clients", "get_client", "read_capped", "ssl_context"]
 
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 DEFAULT_LIMITS = httpx.Limits(max_connections=200, max_keepalive_connections=50, keepalive_expiry=30)
+
+_ssl_lock = threading.Lock()
+_ssl_context: ssl.SSLContext | None = None
+
+
+def ssl_context() -> ssl.SSLContext:
+    """The process-wide TLS context of the pooled clients, built once.
+
+    Building one loads the CA bundle (tens of ms, hundreds on a busy machine); httpx would do it for every
+    new client, i.e. on the first call in every event loop, inside that call's budget.
+    """
+    global _ssl_context
+    if _ssl_context is None:
+        with _ssl_lock:
+            if _ssl_context is None:
+                _ssl_context = httpx.create_ssl_context()
+    return _ssl_context
+
+
+_backend_loaded = False
+
+
+def _load_async_backend() -> None:
+    """Import httpcore's async I/O backend now, outside any call's budget.
+
+    anyio imports its asyncio backend lazily, on the first request of the process: 50-300 ms of imports that
+    would otherwise be charged to the first provider's budget (a spurious ``timeout`` with a short budget).
+    """
+    global _backend_loaded
+    if _backend_loaded:
+        return
+    _backend_loaded = True
+    try:
+        import anyio
+
+        anyio.get_cancelled_exc_class()  # resolves (imports) the running loop's backend
+    except Exception:  # pragma: no cover - anyio missing or unusable: httpcore will say so on the request
+        pass
+
 
 # loop -> {transport id or None -> client}
 _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int | None, httpx.AsyncClient]] = (
@@ -39,10 +80,16 @@ def get_client(transport: httpx.AsyncBaseTransport | None = None) -> httpx.Async
     key = None if transport is None else id(transport)
     client = per_loop.get(key)
     if client is None or client.is_closed:
-        kwargs: dict[str, Any] = {"limits": DEFAULT_LIMITS, "timeout": None, "follow_redirects": True}
+        kwargs: dict[str, Any] = {
+            "limits": DEFAULT_LIMITS,
+            "timeout": None,
+            "follow_redirects": True,
+            "verify": ssl_context(),
+        }
         if transport is not None:
             kwargs["transport"] = transport
         client = per_loop[key] = httpx.AsyncClient(**kwargs)
+        _load_async_backend()
         if loop is not _portal.current_loop():
             # Close the client when the caller's loop shuts down: asyncio.run() finalises live async
             # generators before closing the loop, which runs this generator's ``finally``.

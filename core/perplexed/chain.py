@@ -206,8 +206,10 @@ async def _attempt(
     ) as call_span:
         timer = asyncio.timeout(budget)
         try:
+            # the pooled client is set up outside the budget: the first call in a loop must not pay for it
+            client = None if isinstance(provider, CallableProvider) else get_client(provider.transport)
             async with timer:
-                answer, owned = await _call(provider, prepared.query, prepared.options)
+                answer, owned = await _call(provider, prepared.query, prepared.options, client)
             hits = _finalize(answer.hits, provider.label, prepared.options, owned)
             outcome = Outcome.OK if hits else Outcome.EMPTY
             charged = answer.cost if answer.cost is not None else provider.price(prepared.options)
@@ -282,7 +284,9 @@ def _safe_cause(exc: BaseException | None) -> BaseException | None:
     return exc
 
 
-async def _call(provider: Provider, query: str, options: SearchOptions) -> tuple[ProviderAnswer, bool]:
+async def _call(
+    provider: Provider, query: str, options: SearchOptions, client: httpx.AsyncClient | None = None
+) -> tuple[ProviderAnswer, bool]:
     """One provider call. Returns the answer and whether its hits are fresh objects the engine may modify."""
     if isinstance(provider, CallableProvider):
         if provider.is_async:
@@ -297,7 +301,8 @@ async def _call(provider: Provider, query: str, options: SearchOptions) -> tuple
     flow = provider.flow(query, options)
     try:
         request = next(flow)
-        client = get_client(provider.transport)
+        if client is None:
+            client = get_client(provider.transport)
         while True:
             response = await client.send(request, stream=True)
             try:
