@@ -201,16 +201,21 @@ def _consoles() -> tuple[Console, Console]:
 
 
 @contextmanager
-def _spinner(err: Console, labels: list[str], enabled: bool, verb: str = "Searching") -> Iterator[None]:
-    """A spinner on stderr naming the provider being tried (advanced by the chain's attempt events)."""
+def _spinner(err: Console, labels: list[str], enabled: bool, after: str | None = None) -> Iterator[None]:
+    """A spinner on stderr naming the provider being tried (advanced by the chain's attempt events).
+
+    Once a provider has answered (or every one was tried), it shows ``after`` (e.g. "Answering").
+    """
     if not enabled or not labels:
         yield
         return
+    verb = "Searching"
     done = 0
+    answered = False
 
     def message() -> str:
-        if done >= len(labels):
-            return f"{verb}… finishing"
+        if answered or done >= len(labels):
+            return f"{after}…" if after else f"{verb}… finishing"
         step = f" ({done + 1}/{len(labels)})" if len(labels) > 1 else ""
         return f"{verb}… trying [bold]{_escape(labels[done])}[/]{step}"
 
@@ -221,9 +226,10 @@ def _spinner(err: Console, labels: list[str], enabled: bool, verb: str = "Search
     with Live(spinner, console=err, transient=True, refresh_per_second=12.5) as live:
 
         def on_event(event: tuple[str, ...], measurements: dict[str, Any], metadata: dict[str, Any]) -> None:
-            nonlocal done
+            nonlocal done, answered
             if event == chain.ATTEMPT_EVENT:
                 done += 1
+                answered = answered or metadata.get("outcome") == "ok"
                 spinner.update(text=message())
                 live.refresh()  # draw now: a fast provider would otherwise never be named
 
@@ -368,24 +374,31 @@ def _attempt_note(attempt: Attempt) -> str:
 # --- answer ----------------------------------------------------------------------------------------------
 
 
+AGENT_MODE = "perplexity-agent"
+
+
 def _cmd_answer(args: argparse.Namespace) -> int:
     import perplexed
 
     query = " ".join(args.query)
     spec = _provider_spec(args.provider)
     options = _chain_kwargs(args)
-    prepared = chain.prepare(query, spec, **options)
+    names = spec if isinstance(spec, list) else [spec] if spec else []
+    if AGENT_MODE in [str(n).lower() for n in names]:
+        labels = [AGENT_MODE]  # the Agent API searches by itself (answer() rejects it inside a chain)
+    else:
+        labels = [p.label for p in chain.prepare(query, spec, **options).providers]
     if args.preset:
         options["preset"] = args.preset
-    labels = [p.label for p in prepared.providers]
     out, err = _consoles()
+    spin = not args.json and err.is_terminal
     final: Any = None
     streamed = False
     try:
         if args.stream:
-            with _spinner(err, labels, enabled=not args.json and err.is_terminal):
+            with _spinner(err, labels, enabled=spin, after="Answering"):
                 stream = iter(perplexed.stream_answer(query, provider=spec, **options))
-                first = next(stream, None)
+                first = next(stream, None)  # the spinner runs until the first words arrive
             for item in _prepend(first, stream):
                 if isinstance(item, str):
                     if not args.json:
@@ -395,15 +408,18 @@ def _cmd_answer(args: argparse.Namespace) -> int:
                 else:
                     final = item
         else:
-            with _spinner(err, labels, enabled=not args.json and err.is_terminal, verb="Answering"):
+            with _spinner(err, labels, enabled=spin, after="Answering"):
                 final = perplexed.answer(query, provider=spec, **options)
-    except UpstreamError as exc:
+    except UpstreamError as exc:  # all providers failed, or nothing found to ground an answer in
+        failed = Result(query=query, provider=None, hits=[], attempts=exc.attempts)
         if args.json:
-            failed = Result(query=prepared.query, provider=None, hits=[], attempts=exc.attempts)
             _print_json({"error": _error_doc(exc), "search": failed.model_dump(mode="json")})
         else:
-            out.print(f"[bold red]The search found nothing to answer from[/] ({_escape(str(exc))}).")
-            _print_attempts(out, Result(query=prepared.query, provider=None, attempts=exc.attempts), labels)
+            if streamed:
+                out.file.write("\n")
+            what = "found nothing to answer from" if exc.reason == "no_sources" else "failed"
+            out.print(f"[bold red]The search {what}[/]: no answer was asked for.")
+            _print_attempts(out, failed, labels)
         return EXIT_NO_RESULTS
     if final is None:
         raise UpstreamError("no_answer", [], "the answer stream ended without a final answer")
@@ -414,7 +430,7 @@ def _cmd_answer(args: argparse.Namespace) -> int:
         out.file.write("\n")
         out.file.flush()
     else:
-        out.print(_linked_text(str(getattr(final, "text", "")), _sources(final)))
+        out.print(_linked_answer(final))
     _print_footnotes(out, final)
     return EXIT_OK
 
@@ -425,86 +441,56 @@ def _prepend(first: Any, rest: Iterator[Any]) -> Iterator[Any]:
     yield from rest
 
 
-def _sources(answer: Any) -> dict[int, Hit]:
-    sources = getattr(answer, "sources", None) or []
-    out: dict[int, Hit] = {}
-    for n, hit in enumerate(sources, start=1):
-        if isinstance(hit, Hit):
-            out[hit.id or n] = hit
-    return out
-
-
-_MARKER = re.compile(r"\[(\d{1,3})\]")
-
-
-def _linked_text(text: str, sources: dict[int, Hit]) -> Text:
-    """The answer with each ``[n]`` marker styled as a link to source ``n`` (terminals that support it)."""
+def _linked_answer(answer: Any) -> Text:
+    """The answer text with each ``[n]`` marker linked to its source (in terminals that support links)."""
     from rich.style import Style
     from rich.text import Text
 
-    rendered = Text(text)
-    for match in _MARKER.finditer(text):
-        hit = sources.get(int(match.group(1)))
-        if hit is not None:
-            rendered.stylize(Style(color="cyan", link=hit.url or None), match.start(), match.end())
-    return rendered
+    text = Text(str(answer.text))
+    for citation in answer.citations:
+        start, end = citation.span
+        text.stylize(Style(color="cyan", link=citation.hit.url or None), start, end)
+    return text
 
 
 def _print_footnotes(out: Console, answer: Any) -> None:
+    """Cited sources as footnotes ``[n] Title — URL`` (linked), then the cost line."""
     from rich.style import Style
     from rich.text import Text
 
-    sources = _sources(answer)
-    text = str(getattr(answer, "text", ""))
-    cited = list(dict.fromkeys(int(m) for m in _MARKER.findall(text) if int(m) in sources))
-    shown = cited or list(sources)
-    if shown:
+    cited: list[Hit] = list(answer.cited)
+    if cited:
         out.print()
-        out.print("[bold]Sources[/]" if cited else "[bold]Sources[/] (none cited)")
-        for n in shown:
-            hit = sources[n]
-            line = Text(f"[{n}] ", style="cyan")
-            line.append(hit.title or hit.url, style=Style(link=hit.url or None))
+        for hit in cited:
+            line = Text(f"[{hit.id}] ", style="cyan")
+            line.append(hit.title or hit.url, style=Style(bold=True, link=hit.url or None))
             if hit.title:
-                line.append(f" — {hit.url}", style=Style(dim=True, link=hit.url or None))
-            out.print(line)
-        left = len(sources) - len(shown)
-        if left > 0:
-            out.print(f"[dim]{left} more source{'s' if left != 1 else ''} retrieved, not cited[/]")
-    search = getattr(answer, "search", None)
-    cost = float(getattr(answer, "cost", 0.0) or 0.0)
-    search_cost = float(getattr(search, "cost", 0.0) or 0.0)
-    provider = getattr(search, "provider", None)
-    via = f" · search by {_escape(str(provider))}" if provider else ""
+                line.append(" — ")
+                line.append(hit.url, style=Style(dim=True, link=hit.url or None))
+            out.print(line, soft_wrap=True)
+    uncited = len(answer.sources) - len(cited)
+    notes = []
+    if uncited > 0:
+        notes.append(f"{uncited} more source{'s' if uncited != 1 else ''} given, not cited")
+    if answer.unmatched:
+        notes.append("markers without a source: " + ", ".join(f"[{int(n)}]" for n in answer.unmatched))
+    if notes:
+        out.print(Text(" · ".join(notes), style="dim"))
+    via = f" · sources from {_escape(str(answer.provider))}" if answer.provider else ""
     out.print()
-    out.print(f"Cost: [bold]{_money(cost)}[/] (search {_money(search_cost)}, "
-              f"answer {_money(max(0.0, cost - search_cost))}){via}")
+    out.print(
+        f"Cost: [bold]{_money(answer.cost)}[/] (search {_money(answer.search_cost)}, "
+        f"Agent API {_money(answer.agent_cost)}){via}"
+    )
+
+
+ANSWER_KEYS = ("text", "citations", "sources", "search", "cost")
 
 
 def _answer_doc(answer: Any) -> dict[str, Any]:
     """The ``--json`` document of an answer: text, citations, sources, search, cost."""
-    dump: dict[str, Any]
-    if hasattr(answer, "model_dump"):
-        dump = answer.model_dump(mode="json")
-    else:  # a plain object honouring the documented attributes
-        dump = {}
-    doc: dict[str, Any] = {}
-    for key in ("text", "citations", "sources", "search", "cost"):
-        value = dump.get(key, getattr(answer, key, None))
-        doc[key] = _jsonable(value)
-    return doc
-
-
-def _jsonable(value: Any) -> Any:
-    if hasattr(value, "model_dump"):
-        return value.model_dump(mode="json")
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    return str(value)
+    full: dict[str, Any] = answer.to_dict()
+    return {key: full[key] for key in ANSWER_KEYS}
 
 
 # --- providers -------------------------------------------------------------------------------------------
