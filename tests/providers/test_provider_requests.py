@@ -426,3 +426,21 @@ def test_linkup_recency_and_depth() -> None:
 )
 def test_per_call_extra_wins(provider: Provider, extra: str, field: str, value: str) -> None:
     assert body(provider.build_request("q", opts(**{extra: value})))[field] == value
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        ({"scrape": True}, {"formats": ["markdown"], "onlyMainContent": True}),
+        ({"formats": ["markdown", "links"]}, {"formats": ["markdown", "links"], "onlyMainContent": True}),
+        ({"formats": "markdown"}, {"formats": ["markdown"], "onlyMainContent": True}),
+        ({"scrapeOptions": {"formats": ["markdown"]}}, {"formats": ["markdown"]}),
+        ({"scrape": False}, None),
+    ],
+)
+def test_firecrawl_ways_to_ask_for_scraping(options: dict[str, Any], expected: dict[str, Any] | None) -> None:
+    provider = Firecrawl(api_key=key("firecrawl"))
+    data = body(provider.build_request("q", opts(**options)))
+    assert data.get("scrapeOptions") == expected
+    scraped = 10 if expected else 0
+    assert provider.price(opts(**options)) == pytest.approx(provider.credits(10, scraped) * 0.001)

@@ -41,9 +41,10 @@ def readme_section(name: str) -> str:
 
 def test_readme_support_table_is_the_generated_one() -> None:
     section = readme_section("providers")
-    assert support_table() in section
-    assert price_table() in section
-    assert provider_table() in section
+    hint = "paste the output of perplexed.providers._table.{}() into the README's providers section"
+    assert support_table() in section, hint.format("support_table")
+    assert price_table() in section, hint.format("price_table")
+    assert provider_table() in section, hint.format("provider_table")
 
 
 def test_support_table_shape() -> None:

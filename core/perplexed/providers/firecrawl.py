@@ -3,7 +3,7 @@
 Works against the cloud API and against a self-hosted Firecrawl (``base_url=`` or ``FIRECRAWL_API_URL``);
 a self-hosted instance needs no key unless it was set up with authentication, and costs nothing by default.
 
-Asking for scraping (``scrape=True`` or ``scrape_options={...}``) makes Firecrawl fetch every hit and
+Asking for scraping (``scrape=True``, ``formats=[...]`` or ``scrape_options={...}``) makes Firecrawl fetch every hit and
 return its markdown, which becomes :attr:`Hit.content`. A 200 with ``"success": false`` is an error
 (``soft_failure``). Cost is Firecrawl's credits (``creditsUsed`` when reported, else 2 credits per 10
 results, plus 1 per scraped page) times ``usd_per_credit``.
@@ -40,7 +40,7 @@ class Firecrawl(Provider):
     instance, default ``https://api.firecrawl.dev``).
 
     Extra options: ``scrape`` (bool: return each hit's markdown as ``content``), ``scrape_options`` (a raw
-    ``scrapeOptions`` object, implies scraping), ``usd_per_credit`` (default 0.001 for the cloud API, 0 for a
+    ``scrapeOptions`` object, implies scraping), ``formats`` (scrape with these formats, e.g. ``["markdown"]``), ``usd_per_credit`` (default 0.001 for the cloud API, 0 for a
     self-hosted ``base_url``), ``sources``, ``categories``, ``location``, ``timeout`` (ms), ``tbs`` (raw
     time filter, replaces the one built from ``recency``/dates).
     """
@@ -73,6 +73,7 @@ class Firecrawl(Provider):
     extra_options: ClassVar[tuple[str, ...]] = (
         "scrape",
         "scrape_options",
+        "formats",
         "usd_per_credit",
         "sources",
         "categories",
@@ -131,8 +132,24 @@ class Firecrawl(Provider):
     # -- the sans-io protocol -----------------------------------------------------------------------------
 
     @staticmethod
-    def _scraping(extra: dict[str, Any]) -> bool:
-        return bool(extra.get("scrape")) or isinstance(extra.get("scrape_options"), dict)
+    def _scrape_options(extra: dict[str, Any]) -> dict[str, Any] | None:
+        """The ``scrapeOptions`` to send, or None when no scraping is asked for."""
+        raw = extra.get("scrape_options", extra.get("scrapeOptions"))
+        if isinstance(raw, dict):
+            return dict(raw)
+        formats = extra.get("formats")
+        if formats:
+            return {
+                "formats": [formats] if isinstance(formats, str) else list(formats),
+                "onlyMainContent": True,
+            }
+        if extra.get("scrape"):
+            return {"formats": ["markdown"], "onlyMainContent": True}
+        return None
+
+    @classmethod
+    def _scraping(cls, extra: dict[str, Any]) -> bool:
+        return cls._scrape_options(extra) is not None
 
     def build_request(self, query: str, options: SearchOptions) -> httpx.Request:
         """``POST {base}/v2/search``; ``scrapeOptions`` (markdown) when scraping is asked for."""
@@ -162,10 +179,9 @@ class Firecrawl(Provider):
         for option, field in _PASS_THROUGH.items():
             if option in extra:
                 body[field] = extra[option]
-        if isinstance(extra.get("scrape_options"), dict):
-            body["scrapeOptions"] = extra["scrape_options"]
-        elif extra.get("scrape"):
-            body["scrapeOptions"] = {"formats": ["markdown"], "onlyMainContent": True}
+        scrape_options = self._scrape_options(extra)
+        if scrape_options is not None:
+            body["scrapeOptions"] = scrape_options
         return httpx.Request("POST", f"{self.base_url}/v2/search", json=body, headers=headers)
 
     @staticmethod
