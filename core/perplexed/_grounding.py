@@ -50,8 +50,10 @@ DEFAULT_MAX_SOURCE_CHARS = 24_000
 #: Appended to a source text that was cut to fit the budget (counted in the budget).
 TRUNCATION_MARK = " …"
 
-#: Instructions for answers grounded in our own numbered sources (adapted from the Agent API migration
-#: guide's advice to ask for inline numeric citations, since ``annotations`` are often empty).
+#: Instructions for answers grounded in our own numbered sources. The brief asks for the Agent API migration
+#: guide's citation instruction, adapted; its exact wording was not in the reference material we had, so this
+#: is our own text with that intent: inline ``[n]`` markers that map to the numbered sources (the API's
+#: ``annotations`` are often empty, so markers in the text are what can be resolved).
 CITATION_INSTRUCTION = (
     "You answer questions using only the numbered sources given in the input. "
     "Cite the sources inline with their number in square brackets, like [1], right after the sentence or "
