@@ -353,7 +353,8 @@ def test_html_title_text_and_hidden_parts() -> None:
 
 
 def test_plain_text_title_from_a_heading_or_the_file_name() -> None:
-    assert extract(b"Underlined\n==========\n\ntext", "a.txt").title == "Underlined"
+    underlined = extract(b"Underlined\n==========\n\ntext", "a.txt")
+    assert (underlined.title, underlined.text) == ("Underlined", "text")  # the heading is not repeated
     assert extract(b"just some text\nmore text", "notes.txt").title == "notes.txt"
 
 

@@ -17,7 +17,7 @@ from ._errors import PerplexedError
 __all__ = ["EXTRACTOR_VERSION", "KINDS", "Document", "DocumentError", "decode", "extract", "kind_of"]
 
 #: bumped whenever extraction changes, so that the index re-reads files it had already indexed
-EXTRACTOR_VERSION = "1"
+EXTRACTOR_VERSION = "2"
 
 #: file suffix (lower case) -> document kind
 KINDS: dict[str, str] = {
@@ -85,7 +85,8 @@ def extract(data: bytes, filename: str, kind: str | None = None) -> Document:
     if title and body.startswith(title):  # the heading is the title: keep it out of the text and snippets
         first, _, rest = body.partition("\n")
         if _squash(first) == title:
-            body = rest.lstrip("\n")
+            underline, _, after = rest.partition("\n")
+            body = (after if _is_adornment(underline) else rest).lstrip("\n")
     return Document(title=title or filename, text=body, kind=kind)
 
 
