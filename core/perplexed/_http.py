@@ -7,6 +7,7 @@ Clients are created lazily, keyed by loop (and by custom transport, for tests), 
 from __future__ import annotations
 
 import asyncio
+import logging
 import ssl
 import threading
 import weakref
@@ -16,12 +17,29 @@ from typing import Any
 import httpx
 
 from . import _portal
-from ._errors import ProviderError
+from ._errors import ProviderError, redact
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "aclose_clients", "get_client", "read_capped", "ssl_context"]
 
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 DEFAULT_LIMITS = httpx.Limits(max_connections=200, max_keepalive_connections=50, keepalive_expiry=30)
+
+class _RedactingFilter(logging.Filter):
+    """Scrub credentials from httpx's own log lines (``HTTP Request: GET https://...?key=...``): a provider
+    that sends its key in the query string must not leak it when the application logs at INFO."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a malformed record is not ours to fix
+            return True
+        clean = redact(message)
+        if clean != message:
+            record.msg, record.args = clean, None
+        return True
+
+
+logging.getLogger("httpx").addFilter(_RedactingFilter())
 
 _ssl_lock = threading.Lock()
 _ssl_context: ssl.SSLContext | None = None
