@@ -46,6 +46,10 @@ class AnswerConfig(BaseModel):
     sync and async calls). Default: one built from ``api_key`` / ``base_url`` / ``timeout``, else from the
     environment."""
 
+    async_client: Any = Field(default=None, exclude=True)
+    """A :class:`perplexed.agent.AsyncAgentClient` for async calls (``answer()``'s ``async_client``): with
+    both, sync calls use ``client`` and async calls ``async_client``."""
+
     api_key: SecretStr | None = None
     """Perplexity API key (default ``$PERPLEXITY_API_KEY``). Kept as a SecretStr, never shown."""
 
@@ -111,12 +115,15 @@ class AnswerConfig(BaseModel):
         kwargs["strip_unmatched"] = rest.pop("strip_unmatched", self.strip_unmatched)
         client_settings = {name: rest.pop(name, getattr(self, name)) for name in CLIENT_FIELDS}
         client = rest.pop("client", None) or self.client
-        if client is None and any(v is not None for v in client_settings.values()):
+        async_client = rest.pop("async_client", None) or self.async_client
+        if client is None and async_client is None and any(v is not None for v in client_settings.values()):
             from perplexed.agent import AsyncAgentClient
 
             client = AsyncAgentClient(**{k: v for k, v in client_settings.items() if v is not None})
         if client is not None:
             kwargs["client"] = client
+        if async_client is not None:
+            kwargs["async_client"] = async_client
         return kwargs, rest
 
 

@@ -219,6 +219,22 @@ async def test_client_field(client_class: type, fake_agent_server: Any) -> None:
     assert key not in repr(retriever)
 
 
+async def test_client_for_sync_and_async_client_for_async(fake_agent_server: Any) -> None:
+    sync_key, async_key = "pplx-sync-key-abcdefgh12345", "pplx-async-key-abcdefgh12345"
+    retriever = PerplexedAnswerRetriever(
+        provider=mock_searxng(searxng_results(2)),
+        client=AgentClient(api_key=sync_key, base_url=fake_agent_server.url),
+        async_client=AsyncAgentClient(api_key=async_key, base_url=fake_agent_server.url),
+    )
+
+    await asyncio.to_thread(retriever.invoke, "q")
+    await retriever.ainvoke("q")
+
+    sync_request, async_request = fake_agent_server.server.requests[-2:]
+    assert sync_request.headers["authorization"] == f"Bearer {sync_key}"
+    assert async_request.headers["authorization"] == f"Bearer {async_key}"
+
+
 # --- the Agent API cassette (perplexity-agent mode: the Agent API searches by itself) --------------------
 
 
