@@ -449,7 +449,7 @@ def _finalize(hits: list[Hit], provider: str, options: SearchOptions, owned: boo
     merged: dict[str, Hit] = {}
     for hit in hits:
         url = hit.url
-        if not url:
+        if not url or url.isspace():
             continue
         if include and not _domain_match(url, include):
             continue
