@@ -118,7 +118,7 @@ def test_sequence_protocol():
     assert bool(parse_citations("[9]", SOURCES)) is False
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None, database=None)
 @given(st.text(alphabet="[]0123456789,- \u2013abc\n", max_size=80))
 def test_fuzz_spans_are_exact_and_renumber_is_stable(text):
     cites = parse_citations(text, SOURCES)

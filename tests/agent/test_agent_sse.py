@@ -152,7 +152,7 @@ frame = st.one_of(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200, deadline=None, database=None)
 @given(
     lines=st.lists(frame, max_size=30),
     sep=st.sampled_from(["\n", "\r\n", "\r"]),
