@@ -542,3 +542,18 @@ async def test_async_stream_context_manager_and_final_response():
     async with aclient(rec).stream(preset="fast", input="x") as stream:
         final = await stream.get_final_response()
     assert final.output_text.startswith("The EU AI Act's")
+
+
+def test_background_reconnect_failures_are_retried_with_backoff():
+    events = cassette_events("stream_normal")
+    cut = 5
+    rec = Recorder(
+        sse_response([sse_body(events[:cut])], error=httpx.ReadError("reset")),
+        httpx.Response(503, json={"error": {"message": "busy"}}),
+        sse_response([sse_body(events[cut:])]),
+    )
+    stream = client(rec, max_retries=0).stream(preset="fast", input="x", background=True)
+    got = list(stream)
+    assert [e.sequence_number for e in got] == [e["sequence_number"] for e in events]
+    assert [r.method for r in rec.requests] == ["POST", "GET", "GET"]
+    assert stream.resumed == 1

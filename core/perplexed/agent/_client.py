@@ -519,8 +519,10 @@ class AsyncAgentClient:
                 response = await client.send(request, stream=True)
             except httpx.TimeoutException as exc:
                 error = APITimeoutError(f"{method} {request.url.path} timed out: {type(exc).__name__}")
+                error.__cause__ = exc
             except httpx.TransportError as exc:
                 error = APIConnectionError(f"{method} {request.url.path} failed: {type(exc).__name__}: {exc}")
+                error.__cause__ = exc
             else:
                 if response.is_success:
                     return response
@@ -912,18 +914,24 @@ class AsyncAgentStream:
             if rid is None or after is None:
                 raise drop
             failures = 0 if progressed else failures + 1
-            if failures <= self._client.max_stream_resumes:
+            while failures <= self._client.max_stream_resumes:
                 await asyncio.sleep(backoff_delay(failures - 1) if failures else 0.0)
                 try:
                     source = await self._reconnect(rid, after)
                 except (BadRequestError, NotFoundError, ConflictError) as exc:
+                    # e.g. the starting_after cursor expired: read the end by polling
                     logger.info("stream of %s cannot resume (%s); polling instead", rid, exc.message)
-                else:
-                    self.resumed += 1
-                    logger.info("stream of %s resumed after sequence_number %d", rid, after)
+                    break
+                except (APIConnectionError, ServerError) as exc:
+                    logger.info("stream of %s: reconnecting failed (%s)", rid, exc.message)
+                    failures += 1
                     continue
-            else:
-                logger.info("stream of %s: %s; giving up reconnecting, polling instead", rid, drop.message)
+                self.resumed += 1
+                logger.info("stream of %s resumed after sequence_number %d", rid, after)
+                break
+            if source is not None:
+                continue
+            logger.info("stream of %s: %s; polling for its end", rid, drop.message)
             async for event in self._poll_to_end(rid):
                 yield event
             return
