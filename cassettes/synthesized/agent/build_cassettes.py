@@ -58,7 +58,9 @@ _Dumper.add_representer(str, _str)
 
 def write(name: str, interactions: list[tuple[dict[str, Any], dict[str, Any]]]) -> None:
     data = {"interactions": [{"request": q, "response": r} for q, r in interactions], "version": 1}
-    (HERE / f"{name}.yaml").write_text(yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=4096))
+    (HERE / f"{name}.yaml").write_text(
+        yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=4096)
+    )
 
 
 def sse(events: list[dict[str, Any]], *, event_lines: bool = False, extras: bool = False) -> str:
