@@ -14,7 +14,7 @@ from datetime import date
 from typing import Any, Literal
 
 from perplexed import ChainOptions, SearchOptions, providers
-from pydantic import BaseModel, SecretStr, field_serializer, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, SecretStr, field_serializer, field_validator, model_validator
 
 __all__ = ["SearchConfig", "protect_secrets", "redact_spec"]
 
@@ -73,8 +73,11 @@ def redact_spec(spec: Any, *, as_json: bool = False) -> Any:
 class SearchConfig(BaseModel):
     """Provider chain, chain options and search options, as fields (a mixin of the LangChain components).
 
-    Every option is handed to :func:`perplexed.search` as is; ``None`` means "the core's default".
+    Every option is handed to :func:`perplexed.search` as is; ``None`` means "the core's default". An unknown
+    keyword is an error (a misspelt option must not be dropped silently).
     """
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
     provider: Any = None
     """A provider name (``"searxng"``), a spec dict (``{"name": "tavily", "api_key": ...}``), a

@@ -8,8 +8,8 @@ import perplexed
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from perplexed.answer import NoSourcesError
-from pydantic import Field
+from perplexed.answer import NoSourcesError, aanswer, answer
+from pydantic import AliasChoices, ConfigDict, Field
 
 from ._answer import AnswerConfig, answer_documents
 from ._config import SearchConfig
@@ -65,8 +65,10 @@ class PerplexedRetriever(SearchConfig, BaseRetriever):
     custom event ``perplexed_attempt``.
     """
 
-    k: int = Field(default=10, ge=1, le=100)
-    """How many Documents to return at most (the search's ``max_results``)."""
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    k: int = Field(default=10, ge=1, le=100, validation_alias=AliasChoices("k", "max_results"))
+    """How many Documents to return at most (the search's ``max_results``; ``max_results=`` is accepted)."""
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
@@ -110,8 +112,11 @@ class PerplexedAnswerRetriever(AnswerConfig, SearchConfig, BaseRetriever):
     events and the Agent API call as ``perplexed_answer``.
     """
 
-    k: int = Field(default=5, ge=1, le=100)
-    """How many sources to search for and give the model (the answer Document comes on top)."""
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    k: int = Field(default=5, ge=1, le=100, validation_alias=AliasChoices("k", "max_results"))
+    """How many sources to search for and give the model (the answer Document comes on top;
+    ``max_results=`` is accepted)."""
 
     def _answer_kwargs(self, overrides: dict[str, Any]) -> dict[str, Any]:
         agent, rest = self.answer_kwargs(overrides)
@@ -121,16 +126,16 @@ class PerplexedAnswerRetriever(AnswerConfig, SearchConfig, BaseRetriever):
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         try:
-            answer = run_core(perplexed.answer, run_manager, query, **self._answer_kwargs(kwargs))
+            result = run_core(answer, run_manager, query, **self._answer_kwargs(kwargs))
         except NoSourcesError:
             return []
-        return answer_documents(answer, flat=self.flat_metadata)
+        return answer_documents(result, flat=self.flat_metadata)
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         try:
-            answer = await arun_core(perplexed.aanswer, run_manager, query, **self._answer_kwargs(kwargs))
+            result = await arun_core(aanswer, run_manager, query, **self._answer_kwargs(kwargs))
         except NoSourcesError:
             return []
-        return answer_documents(answer, flat=self.flat_metadata)
+        return answer_documents(result, flat=self.flat_metadata)

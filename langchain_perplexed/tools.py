@@ -9,8 +9,8 @@ from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackMan
 from langchain_core.documents import Document
 from langchain_core.tools import BaseTool, ToolException
 from perplexed import APIError, ConfigError, InvalidRequest, PerplexedError, UpstreamError
-from perplexed.answer import NoSourcesError
-from pydantic import BaseModel, Field
+from perplexed.answer import NoSourcesError, aanswer, answer
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from ._answer import AnswerConfig, format_answer, source_documents
 from ._config import SearchConfig
@@ -115,13 +115,15 @@ class PerplexedSearchTool(SearchConfig, BaseTool):
     ``__cause__`` (with its ``attempts`` and ``cost``).
     """
 
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
     name: str = "perplexed_search"
     description: str = SEARCH_DESCRIPTION
     args_schema: type[BaseModel] = PerplexedSearchInput
     response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
 
-    max_results: int = Field(default=5, ge=1, le=100)
-    """Results per search unless the model asks for another number."""
+    max_results: int = Field(default=5, ge=1, le=100, validation_alias=AliasChoices("max_results", "k"))
+    """Results per search unless the model asks for another number (``k=`` is accepted)."""
 
     def _run(
         self,
@@ -205,13 +207,15 @@ class PerplexedAnswerTool(AnswerConfig, SearchConfig, BaseTool):
     call as ``perplexed_answer``.
     """
 
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
     name: str = "perplexed_answer"
     description: str = ANSWER_DESCRIPTION
     args_schema: type[BaseModel] = PerplexedAnswerInput
     response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
 
-    max_results: int = Field(default=5, ge=1, le=100)
-    """Sources per answer unless the model asks for another number."""
+    max_results: int = Field(default=5, ge=1, le=100, validation_alias=AliasChoices("max_results", "k"))
+    """Sources per answer unless the model asks for another number (``k=`` is accepted)."""
 
     def _answer_call_kwargs(
         self,
@@ -234,14 +238,14 @@ class PerplexedAnswerTool(AnswerConfig, SearchConfig, BaseTool):
     ) -> tuple[str, list[Document]]:
         kwargs = self._answer_call_kwargs(max_results, include_domains, exclude_domains, recency)
         try:
-            answer = run_core(perplexed.answer, run_manager, query, **kwargs)
+            result = run_core(answer, run_manager, query, **kwargs)
         except NoSourcesError:
             return NO_RESULTS, []
         except ConfigError:
             raise
         except PerplexedError as exc:
             raise tool_error(exc, "Answer") from exc
-        return format_answer(answer), source_documents(answer, flat=self.flat_metadata)
+        return format_answer(result), source_documents(result, flat=self.flat_metadata)
 
     async def _arun(
         self,
@@ -254,11 +258,11 @@ class PerplexedAnswerTool(AnswerConfig, SearchConfig, BaseTool):
     ) -> tuple[str, list[Document]]:
         kwargs = self._answer_call_kwargs(max_results, include_domains, exclude_domains, recency)
         try:
-            answer = await arun_core(perplexed.aanswer, run_manager, query, **kwargs)
+            result = await arun_core(aanswer, run_manager, query, **kwargs)
         except NoSourcesError:
             return NO_RESULTS, []
         except ConfigError:
             raise
         except PerplexedError as exc:
             raise tool_error(exc, "Answer") from exc
-        return format_answer(answer), source_documents(answer, flat=self.flat_metadata)
+        return format_answer(result), source_documents(result, flat=self.flat_metadata)

@@ -178,6 +178,19 @@ def test_bad_options_fail_at_construction() -> None:
         PerplexedRetriever(k=0)
 
 
+def test_unknown_constructor_keywords_are_rejected_not_dropped() -> None:
+    with pytest.raises(ValidationError, match="recncy"):
+        PerplexedRetriever(recncy="day")
+    with pytest.raises(ValidationError, match="api_key"):  # a search key goes in the provider spec
+        PerplexedRetriever(provider="tavily", api_key="tvly-abcdefghijklmnop")
+
+
+def test_max_results_is_an_alias_of_k() -> None:
+    retriever = PerplexedRetriever(provider=mock_searxng(searxng_results(8)), max_results=3)
+    assert retriever.k == 3
+    assert len(retriever.invoke("q")) == 3
+
+
 def test_bad_per_call_options_raise_invalid_request() -> None:
     retriever = PerplexedRetriever(provider=mock_searxng(searxng_results(2)))
     with pytest.raises(InvalidRequest) as info:
