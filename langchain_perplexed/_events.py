@@ -37,6 +37,7 @@ __all__ = [
     "SyncAttemptEvents",
     "answer_event_data",
     "attempt_event_data",
+    "has_handlers",
 ]
 
 logger = logging.getLogger("langchain_perplexed")
@@ -64,6 +65,12 @@ def attempt_event_data(attempt: Attempt) -> dict[str, Any]:
     }
 
 
+def has_handlers(run_manager: object) -> bool:
+    """Whether ``run_manager`` is a real run manager with handlers (not ``None``, a no-op or a test mock)."""
+    handlers = getattr(run_manager, "handlers", None)
+    return isinstance(handlers, list) and bool(handlers)
+
+
 def answer_event_data(measurements: dict[str, Any], metadata: dict[str, Any]) -> dict[str, Any]:
     """The data of a ``perplexed_answer`` event (JSON-serialisable)."""
     return {
@@ -80,7 +87,7 @@ class SyncAttemptEvents:
     def __init__(self, run_manager: SyncRunManager | None) -> None:
         self._manager: CallbackManager | None = None
         self._run_id = None
-        if run_manager is not None and run_manager.handlers:
+        if run_manager is not None and has_handlers(run_manager):
             self._run_id = run_manager.run_id
             self._manager = CallbackManager(
                 handlers=run_manager.handlers,
@@ -117,7 +124,7 @@ class AsyncAttemptEvents:
         self._manager: AsyncCallbackManager | None = None
         self._run_id = None
         self._pending: list[asyncio.Future[Any]] = []
-        if run_manager is not None and run_manager.handlers:
+        if run_manager is not None and has_handlers(run_manager):
             self._run_id = run_manager.run_id
             self._manager = AsyncCallbackManager(
                 handlers=run_manager.handlers,

@@ -10,7 +10,7 @@ from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, Callba
 from langchain_core.runnables.config import patch_config, set_config_context
 from perplexed import Attempt, telemetry
 
-from ._events import AsyncAttemptEvents, AsyncRunManager, SyncAttemptEvents, SyncRunManager
+from ._events import AsyncAttemptEvents, AsyncRunManager, SyncAttemptEvents, SyncRunManager, has_handlers
 
 __all__ = ["arun_core", "run_core"]
 
@@ -34,7 +34,7 @@ def run_core(
     events = SyncAttemptEvents(run_manager)
     call_kwargs = {**kwargs, "on_attempt": _chain(events, kwargs.get("on_attempt"))}
     with telemetry.scoped(events.telemetry):
-        if isinstance(run_manager, CallbackManagerForRetrieverRun):
+        if isinstance(run_manager, CallbackManagerForRetrieverRun) and has_handlers(run_manager):
             with set_config_context(patch_config(None, callbacks=run_manager.get_child())) as context:
                 return context.run(fn, *args, **call_kwargs)
         return fn(*args, **call_kwargs)
@@ -53,7 +53,7 @@ async def arun_core(
     call_kwargs = {**kwargs, "on_attempt": _chain(events, kwargs.get("on_attempt"))}
     try:
         with telemetry.scoped(events.telemetry):
-            if isinstance(run_manager, AsyncCallbackManagerForRetrieverRun):
+            if isinstance(run_manager, AsyncCallbackManagerForRetrieverRun) and has_handlers(run_manager):
                 with set_config_context(patch_config(None, callbacks=run_manager.get_child())) as context:
                     return await asyncio.create_task(fn(*args, **call_kwargs), context=context)  # type: ignore[arg-type]
             return await fn(*args, **call_kwargs)

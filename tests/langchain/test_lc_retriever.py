@@ -333,3 +333,19 @@ def test_key_reaches_the_provider_as_a_secret() -> None:
 
     assert seen and SECRET in (seen[0] or "")
     assert SECRET not in repr(retriever)
+
+
+async def test_direct_calls_with_noop_or_mock_run_managers() -> None:
+    from unittest.mock import MagicMock
+
+    from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
+
+    retriever = PerplexedRetriever(provider=mock_searxng(searxng_results(3)), k=2)
+
+    for manager in (CallbackManagerForRetrieverRun.get_noop_manager(), MagicMock(spec=CallbackManagerForRetrieverRun)):
+        assert len(await asyncio.to_thread(retriever._get_relevant_documents, "q", run_manager=manager)) == 2
+    for amanager in (
+        AsyncCallbackManagerForRetrieverRun.get_noop_manager(),
+        MagicMock(spec=AsyncCallbackManagerForRetrieverRun),
+    ):
+        assert len(await retriever._aget_relevant_documents("q", run_manager=amanager)) == 2
