@@ -399,3 +399,11 @@ def test_the_spinner_names_each_provider_as_it_is_tried(env: dict[str, str], ind
     assert "trying searxng (1/2)" in screen
     assert "trying local (2/2)" in screen
     assert "Residential zoning setbacks" in screen
+
+
+def test_without_the_cli_extra_the_command_says_what_to_install(env: dict[str, str]) -> None:
+    code = "import sys; sys.modules['rich'] = None; from perplexed.cli import main; raise SystemExit(main(['providers']))"
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "perplexed-search[cli]" in proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
+import subprocess
 import sys
 from pathlib import Path
 
@@ -377,3 +378,35 @@ def test_non_ascii_file_names_become_valid_file_uris(tmp_path: Path, index: Path
     (row,) = query_index(index, "espresso")
     assert row.url.endswith("/caf%C3%A9%20notes.md")
     assert row.title == "Café"
+
+
+def test_the_core_and_the_local_provider_do_not_import_the_cli_dependencies(tmp_path: Path) -> None:
+    # httpx itself imports rich when rich and click are installed (httpx._main); only count what we add
+    code = (
+        "import sys, json\n"
+        "def cli_modules(): return {m for m in sys.modules if m.split('.')[0] in ('rich', 'platformdirs')}\n"
+        "import httpx\n"
+        "baseline = cli_modules()\n"
+        "import perplexed\n"
+        "from perplexed.providers import Local\n"
+        "from perplexed.providers.local import build_index\n"
+        "import perplexed._index, perplexed._doctext\n"
+        "print(json.dumps(sorted(cli_modules() - baseline)))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+
+
+def test_the_index_works_without_platformdirs(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['platformdirs'] = None  # as if the cli extra were not installed\n"
+        "from perplexed._index import default_index_path, platform_data_dir\n"
+        "assert default_index_path() == platform_data_dir() / 'local-index.sqlite3', default_index_path()\n"
+        "print('ok')\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != INDEX_ENV}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "ok"
