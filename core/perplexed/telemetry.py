@@ -24,6 +24,7 @@ import contextlib
 import contextvars
 import itertools
 import logging
+import os
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -77,7 +78,9 @@ def emit(event: tuple[str, ...], measurements: Mapping[str, Any], metadata: Mapp
 _tracer: Any = None
 _trace_api: Any = None
 _inactive: tuple[type, ...] = ()
+_env_provider = False
 _otel_checked = False
+_MISSING = object()
 
 
 def _get_tracer() -> Any:
@@ -87,7 +90,7 @@ def _get_tracer() -> Any:
     provider), spans are skipped entirely: they would be non-recording, and entering one costs more than a
     whole search's engine overhead. The check runs on every call, so installing a provider later works.
     """
-    global _tracer, _trace_api, _inactive, _otel_checked
+    global _tracer, _trace_api, _inactive, _env_provider, _otel_checked
     if not _otel_checked:
         _otel_checked = True
         try:
@@ -97,8 +100,18 @@ def _get_tracer() -> Any:
         else:
             _trace_api = trace
             _inactive = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
+            _env_provider = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
             _tracer = trace.get_tracer("perplexed")
-    if _trace_api is None or isinstance(_trace_api.get_tracer_provider(), _inactive):
+    if _trace_api is None:
+        return None
+    # trace.get_tracer_provider() looks the environment up on every call (microseconds per span); the
+    # module global it reads is None until a provider is set in code or configured by that variable
+    provider = getattr(_trace_api, "_TRACER_PROVIDER", _MISSING)
+    if provider is None and not _env_provider:
+        return None
+    if provider is None or provider is _MISSING:
+        provider = _trace_api.get_tracer_provider()
+    if isinstance(provider, _inactive):
         return None
     return _tracer
 
