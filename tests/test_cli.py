@@ -270,16 +270,14 @@ def test_a_chain_falls_back_past_local_to_a_web_provider(cli, indexed: Path) -> 
 
 
 def test_timeout_option_reaches_the_chain(cli, indexed: Path) -> None:  # type: ignore[no-untyped-def]
-    with serve({"/search": Json(searxng_json(1), delay=3.0)}) as server:
-        started = time.monotonic()
+    with serve({"/search": Json(searxng_json(1), delay=5.0)}) as server:
         run = cli("search", "zoning", "--provider", "searxng,local", "--timeout-ms", "300", "--json",
                   extra_env={"SEARXNG_URL": server.url})
-        elapsed = time.monotonic() - started
     assert run.code == 0
     data = run.json()
     assert isinstance(data, dict)
     assert [(a["provider"], a["outcome"]) for a in data["attempts"]] == [("searxng", "timeout"), ("local", "ok")]
-    assert elapsed < 3.0
+    assert 250 <= data["attempts"][0]["duration_ms"] < 2500  # cut at the 300 ms budget, not after 5 s
 
 
 @pytest.mark.parametrize(

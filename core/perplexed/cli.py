@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from . import __version__, chain, providers, telemetry
 from ._errors import (
-    APIError,
     AuthenticationError,
     ConfigError,
     InvalidRequest,
@@ -87,15 +86,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(exc, as_json)
     except (AuthenticationError, PermissionDeniedError) as exc:
         return _fail(exc, as_json)
-    except APIError as exc:
+    except PerplexedError as exc:  # the service failed (Agent API error, a stream cut short, ...)
         return _fail(exc, as_json, EXIT_NO_RESULTS)
     except KeyboardInterrupt:
         sys.stderr.write("perplexed: interrupted\n")
         return 130
-    except BrokenPipeError:  # e.g. `perplexed search … | head`
+    except BrokenPipeError:  # e.g. `perplexed search … | head`: stop quietly
         try:
-            sys.stdout = open(os.devnull, "w")
-        except OSError:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())  # so the flush at exit does not fail again
+        except (OSError, ValueError):
             pass
         return EXIT_OK
 
@@ -119,7 +119,10 @@ def _error_doc(exc: PerplexedError) -> dict[str, Any]:
 
 
 def _print_json(doc: Any) -> None:
-    sys.stdout.write(json.dumps(doc, ensure_ascii=False, indent=2) + "\n")
+    try:
+        sys.stdout.write(json.dumps(doc, ensure_ascii=False, indent=2) + "\n")
+    except UnicodeEncodeError:  # a console that cannot show every character: escape them
+        sys.stdout.write(json.dumps(doc, ensure_ascii=True, indent=2) + "\n")
     sys.stdout.flush()
 
 
