@@ -219,6 +219,11 @@ def test_an_absent_or_empty_index_is_a_config_error_when_called_directly(tmp_pat
         Local(index=tmp_path / "empty.sqlite3").search("zoning", options)
 
 
+def test_a_folder_given_as_the_index_is_a_clear_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="is a folder"):
+        Local(index=tmp_path).search("zoning", SearchOptions.build())
+
+
 async def test_many_concurrent_searches_each_use_their_own_connection(local: Local) -> None:
     queries = ["zoning", "timeouts", "BM25", "jitter", "chunking", "citations", "fences", "ADU"] * 3
     results = await asyncio.gather(*(perplexed.asearch(q, provider=local) for q in queries))

@@ -395,6 +395,11 @@ def _hint(path: Path) -> str:
 
 
 def _connect_for_read(path: Path) -> sqlite3.Connection:
+    if path.is_dir():
+        raise ConfigError(
+            f"the local index {path} is a folder; pass the index file, or index that folder with "
+            f"`perplexed index {path} --index FILE` and pass FILE"
+        )
     if not path.is_file():
         raise ConfigError(f"no local index at {path}: {_hint(path)}")
     try:
