@@ -11,6 +11,7 @@ from typing import Any
 import loopback as lb
 import pytest
 from loopback import (
+    HEALTHY_MS,
     SLACK,
     Close,
     Drip,
@@ -72,14 +73,14 @@ async def test_each_fault_is_one_classified_attempt_and_the_chain_falls_back(
     loopback.route("/good/search", Json(searxng_json(2)))
     chain = [SearXNG(base_url=f"{loopback.url}/bad", name="bad"), SearXNG(base_url=f"{loopback.url}/good", name="good")]
 
-    result = await api("zoning", chain, provider_timeout_ms=300)
+    result = await api("zoning", chain, provider_timeout_ms=HEALTHY_MS)
 
     assert result.provider == "good"
     bad, good = result.attempts
     assert (bad.outcome, bad.reason) == (fault.outcome, fault.reason)
     assert bad.error is not None and fault.error_has in bad.error
     assert bad.cost == 0 and not bad.billable
-    assert bad.duration_ms < 300 + SLACK * 1000
+    assert bad.duration_ms < HEALTHY_MS + SLACK * 1000
     assert good.outcome is Outcome.OK and len(result.hits) == 2
 
 
@@ -110,7 +111,7 @@ async def test_a_server_that_recovers_is_used_again(api: SearchAPI, loopback: Lo
     outcomes = []
     for _ in range(4):
         try:
-            result = await api("zoning", provider, provider_timeout_ms=250)
+            result = await api("zoning", provider, provider_timeout_ms=HEALTHY_MS)
             outcomes.append(result.attempts[0].outcome)
         except Exception as exc:
             outcomes.append(exc.attempts[0].outcome)  # type: ignore[attr-defined]

@@ -17,7 +17,7 @@ import httpx
 import loopback as lb
 import perplexed
 import pytest
-from loopback import SLACK, Hang, Json, LoopbackServer, SearchAPI, Status, searxng_json
+from loopback import HEALTHY_MS, SLACK, Hang, Json, LoopbackServer, SearchAPI, Status, searxng_json
 from perplexed import Attempt, Outcome, PerplexedError, Result, UpstreamError
 from perplexed.providers import FunctionProvider, SearXNG
 
@@ -182,7 +182,7 @@ async def test_rule3_with_fallback_on_error_an_error_still_moves_on(
 
 async def test_rule3_timeout_counts_as_error(api: SearchAPI, upstream: LoopbackServer) -> None:
     result = await api(
-        "zoning", [sx(upstream, "hang"), sx(upstream, "ok")], fallback_on=("error",), provider_timeout_ms=200
+        "zoning", [sx(upstream, "hang"), sx(upstream, "ok")], fallback_on=("error",), provider_timeout_ms=HEALTHY_MS
     )
 
     assert result.provider == "ok"
@@ -274,7 +274,7 @@ async def test_rule5_deadline_attempts_survive_with_an_earlier_empty_answer(
 
     upstream.clear()
     result = await api("zoning", [sx(upstream, "empty"), sx(upstream, "hang"), sx(upstream, "ok")],
-                       deadline_ms=300, provider_timeout_ms=1000)
+                       deadline_ms=HEALTHY_MS, provider_timeout_ms=10_000)
     assert result.provider == "empty"  # rule 7: the empty answer is the result
     assert outcomes(result) == [("empty", Outcome.EMPTY), ("hang", Outcome.TIMEOUT), ("ok", Outcome.DEADLINE)]
     assert hits_of(upstream, "ok") == 0
@@ -322,7 +322,7 @@ async def test_rule6_errors_timeouts_and_deadlines_bill_nothing(api: SearchAPI, 
     ]
 
     with pytest.raises(UpstreamError) as info:
-        await api("zoning", chain, provider_timeout_ms=1000, deadline_ms=250)
+        await api("zoning", chain, provider_timeout_ms=10_000, deadline_ms=HEALTHY_MS)
 
     err = info.value
     assert [a.outcome for a in err.attempts] == [Outcome.ERROR, Outcome.TIMEOUT, Outcome.DEADLINE]
@@ -423,7 +423,7 @@ async def test_rule7_no_answer_at_all_raises_all_providers_failed(
     chain = [sx(upstream, "fail"), sx(upstream, "hang")]
 
     with pytest.raises(UpstreamError) as info:
-        await api("zoning", chain, provider_timeout_ms=150)
+        await api("zoning", chain, provider_timeout_ms=HEALTHY_MS)
 
     err = info.value
     assert isinstance(err, PerplexedError)
@@ -435,12 +435,12 @@ async def test_rule7_no_answer_at_all_raises_all_providers_failed(
         assert attempt.error
         assert f"{attempt.provider}: {attempt.outcome.value} after {attempt.duration_ms} ms" in message
         assert attempt.error in message
-    assert "HTTP 500" in message and "no answer within 150 ms" in message
+    assert "HTTP 500" in message and f"no answer within {HEALTHY_MS} ms" in message
 
 
 async def test_rule7_the_last_provider_failure_is_the_cause(api: SearchAPI, upstream: LoopbackServer) -> None:
     with pytest.raises(UpstreamError) as info:
-        await api("zoning", [sx(upstream, "hang"), sx(upstream, "fail")], provider_timeout_ms=100)
+        await api("zoning", [sx(upstream, "hang"), sx(upstream, "fail")], provider_timeout_ms=HEALTHY_MS)
 
     cause = info.value.__cause__
     assert isinstance(cause, perplexed.ProviderError)
@@ -475,7 +475,7 @@ async def test_mock_transport_chain_ok_empty_fail_hang(api: SearchAPI) -> None:
         raise AssertionError("not cancelled")  # pragma: no cover
 
     chain = [mock("fail", fail), mock("hang", hang), mock("empty", empty, cost=0.01), mock("ok", ok)]
-    result = await api("zoning", chain, provider_timeout_ms=150)
+    result = await api("zoning", chain, provider_timeout_ms=HEALTHY_MS)
 
     assert seen == ["fail", "hang", "empty", "ok"]
     assert outcomes(result) == [
