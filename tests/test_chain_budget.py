@@ -381,3 +381,21 @@ def test_a_hung_sync_provider_does_not_keep_the_interpreter_alive(tmp_path: Path
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "timeout"
     assert time.monotonic() - start < 30
+
+
+async def test_cancelling_the_caller_cancels_the_call_and_closes_its_connection(loopback: LoopbackServer) -> None:
+    """An outer timeout (the caller's own) is not swallowed as a provider timeout: it propagates, and the
+    in-flight request is cancelled with its connection closed."""
+    import perplexed
+
+    loopback.route("/hang/search", Hang())
+    attempts: list[Any] = []
+
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(
+            perplexed.asearch("zoning", sx(loopback, "hang"), provider_timeout_ms=10_000, on_attempt=attempts.append),
+            timeout=0.2,
+        )
+
+    assert attempts == []  # the provider's attempt never ended: the caller gave up first
+    assert await asyncio.to_thread(loopback.wait_disconnect, 2.0)
