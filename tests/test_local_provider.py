@@ -319,3 +319,19 @@ def test_a_cancelled_query_is_interrupted(big_index: Path) -> None:
     with pytest.raises(InterruptedError):
         query_index(big_index, "term1 alpha", interrupt=interrupt)
     assert len(query_index(big_index, "term1 alpha", interrupt=Interrupt())) == 10
+
+
+async def test_the_chain_budget_cancels_a_slow_local_search(big_index: Path) -> None:
+    # a 5-term query over 200 long documents takes tens of milliseconds; the budget is 1 ms
+    async def instant(query: str, options: SearchOptions) -> list[dict[str, str]]:
+        return web_fallback(query, options)  # never yields to the loop, so 1 ms is enough
+
+    result = await perplexed.asearch(
+        "term1 term2 term3 alpha beta", provider=[Local(index=big_index), instant], provider_timeout_ms=1
+    )
+    assert [(a.provider, a.outcome) for a in result.attempts] == [
+        ("local", Outcome.TIMEOUT), ("instant", Outcome.OK)
+    ]
+    # the interrupted query released the index: a normal search right after works
+    again = await perplexed.asearch("term1 alpha", provider=Local(index=big_index))
+    assert len(again.hits) == 10
