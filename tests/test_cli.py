@@ -187,8 +187,7 @@ def test_search_prints_hits_attempts_and_total_cost(cli, indexed: Path) -> None:
     attempts = out[out.index("Attempts"):]
     assert re.search(r"local\s+ok\s+\d+ ms\s+\$0\.0000", attempts)
     assert re.search(r"searxng\s+not called", attempts) and re.search(r"tavily\s+not called", attempts)
-    assert "total cost $0.0000" in out
-    assert "3 hits from local" in out
+    assert "Total cost: $0.0000 · 3 hits from local · 1 attempt" in out
 
 
 def test_search_json_is_one_document_with_the_documented_keys(cli, indexed: Path) -> None:  # type: ignore[no-untyped-def]
@@ -227,7 +226,7 @@ def test_when_every_provider_fails_the_attempts_say_why_and_exit_is_1(cli, index
     for provider, var in [("searxng", "SEARXNG_URL"), ("tavily", "TAVILY_API_KEY"), ("exa", "EXA_API_KEY")]:
         assert re.search(rf"{provider}\s+error", run.out)
         assert var in run.out
-    assert "total cost $0.0000" in run.out
+    assert "Total cost: $0.0000 · no hits · 3 attempts" in run.out
     doc = cli("search", "zoning", "--provider", "searxng,tavily", "--json")
     assert doc.code == 1
     data = doc.json()

@@ -366,7 +366,7 @@ def _print_attempts(out: Console, result: Result, labels: list[str]) -> None:
     out.print(table)
     hits = f"{len(result.hits)} hit{'s' if len(result.hits) != 1 else ''} from {answered}" if answered else "no hits"
     n = len(result.attempts)
-    out.print(f"{hits} · {n} attempt{'s' if n != 1 else ''} · total cost [bold]{_money(result.cost)}[/]")
+    out.print(f"Total cost: [bold]{_money(result.cost)}[/] · {hits} · {n} attempt{'s' if n != 1 else ''}")
 
 
 def _attempt_note(attempt: Attempt) -> str:
