@@ -158,6 +158,10 @@ def test_two_folders_share_an_index_and_updating_one_keeps_the_other(tmp_path: P
     assert paths_for(index, "quokka") == []
 
 
+def test_a_single_folder_may_be_given_without_a_list(corpus: Path, index: Path) -> None:
+    assert build_index(corpus, index).documents == build_index(str(corpus), index).documents > 0
+
+
 def test_progress_is_reported_per_file(corpus: Path, index: Path) -> None:
     seen: list[tuple[int, int, str]] = []
     build_index([corpus], index, progress=lambda done, total, path: seen.append((done, total, path)))

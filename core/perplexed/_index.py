@@ -240,12 +240,13 @@ def _walk(root: Path, report: IndexReport) -> list[Path]:
 
 
 def build_index(
-    paths: Iterable[str | os.PathLike[str]],
+    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     index: str | os.PathLike[str] | None = None,
     *,
     progress: ProgressCallback | None = None,
 ) -> IndexReport:
-    """Add the documents under each folder in ``paths`` to the index, or bring them up to date.
+    """Add the documents under each folder in ``paths`` (one folder or several) to the index, or bring them
+    up to date.
 
     ``index`` defaults to :func:`default_index_path`. Markdown, plain text, HTML and reStructuredText files
     are indexed (by suffix); other files are listed in ``skipped``. A folder indexed before is re-scanned:
@@ -256,7 +257,8 @@ def build_index(
     index_path = _resolve_index(index)
     report = IndexReport(index=index_path)
     work: list[tuple[Path, list[Path]]] = []
-    for raw in paths:
+    roots: list[str | os.PathLike[str]] = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
+    for raw in roots:
         given = str(raw)
         root = Path(raw).expanduser()
         if not root.exists():
