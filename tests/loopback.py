@@ -118,8 +118,6 @@ _REASONS = {
     503: "Service Unavailable",
     504: "Gateway Timeout",
 }
-_POLL = 0.02  # seconds between checks for "client went away" / "server stopping"
-
 #: seconds of allowance on timing bounds (a busy CI box); override with PERPLEXED_TEST_SLACK
 SLACK = float(os.environ.get("PERPLEXED_TEST_SLACK", "0.4"))
 #: a provider_timeout_ms that a healthy loopback answer always fits in, even on a loaded machine: use it when
@@ -171,12 +169,16 @@ class Connection:
     # -- reading ----------------------------------------------------------------------------------------
 
     def _recv(self, timeout: float | None = None) -> bytes | None:
-        """Some bytes; b"" when the client closed; None on timeout or when the server stops."""
+        """Some bytes; b"" when the client closed; None on timeout or when the server stops.
+
+        Blocks in poll() on the socket and the server's wake-up socket (no periodic polling): an idle
+        keep-alive connection costs no CPU, however many of them a load test holds open.
+        """
         end = None if timeout is None else time.monotonic() + timeout
         while not self.server.stopping.is_set():
-            wait = _POLL if end is None else min(_POLL, max(0.0, end - time.monotonic()))
+            wait = None if end is None else max(0.0, end - time.monotonic())
             try:
-                ready = _readable(self.sock, wait)
+                ready = _readable(self.sock, wait, self.server._wake_r)
             except (OSError, ValueError):
                 return b""
             if ready:
@@ -519,7 +521,9 @@ class LoopbackServer:
         self._lock = threading.Lock()
         self._request_seen = threading.Condition(self._lock)
         self._disconnected = threading.Event()
-        self._threads: list[threading.Thread] = []
+        self._threads: set[threading.Thread] = set()
+        # close() writes one byte here and never reads it: every poll() that watches it wakes up for good
+        self._wake_r, self._wake_w = socket.socketpair()
         self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._listener.bind((self.host, 0))
@@ -577,18 +581,22 @@ class LoopbackServer:
         """Stop accepting, release every held connection and join the threads."""
         self.stopping.set()
         with contextlib.suppress(OSError):
+            self._wake_w.send(b"x")
+        self._acceptor.join(2)
+        with contextlib.suppress(OSError):
             self._listener.close()
         with self._lock:
             conns = list(self.connections)
         for conn in conns:
             with contextlib.suppress(OSError):
                 conn.sock.shutdown(socket.SHUT_RDWR)
-        self._acceptor.join(2)
         for thread in list(self._threads):
             thread.join(2)
         for conn in conns:
             if conn.closed_at is None:
                 conn.close()
+        for sock in (self._wake_r, self._wake_w):
+            sock.close()
 
     def __enter__(self) -> LoopbackServer:
         return self
@@ -601,17 +609,17 @@ class LoopbackServer:
     def _accept_loop(self) -> None:
         while not self.stopping.is_set():
             try:
-                if not _readable(self._listener, _POLL * 5):
+                if not _readable(self._listener, None, self._wake_r):
                     continue
                 sock, _addr = self._listener.accept()
             except OSError:
                 return
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             conn = Connection(sock, self)
+            thread = threading.Thread(target=self._serve, args=(conn,), daemon=True)
             with self._lock:
                 self.connections.append(conn)
-            thread = threading.Thread(target=self._serve, args=(conn,), daemon=True)
-            self._threads.append(thread)
+                self._threads.add(thread)
             thread.start()
 
     def _pick(self, path: str) -> Reply | Handler:
@@ -644,17 +652,24 @@ class LoopbackServer:
             # always release the socket: a connection the client closed first is still open on this side
             # (close() keeps ``closed_by`` as first recorded)
             conn.close()
+            with self._lock:
+                self._threads.discard(threading.current_thread())
 
 
-def _readable(sock: socket.socket, timeout: float) -> bool:
-    """Whether ``sock`` has data (or EOF) within ``timeout`` seconds. poll() rather than select(): select
-    cannot watch a descriptor numbered 1024 or more, which a long load test reaches."""
+def _readable(sock: socket.socket, timeout: float | None, wake: socket.socket | None = None) -> bool:
+    """Whether ``sock`` has data (or EOF) within ``timeout`` seconds (None: wait until it does or ``wake``
+    becomes readable). poll() rather than select(): select cannot watch a descriptor numbered 1024 or more,
+    which a long load test reaches."""
     if hasattr(select, "poll"):
         poller = select.poll()
         poller.register(sock, select.POLLIN | select.POLLERR | select.POLLHUP)
-        return bool(poller.poll(timeout * 1000))
-    ready, _, _ = select.select([sock], [], [], timeout)
-    return bool(ready)
+        if wake is not None:
+            poller.register(wake, select.POLLIN)
+        events = poller.poll(None if timeout is None else timeout * 1000)
+        return any(fd == sock.fileno() for fd, _ in events)
+    watched = [sock] if wake is None else [sock, wake]
+    ready, _, _ = select.select(watched, [], [], timeout)
+    return sock in ready
 
 
 @contextlib.contextmanager
