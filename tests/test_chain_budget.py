@@ -399,3 +399,31 @@ async def test_cancelling_the_caller_cancels_the_call_and_closes_its_connection(
 
     assert attempts == []  # the provider's attempt never ended: the caller gave up first
     assert await asyncio.to_thread(loopback.wait_disconnect, 2.0)
+
+
+def test_concurrent_sync_callers_each_get_their_own_budget(loopback: LoopbackServer) -> None:
+    """Eight threads call search() at once against a hung server: they share the portal loop, yet each one
+    returns after its own budget (not eight budgets in a row)."""
+    import concurrent.futures
+
+    import perplexed
+
+    loopback.route("/hang/search", Hang())
+    loopback.route("/ok/search", Json(searxng_json(1)))
+
+    def call(i: int) -> tuple[str | None, float]:
+        start = time.monotonic()
+        result = perplexed.search(
+            f"q{i}", [sx(loopback, "hang"), sx(loopback, "ok")], provider_timeout_ms=HEALTHY_MS
+        )
+        return result.provider, time.monotonic() - start
+
+    start = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        outcomes = list(pool.map(call, range(8)))
+    total = time.monotonic() - start
+
+    assert [provider for provider, _ in outcomes] == ["ok"] * 8
+    assert all(elapsed < HEALTHY_MS / 1000 + SLACK for _, elapsed in outcomes)
+    assert total < HEALTHY_MS / 1000 + 2 * SLACK
+    assert sum(1 for r in loopback.requests if r.path == "/hang/search") == 8
