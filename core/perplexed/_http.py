@@ -14,6 +14,7 @@ import weakref
 from collections.abc import AsyncIterator
 from typing import Any
 
+import httpcore
 import httpx
 
 from . import _portal
@@ -80,6 +81,93 @@ def _load_async_backend() -> None:
         pass
 
 
+class _ReclaimingPool(httpcore.AsyncConnectionPool):
+    """httpcore's connection pool, plus reclaiming the connections a cancelled request orphaned.
+
+    httpcore 1.0.x leaks a pool slot when a request is cancelled after the pool assigned it a new connection
+    but before the request used it (encode/httpcore#1093): that connection is never connected (or is
+    connected with no request sent), so it is neither closed, idle, expired nor available, and the pool keeps
+    it forever. perplexed cancels a request on every budget overrun, so under load these piled up until all
+    ``max_connections`` slots were dead and every later call, to any server, timed out waiting for a slot
+    (found by tests/reliability/test_rel_leaks_load.py). Here a connection that no queued or active request
+    holds and that is still unconnected (or connected but never used) is dropped and closed whenever the
+    pool re-plans, which it does on every new request and on every request's end.
+    """
+
+    def _assign_requests_to_connections(self) -> list[httpcore.AsyncConnectionInterface]:
+        held = {id(r.connection) for r in self._requests if r.connection is not None}
+        orphans = [c for c in self._connections if id(c) not in held and _orphaned(c)]
+        for connection in orphans:
+            self._connections.remove(connection)
+        return orphans + super()._assign_requests_to_connections()
+
+
+def _orphaned(connection: object) -> bool:
+    """Whether a pooled connection was created for a request that is gone, before it carried any request."""
+    inner = getattr(connection, "_connection", _MISSING)
+    if inner is _MISSING:  # not an AsyncHTTPConnection (a proxy connection...): leave it to httpcore
+        return False
+    if inner is None:  # never connected; a failed connect is already reaped by httpcore
+        return getattr(connection, "_connect_failed", True) is False
+    state = getattr(inner, "_state", None)
+    return getattr(state, "name", None) == "NEW"  # HTTP/1.1 connected, request never started
+
+
+_MISSING = object()
+
+
+class _Transport(httpx.AsyncHTTPTransport):
+    """httpx's default transport, with two fixes for requests cancelled by a budget:
+
+    - its pool reclaims the connections a cancelled request orphaned (:class:`_ReclaimingPool`);
+    - closing a response cannot be interrupted half-way. httpcore marks the response stream closed, then
+      releases the connection and forgets the request; a cancellation landing in between (a budget expiring
+      just as a body was read) left the request registered and its connection ``ACTIVE`` for ever, one
+      pool slot lost per occurrence (5-12 per 600 loaded runs in tests/reliability). The release now runs
+      in a shielded task that completes even when the caller is cancelled (the caller still is).
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        pool = getattr(self, "_pool", None)
+        if type(pool) is httpcore.AsyncConnectionPool:  # same layout: only the re-planning method differs
+            pool.__class__ = _ReclaimingPool
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await super().handle_async_request(request)
+        stream = response.stream
+        if isinstance(stream, httpx.AsyncByteStream):
+            response.stream = _ShieldedClose(stream)
+        return response
+
+
+class _ShieldedClose(httpx.AsyncByteStream):
+    """A response stream whose ``aclose`` runs to completion even if the awaiting task is cancelled."""
+
+    __slots__ = ("_inner",)
+
+    def __init__(self, inner: httpx.AsyncByteStream) -> None:
+        self._inner = inner
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self._inner.__aiter__()
+
+    async def aclose(self) -> None:
+        closing = asyncio.ensure_future(self._inner.aclose())
+        _closing.add(closing)
+        closing.add_done_callback(_closing.discard)
+        await asyncio.shield(closing)
+
+
+# close tasks still running after their caller was cancelled (kept referenced until they finish)
+_closing: set[asyncio.Future[None]] = set()
+
+
+def _pooled_transport() -> httpx.AsyncHTTPTransport:
+    """The pooled clients' transport (see :class:`_Transport`)."""
+    return _Transport(limits=DEFAULT_LIMITS, verify=ssl_context())
+
+
 # loop -> {transport id or None -> client}
 _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int | None, httpx.AsyncClient]] = (
     weakref.WeakKeyDictionary()
@@ -104,8 +192,7 @@ def get_client(transport: httpx.AsyncBaseTransport | None = None) -> httpx.Async
             "follow_redirects": True,
             "verify": ssl_context(),
         }
-        if transport is not None:
-            kwargs["transport"] = transport
+        kwargs["transport"] = _pooled_transport() if transport is None else transport
         client = per_loop[key] = httpx.AsyncClient(**kwargs)
         _load_async_backend()
         if loop is not _portal.current_loop():
