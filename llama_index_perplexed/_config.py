@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from perplexed import ChainOptions, InvalidRequest, SearchOptions
-from perplexed._grounding import AGENT_PROVIDER
+from perplexed._grounding import AGENT_PROVIDER, DEFAULT_MAX_SOURCE_CHARS
 from perplexed.providers import resolve
 
 __all__ = ["SearchConfig"]
@@ -86,10 +86,19 @@ class AnswerConfig:
     the async path); ``async_client`` an :class:`perplexed.agent.AsyncAgentClient` (used by the async path,
     and by the sync one when no ``client`` is given). With neither, one ``AgentClient`` is built from the
     settings (``PERPLEXITY_API_KEY``, ``PERPLEXITY_BASE_URL``; the key is read at the first call).
-    ``options`` are :data:`ANSWER_OPTION_NAMES` (``None`` values are left to ``answer()``'s defaults).
+    ``options`` are :data:`ANSWER_OPTION_NAMES` (``None`` values are left to ``answer()``'s defaults, except
+    ``max_source_chars=None``, which means no cap). They are checked by ``answer()`` when a query runs, before
+    any search.
     """
 
-    def __init__(self, client: Any = None, async_client: Any = None, **options: Any) -> None:
+    def __init__(
+        self,
+        client: Any = None,
+        async_client: Any = None,
+        *,
+        max_source_chars: int | None = DEFAULT_MAX_SOURCE_CHARS,
+        **options: Any,
+    ) -> None:
         unknown = sorted(set(options) - set(ANSWER_OPTION_NAMES))
         if unknown:  # pragma: no cover - callers split options by name first
             raise InvalidRequest(f"unknown answer option(s): {', '.join(unknown)}", param=unknown[0])
@@ -100,6 +109,7 @@ class AnswerConfig:
         self.client = client
         self.async_client = async_client
         self.options = {k: v for k, v in options.items() if v is not None}
+        self.options["max_source_chars"] = max_source_chars  # None is meaningful here: no cap
 
     def sync_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for :func:`perplexed.answer` / :func:`perplexed.stream_answer`."""

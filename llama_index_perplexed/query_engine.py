@@ -118,8 +118,8 @@ class PerplexedQueryEngine(BaseQueryEngine):
             agent_options=agent_options,
             on_empty=on_empty,
             strip_unmatched=strip_unmatched,
+            max_source_chars=max_source_chars,
         )
-        self._answer.options["max_source_chars"] = max_source_chars
         self.streaming = bool(streaming)
         super().__init__(callback_manager=callback_manager)
 

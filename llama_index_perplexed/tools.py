@@ -118,8 +118,8 @@ class PerplexedToolSpec(BaseToolSpec):
             agent_options=agent_options,
             on_empty=on_empty,
             strip_unmatched=strip_unmatched,
+            max_source_chars=max_source_chars,
         )
-        self._answer.options["max_source_chars"] = max_source_chars
 
     # The docstrings below are the tools' descriptions: they are written for the model.
 

@@ -303,3 +303,24 @@ def test_perplexity_agent_mode_from_the_synthesized_cassette() -> None:
     assert meta["answered_by"] == "perplexity-agent"
     assert meta["cost"] == pytest.approx(0.0111)
     assert meta["attempts"] == []
+
+
+def test_max_source_chars_caps_what_the_model_and_the_source_nodes_hold(agent_api: LoopbackAgentAPI) -> None:
+    response = PerplexedQueryEngine(web, client=agent_api.client(), max_source_chars=30).query("q")
+    texts = [n.node.text for n in response.source_nodes]
+    assert sum(len(t) for t in texts) <= 30
+    assert any(t.endswith("…") for t in texts)
+    assert "alpha full text" not in agent_api.bodies[0]["input"]
+    full = PerplexedQueryEngine(web, client=agent_api.client(), max_source_chars=None).query("q")
+    assert full.source_nodes[0].node.text == "alpha full text"
+
+
+def test_strip_unmatched_and_unmatched_markers(agent_api: LoopbackAgentAPI) -> None:
+    agent_api.text = "Alpha is real [1] and this is not [9]."
+    kept = PerplexedQueryEngine(web, client=agent_api.client()).query("q")
+    assert kept.response == agent_api.text
+    assert kept.metadata is not None and kept.metadata["unmatched"] == [9]
+    stripped = PerplexedQueryEngine(web, client=agent_api.client(), strip_unmatched=True).query("q")
+    assert stripped.response == "Alpha is real [1] and this is not."
+    assert stripped.metadata is not None and stripped.metadata["unmatched"] == [9]
+    assert stripped.source_nodes[0].node.metadata["id"] == 1
