@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from perplexed import ConfigError, Hit, Outcome, ProviderAnswer, SearchOptions, UpstreamError, telemetry
-from perplexed.providers import FunctionProvider, Provider, register
+from perplexed.providers import FunctionProvider, Provider, register, unregister
 
 api = lb.api
 loopback = lb.loopback
@@ -52,7 +52,12 @@ class KeyedSearch(Provider):
         return ProviderAnswer(hits=[Hit(url=r["url"]) for r in data.get("results", [])])
 
 
-register("keyed", KeyedSearch)
+@pytest.fixture(autouse=True)
+def _keyed_provider() -> Any:
+    """Register the test provider for this module's tests only (other tests list the registry)."""
+    register("keyed", KeyedSearch)
+    yield
+    unregister("keyed")
 
 
 def echo_key(status: int, shape: str) -> Any:

@@ -71,6 +71,11 @@ def register(name: str, cls: type[Provider]) -> None:
     _REGISTRY[name] = cls
 
 
+def unregister(name: str) -> None:
+    """Remove a provider registered with :func:`register` (unknown names are ignored)."""
+    _REGISTRY.pop(name, None)
+
+
 def available() -> list[str]:
     """Registered provider names, in registration order."""
     return list(_REGISTRY)
