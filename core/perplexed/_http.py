@@ -94,7 +94,21 @@ class _ReclaimingPool(httpcore.AsyncConnectionPool):
     pool re-plans, which it does on every new request and on every request's end.
     """
 
+    #: set when a request failed or was cancelled: only then can an orphan exist, so only then is the
+    #: (linear) scan paid; httpcore's own re-planning is already linear per queued request
+    _orphans_possible = False
+
+    async def handle_async_request(self, request: httpcore.Request) -> httpcore.Response:
+        try:
+            return await super().handle_async_request(request)
+        except BaseException:
+            self._orphans_possible = True
+            raise
+
     def _assign_requests_to_connections(self) -> list[httpcore.AsyncConnectionInterface]:
+        if not self._orphans_possible:
+            return super()._assign_requests_to_connections()
+        self._orphans_possible = False
         held = {id(r.connection) for r in self._requests if r.connection is not None}
         orphans = [c for c in self._connections if id(c) not in held and _orphaned(c)]
         for connection in orphans:
