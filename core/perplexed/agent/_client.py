@@ -951,7 +951,15 @@ class AsyncAgentStream:
         if "json" in content_type and "event-stream" not in content_type:
             # The server answered with a whole response instead of a stream.
             body = await read_capped(source, MAX_BODY_BYTES)
-            response = _parse_response(json.loads(body))
+            try:
+                payload = json.loads(body)
+            except ValueError:
+                raise APIError(
+                    f"the API answered HTTP {source.status_code} with a body that is not JSON",
+                    status=source.status_code,
+                    body=redact(body[:500].decode("utf-8", "replace")),
+                ) from None
+            response = _parse_response(payload)
             whole = terminal_event_for(response)
             if whole is None:
                 raise StreamError(f"expected an event stream, got a response with status {response.status!r}")
