@@ -366,18 +366,19 @@ def _record(
             "attempt provider=%s outcome=%s duration_ms=%d cost=%.6f error=%s",
             attempt.provider, attempt.outcome.value, attempt.duration_ms, attempt.cost, attempt.error,
         )
-    telemetry.emit(
-        ATTEMPT_EVENT,
-        {"duration_ms": attempt.duration_ms, "cost": attempt.cost},
-        {
-            "provider": attempt.provider,
-            "outcome": attempt.outcome.value,
-            "billable": attempt.billable,
-            "error": attempt.error,
-            "detail": attempt.detail,
-            "query": query,
-        },
-    )
+    if telemetry.listening():
+        telemetry.emit(
+            ATTEMPT_EVENT,
+            {"duration_ms": attempt.duration_ms, "cost": attempt.cost},
+            {
+                "provider": attempt.provider,
+                "outcome": attempt.outcome.value,
+                "billable": attempt.billable,
+                "error": attempt.error,
+                "detail": attempt.detail,
+                "query": query,
+            },
+        )
     if on_attempt is not None:
         try:
             on_attempt(attempt)

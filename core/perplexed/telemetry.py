@@ -28,7 +28,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-__all__ = ["Handler", "attach", "detach", "emit", "scoped", "span"]
+__all__ = ["Handler", "attach", "detach", "emit", "listening", "scoped", "span"]
 
 logger = logging.getLogger("perplexed.telemetry")
 
@@ -61,6 +61,11 @@ def scoped(handler: Handler) -> Iterator[None]:
         yield
     finally:
         _scoped.reset(token)
+
+
+def listening() -> bool:
+    """Whether any handler would receive an event emitted now (lets emitters skip building one)."""
+    return bool(_handlers) or bool(_scoped.get())
 
 
 def emit(event: tuple[str, ...], measurements: Mapping[str, Any], metadata: Mapping[str, Any]) -> None:
