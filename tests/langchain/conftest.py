@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -42,3 +43,15 @@ def agent_api(fake_agent_server: FakeAgentAPI, monkeypatch: pytest.MonkeyPatch) 
         yield fake_agent_server
     finally:
         fake_agent_server.ok()
+
+
+_SEARXNG_FIXTURES = frozenset({"searxng", "searxng_no_json", "searxng_env"})
+_HERE = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark this directory's tests that start the real SearXNG as ``integration`` (``-m "not integration"``
+    then runs the rest without starting it)."""
+    for item in items:
+        if _HERE in Path(str(item.path)).resolve().parents and _SEARXNG_FIXTURES.intersection(item.fixturenames):
+            item.add_marker(pytest.mark.integration)
