@@ -898,6 +898,8 @@ class AsyncAgentStream:
                 drop = APITimeoutError(
                     f"the stream stalled for more than {self._timeout:g}s ({type(exc).__name__})"
                 )
+            except TimeoutError:  # the event stall timer of _events
+                drop = APITimeoutError(f"the stream sent no event for more than {self._timeout:g}s")
             except httpx.TransportError as exc:
                 drop = StreamError(f"the stream broke: {type(exc).__name__}: {exc}")
             finally:
@@ -950,7 +952,11 @@ class AsyncAgentStream:
         content_type = source.headers.get("content-type", "")
         if "json" in content_type and "event-stream" not in content_type:
             # The server answered with a whole response instead of a stream.
-            body = await read_capped(source, MAX_BODY_BYTES)
+            try:
+                async with asyncio.timeout(self._timeout):  # a dripped body must not outlive the timeout
+                    body = await read_capped(source, MAX_BODY_BYTES)
+            except ProviderError as exc:  # body_too_large: an Agent API error, not a search provider's
+                raise APIError(exc.message, status=source.status_code) from None
             try:
                 payload = json.loads(body)
             except ValueError:
@@ -967,7 +973,18 @@ class AsyncAgentStream:
             return
         decoder = SSEDecoder()
         after = self._assembler.last_sequence_number
-        async for chunk in source.aiter_bytes():
+        # The stall timer counts events, not bytes: a server that drips bytes or sends only keep-alive
+        # comments cannot hold the stream open past ``timeout`` without a single event (httpx's read
+        # timeout resets on every byte). The timer wraps only the read, never the ``yield``.
+        loop = asyncio.get_running_loop()
+        idle_until = loop.time() + self._timeout
+        chunks = source.aiter_bytes().__aiter__()
+        while True:
+            try:
+                async with asyncio.timeout_at(idle_until):
+                    chunk = await chunks.__anext__()
+            except StopAsyncIteration:
+                return
             for sse in decoder.feed(chunk):
                 data = sse.data
                 if data.startswith("[DONE]"):
@@ -978,6 +995,7 @@ class AsyncAgentStream:
                     event: StreamEvent = UnknownEvent(type=sse.event, raw={"data": data})
                 else:
                     event = parse_event(payload, sse.event if sse.event != "message" else None)
+                idle_until = loop.time() + self._timeout
                 seq = event.sequence_number
                 if after is not None and seq is not None and seq <= after:
                     continue  # already delivered before a reconnect
