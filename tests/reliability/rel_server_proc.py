@@ -10,7 +10,9 @@ As a script: ``python rel_server_proc.py NAME...`` starts one server per name, p
 Names: ``good`` (SearXNG JSON, 3 hits), ``refused`` (a closed port, no server), ``accept_hang``, ``drip``
 (1 byte / 200 ms), ``reset_mid_body``, ``close``, ``429_retry_after``, ``500``, ``502``, ``503``,
 ``malformed_json``, ``html_not_json``, ``soft_failure_200``, ``body_100mb``, ``body_100mb_chunked``, and
-``sse_cut`` / ``sse_endless`` (an SSE stream cut before its terminal event / one that never sends it).
+``sse_cut`` / ``sse_endless`` (an SSE stream cut before its terminal event / one that never sends it), and
+Agent API answers: ``agent_ok`` (completed, cost reported), ``agent_failed`` (HTTP 200, status failed, billed),
+``agent_in_progress`` (a background run that never ends), ``agent_sse_ok`` (a complete event stream).
 """
 
 from __future__ import annotations
@@ -78,6 +80,45 @@ _GOOD = json.dumps(
 _SOFT = json.dumps({"query": "q", "results": [], "unresponsive_engines": [["google", "CAPTCHA"]]}).encode()
 _DRIP = b'{"results": [{"url": "https://example.com/drip", "title": "D"}]}'
 _RESET = b'{"results": [{"url": "https://example.com/a", "title": "A"}]}' + b" " * 4096
+
+
+def _agent_response(status: str, cost: float, **extra: object) -> dict[str, object]:
+    output = (
+        []
+        if status != "completed"
+        else [
+            {
+                "type": "message",
+                "id": "msg_1",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": "Setbacks are typically 5 m [1]."}],
+            }
+        ]
+    )
+    return {
+        "id": f"resp_{status}",
+        "object": "response",
+        "created_at": 1767225600,
+        "model": "openai/gpt-5.1",
+        "status": status,
+        "output": output,
+        "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15, "cost": {"total_cost": cost}},
+        **extra,
+    }
+
+
+AGENT_OK_COST = 0.002
+AGENT_FAILED_COST = 0.003
+_AGENT_OK = json.dumps(_agent_response("completed", AGENT_OK_COST)).encode()
+_AGENT_FAILED = json.dumps(
+    _agent_response(
+        "failed",
+        AGENT_FAILED_COST,
+        error={"message": "upstream_structured_output_failed", "type": "server_error"},
+    )
+).encode()
+_AGENT_RUNNING = json.dumps(_agent_response("in_progress", 0.0, background=True)).encode()
 _HTML = b"<!doctype html><html><head><title>Sign in</title></head><body>Please log in</body></html>"
 _BLOCK = b" " * 65536
 _HUNDRED_MB = 100 * 1024 * 1024
@@ -201,6 +242,36 @@ def _sse(endless: bool) -> Handler:
     return handle
 
 
+def _sse_ok() -> Handler:
+    async def handle(reader: Reader, writer: Writer) -> None:
+        while await _read_request(reader):
+            events = [
+                {
+                    "type": "response.created",
+                    "sequence_number": 0,
+                    "response": {"id": "resp_s", "status": "in_progress", "output": []},
+                },
+                {
+                    "type": "response.output_text.delta",
+                    "sequence_number": 1,
+                    "item_id": "msg_1",
+                    "output_index": 0,
+                    "content_index": 0,
+                    "delta": "Setbacks are typically 5 m [1].",
+                },
+                {
+                    "type": "response.completed",
+                    "sequence_number": 2,
+                    "response": _agent_response("completed", AGENT_OK_COST),
+                },
+            ]
+            body = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
+            writer.write(_head(200, "text/event-stream", len(body)) + body)
+            await writer.drain()
+
+    return handle
+
+
 Handler = Callable[[Reader, Writer], Awaitable[None]]
 
 _HANDLERS: dict[str, Handler] = {
@@ -218,6 +289,10 @@ _HANDLERS: dict[str, Handler] = {
     "soft_failure_200": _answer(200, _SOFT),
     "body_100mb": lambda r, w: _huge(r, w, chunked=False),
     "body_100mb_chunked": lambda r, w: _huge(r, w, chunked=True),
+    "agent_ok": _answer(200, _AGENT_OK),
+    "agent_failed": _answer(200, _AGENT_FAILED),
+    "agent_in_progress": _answer(200, _AGENT_RUNNING),
+    "agent_sse_ok": _sse_ok(),
     "sse_cut": _sse(endless=False),
     "sse_endless": _sse(endless=True),
 }
