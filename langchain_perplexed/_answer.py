@@ -1,4 +1,4 @@
-"""The Agent API settings of the answer components, and a grounded :class:`perplexed.answer.Answer` as
+"""The Agent API settings of the answer components, and a grounded :class:`perplexed._answer.Answer` as
 Documents and as tool text. No I/O, no citation logic: the markers and sources are the core's."""
 
 from __future__ import annotations
@@ -7,15 +7,14 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.documents import Document
-from perplexed import Hit
-from perplexed.answer import AGENT_PROVIDER
+from perplexed import AGENT_PROVIDER, Hit
 from perplexed.citations import format_footnotes
 from pydantic import BaseModel, Field, SecretStr
 
 from ._documents import NO_RESULTS, attempts_summary, flatten_metadata, hit_metadata
 
 if TYPE_CHECKING:
-    from perplexed.answer import Answer
+    from perplexed import Answer
 
 __all__ = ["AGENT_FIELDS", "AnswerConfig", "answer_documents", "format_answer", "source_documents"]
 

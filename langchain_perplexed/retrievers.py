@@ -8,7 +8,7 @@ import perplexed
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from perplexed.answer import NoSourcesError, aanswer, answer
+from perplexed import NoSourcesError, aanswer, answer
 from pydantic import AliasChoices, ConfigDict, Field
 
 from ._answer import AnswerConfig, answer_documents

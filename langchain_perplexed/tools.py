@@ -8,8 +8,16 @@ import perplexed
 from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackManagerForToolRun
 from langchain_core.documents import Document
 from langchain_core.tools import BaseTool, ToolException
-from perplexed import APIError, ConfigError, InvalidRequest, PerplexedError, UpstreamError
-from perplexed.answer import NoSourcesError, aanswer, answer
+from perplexed import (
+    APIError,
+    ConfigError,
+    InvalidRequest,
+    NoSourcesError,
+    PerplexedError,
+    UpstreamError,
+    aanswer,
+    answer,
+)
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from ._answer import AnswerConfig, format_answer, source_documents

@@ -8,11 +8,10 @@ from typing import Any, Literal
 import perplexed
 from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
 from llama_index.core.tools.tool_spec.base import BaseToolSpec
-from perplexed import Hit, Result
+from perplexed import Answer, Hit, Result
+from perplexed import aanswer as _aanswer
+from perplexed import answer as _answer
 from perplexed._grounding import DEFAULT_MAX_SOURCE_CHARS
-from perplexed.answer import Answer
-from perplexed.answer import aanswer as _aanswer
-from perplexed.answer import answer as _answer
 from perplexed.citations import format_footnotes
 
 from ._config import AnswerConfig, SearchConfig

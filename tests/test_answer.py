@@ -11,9 +11,12 @@ from typing import Any
 import perplexed
 import pytest
 from perplexed import (
+    Answer,
+    AnswerCitation,
     Attempt,
     Hit,
     InvalidRequest,
+    NoSourcesError,
     PerplexedError,
     RateLimitError,
     ResponseFailedError,
@@ -21,7 +24,6 @@ from perplexed import (
     telemetry,
 )
 from perplexed._grounding import CITATION_INSTRUCTION, NO_SOURCES_INSTRUCTION
-from perplexed.answer import Answer, AnswerCitation, NoSourcesError
 from test_answer_fakes import (
     ANSWER_TEXT,
     FAKE_KEY,
@@ -324,9 +326,9 @@ def test_answer_span_contains_the_search_and_the_agent_call(api: FakeAgentAPI) -
     root = spans["perplexed.answer"]
     assert spans["perplexed.search"].parent is not None
     assert spans["perplexed.search"].parent.span_id == root.context.span_id
-    assert spans["perplexed.answer.agent"].parent is not None
-    assert spans["perplexed.answer.agent"].parent.span_id == root.context.span_id
-    assert spans["perplexed.answer.agent"].attributes["perplexed.response_id"] == "resp_test_1"
+    assert spans["perplexed._answer.agent"].parent is not None
+    assert spans["perplexed._answer.agent"].parent.span_id == root.context.span_id
+    assert spans["perplexed._answer.agent"].attributes["perplexed.response_id"] == "resp_test_1"
     assert root.attributes["perplexed.cost"] == pytest.approx(0.0042)
     exporter.clear()
 
@@ -342,9 +344,9 @@ def test_sync_answer_with_an_agent_client(api: FakeAgentAPI) -> None:
 
 
 def test_module_import_does_not_shadow_the_function(api: FakeAgentAPI) -> None:
-    import perplexed.answer as module
+    import perplexed._answer as module
 
-    assert callable(perplexed.answer)
+    assert callable(perplexed.answer) and not isinstance(perplexed.answer, type(module))
     ans = perplexed.answer(QUERY, provider=provider(), client=api.client())
     assert isinstance(ans, module.Answer)
     assert str(ans) == ANSWER_TEXT

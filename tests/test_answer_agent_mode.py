@@ -6,9 +6,8 @@ from datetime import date
 
 import perplexed
 import pytest
-from perplexed import ConfigError, InvalidRequest
+from perplexed import Answer, ConfigError, InvalidRequest
 from perplexed._grounding import AGENT_CITATION_INSTRUCTION
-from perplexed.answer import Answer
 from test_answer_fakes import FakeAgentAPI, ok, response_json
 
 QUERY = "What changed in the EU AI Act this month?"

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import perplexed
 import pytest
-from perplexed.answer import Answer, NoSourcesError
+from perplexed import Answer, NoSourcesError
 from perplexed.providers import SearXNG
 from searxng_fixture import CORPUS, SearxngServer
 from test_answer_fakes import FakeAgentAPI, response_json, sse_bytes, sse_events

@@ -7,8 +7,7 @@ from typing import Any
 import httpx
 import perplexed
 import pytest
-from perplexed import RateLimitError, ResponseFailedError, UpstreamError, telemetry
-from perplexed.answer import Answer, NoSourcesError
+from perplexed import Answer, NoSourcesError, RateLimitError, ResponseFailedError, UpstreamError, telemetry
 from test_answer_fakes import (
     ANSWER_TEXT,
     FakeAgentAPI,

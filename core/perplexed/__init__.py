@@ -9,7 +9,7 @@ See the README for the chain rules, the providers, grounded answers and the fram
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import providers, telemetry
 from ._errors import (
@@ -37,14 +37,28 @@ from ._options import ChainOptions, SearchOptions
 from ._settings import configure
 from .chain import asearch, search
 
+if TYPE_CHECKING:  # answer() is imported lazily (it pulls in the Agent API client)
+    from ._answer import (
+        AGENT_PROVIDER,
+        Answer,
+        AnswerCitation,
+        NoSourcesError,
+        aanswer,
+        answer,
+        astream_answer,
+        stream_answer,
+    )
+
 __version__ = "0.1.0"
 
 __all__ = [
+    "AGENT_PROVIDER",
     "APIConnectionError",
     "APIError",
     "APIStatusError",
     "APITimeoutError",
     "Answer",
+    "AnswerCitation",
     "Attempt",
     "AuthenticationError",
     "BadRequestError",
@@ -53,6 +67,7 @@ __all__ = [
     "ConflictError",
     "Hit",
     "InvalidRequest",
+    "NoSourcesError",
     "NotFoundError",
     "Outcome",
     "PermissionDeniedError",
@@ -78,11 +93,14 @@ __all__ = [
 ]
 
 _LAZY = {
-    "answer": "perplexed.answer",
-    "aanswer": "perplexed.answer",
-    "stream_answer": "perplexed.answer",
-    "astream_answer": "perplexed.answer",
-    "Answer": "perplexed.answer",
+    "answer": "perplexed._answer",
+    "aanswer": "perplexed._answer",
+    "stream_answer": "perplexed._answer",
+    "astream_answer": "perplexed._answer",
+    "Answer": "perplexed._answer",
+    "NoSourcesError": "perplexed._answer",
+    "AnswerCitation": "perplexed._answer",
+    "AGENT_PROVIDER": "perplexed._answer",
 }
 
 

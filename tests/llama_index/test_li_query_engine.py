@@ -14,8 +14,8 @@ from llama_agent import AGENT_COST, FAKE_KEY, MODEL, LoopbackAgentAPI, deltas_of
 from llama_fakes import WEB_HITS, aweb, broken, nothing, web
 from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.response.schema import AsyncStreamingResponse, Response, StreamingResponse
+from perplexed import Answer, NoSourcesError
 from perplexed.agent import AgentClient
-from perplexed.answer import Answer, NoSourcesError
 from perplexed.providers import FunctionProvider
 
 from llama_index_perplexed import PerplexedAgentEvent, PerplexedAttemptEvent, PerplexedQueryEngine

@@ -28,9 +28,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import sys
 import time
-import types
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -552,7 +550,7 @@ async def _execute(plan: _Plan) -> Answer:
     with telemetry.span("perplexed.answer", _span_attributes(plan)) as answer_span:
         grounded = await _ground(plan)
         started = time.perf_counter()
-        with telemetry.span("perplexed.answer.agent", {"perplexed.agent": plan.label}) as agent_span:
+        with telemetry.span("perplexed._answer.agent", {"perplexed.agent": plan.label}) as agent_span:
             try:
                 response = await plan.client.create(grounded.request)
             except PerplexedError as exc:
@@ -569,7 +567,7 @@ async def _stream(plan: _Plan) -> AsyncIterator[str | Answer]:
     with telemetry.span("perplexed.answer", _span_attributes(plan)) as answer_span:
         grounded = await _ground(plan)
         started = time.perf_counter()
-        with telemetry.span("perplexed.answer.agent", {"perplexed.agent": plan.label}) as agent_span:
+        with telemetry.span("perplexed._answer.agent", {"perplexed.agent": plan.label}) as agent_span:
             stream = plan.client.stream(grounded.request)
             try:
                 async for event in stream:
@@ -840,15 +838,3 @@ def stream_answer(
         ),
     )
     return _portal.iterate(_stream(plan))
-
-
-class _CallableModule(types.ModuleType):
-    """``perplexed.answer`` is both this module and the function: the package exports the function lazily,
-    but importing this module (``from perplexed.answer import Answer``) makes the import system bind the
-    package attribute ``perplexed.answer`` to the module. Calling the module calls :func:`answer`."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Answer:
-        return answer(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
