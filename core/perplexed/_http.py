@@ -12,7 +12,7 @@ import ssl
 import threading
 import weakref
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, cast
 
 import httpcore
 import httpx
@@ -94,16 +94,9 @@ class _ReclaimingPool(httpcore.AsyncConnectionPool):
     pool re-plans, which it does on every new request and on every request's end.
     """
 
-    #: set when a request failed or was cancelled: only then can an orphan exist, so only then is the
-    #: (linear) scan paid; httpcore's own re-planning is already linear per queued request
+    #: set when a request left the pool while its connection was still unused (see :class:`_Requests`):
+    #: only then can an orphan exist, so only then is the (linear) scan paid
     _orphans_possible = False
-
-    async def handle_async_request(self, request: httpcore.Request) -> httpcore.Response:
-        try:
-            return await super().handle_async_request(request)
-        except BaseException:
-            self._orphans_possible = True
-            raise
 
     def _assign_requests_to_connections(self) -> list[httpcore.AsyncConnectionInterface]:
         if not self._orphans_possible:
@@ -114,6 +107,22 @@ class _ReclaimingPool(httpcore.AsyncConnectionPool):
         for connection in orphans:
             self._connections.remove(connection)
         return orphans + super()._assign_requests_to_connections()
+
+
+class _Requests(list[Any]):
+    """The pool's request queue; flags the pool when a request leaves it before using its connection."""
+
+    __slots__ = ("_pool",)
+
+    def __init__(self, pool: _ReclaimingPool, items: list[Any]) -> None:
+        super().__init__(items)
+        self._pool = pool
+
+    def remove(self, item: Any) -> None:
+        super().remove(item)
+        connection = item.connection
+        if connection is not None and _orphaned(connection):
+            self._pool._orphans_possible = True
 
 
 def _orphaned(connection: object) -> bool:
@@ -146,6 +155,8 @@ class _Transport(httpx.AsyncHTTPTransport):
         pool = getattr(self, "_pool", None)
         if type(pool) is httpcore.AsyncConnectionPool:  # same layout: only the re-planning method differs
             pool.__class__ = _ReclaimingPool
+            reclaiming = cast(_ReclaimingPool, pool)
+            reclaiming._requests = _Requests(reclaiming, reclaiming._requests)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         response = await super().handle_async_request(request)
