@@ -25,6 +25,10 @@ DEFAULT_MAX_EVENT_BYTES = 32 * 1024 * 1024
 _BOM = "\ufeff"
 
 
+#: blocks at least this large (a multi-megabyte ``response.completed`` snapshot) are decoded line by line
+_BIG_BLOCK = 1024 * 1024
+
+
 class ServerSentEvent(NamedTuple):
     """One dispatched event (an immutable tuple: cheap to build, compares by value).
 
@@ -114,6 +118,8 @@ class SSEDecoder:
         if block[-1] == 0x0D:  # "\r": a following "\n" belongs to this line ending
             self._skip_lf = True
         text = block.decode("utf-8", "replace")
+        big = len(block) >= _BIG_BLOCK
+        del block  # a multi-megabyte event must not be held as bytes and str at once
         if not self._started:
             self._started = True
             if text.startswith(_BOM):
@@ -121,7 +127,14 @@ class SSEDecoder:
         if "\r" in text:
             text = text.replace("\r\n", "\n").replace("\r", "\n")
         lines = text.split("\n")
+        del text
         lines.pop()  # the block ends with a line terminator: the last piece is empty
+        if big:  # huge lines: hand them over one at a time, so each is held once, not twice
+            events: list[ServerSentEvent] = []
+            lines.reverse()
+            while lines:
+                events += self._process([lines.pop()])
+            return events
         return self._process(lines)
 
     def close(self) -> list[ServerSentEvent]:
