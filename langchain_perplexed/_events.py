@@ -81,15 +81,20 @@ def answer_event_data(measurements: dict[str, Any], metadata: dict[str, Any]) ->
     }
 
 
-class SyncAttemptEvents:
-    """``on_attempt`` for a sync run: dispatches each attempt at once through the run's handlers."""
+class _AttemptEvents:
+    """What the sync and async forwarders share: the run's callback manager and the event payloads.
 
-    def __init__(self, run_manager: SyncRunManager | None) -> None:
-        self._manager: CallbackManager | None = None
+    Subclasses say how an event reaches the handlers (:meth:`_dispatch`).
+    """
+
+    _manager_cls: type[CallbackManager] | type[AsyncCallbackManager]
+
+    def __init__(self, run_manager: SyncRunManager | AsyncRunManager | None) -> None:
+        self._manager: Any = None
         self._run_id = None
         if run_manager is not None and has_handlers(run_manager):
             self._run_id = run_manager.run_id
-            self._manager = CallbackManager(
+            self._manager = self._manager_cls(
                 handlers=run_manager.handlers,
                 inheritable_handlers=run_manager.inheritable_handlers,
                 parent_run_id=run_manager.parent_run_id,
@@ -100,9 +105,8 @@ class SyncAttemptEvents:
             )
 
     def __call__(self, attempt: Attempt) -> None:
-        if self._manager is None:
-            return
-        self._dispatch(ATTEMPT_EVENT, attempt_event_data(attempt))
+        if self._manager is not None:
+            self._dispatch(ATTEMPT_EVENT, attempt_event_data(attempt))
 
     def telemetry(self, event: tuple[str, ...], measurements: dict[str, Any], metadata: dict[str, Any]) -> None:
         """A :mod:`perplexed.telemetry` handler: forwards the Agent API call of an answer."""
@@ -110,44 +114,34 @@ class SyncAttemptEvents:
             self._dispatch(ANSWER_EVENT, answer_event_data(measurements, metadata))
 
     def _dispatch(self, name: str, data: dict[str, Any]) -> None:
-        assert self._manager is not None
+        raise NotImplementedError
+
+
+class SyncAttemptEvents(_AttemptEvents):
+    """``on_attempt`` for a sync run: dispatches each attempt at once through the run's handlers."""
+
+    _manager_cls = CallbackManager
+
+    def __init__(self, run_manager: SyncRunManager | None) -> None:
+        super().__init__(run_manager)
+
+    def _dispatch(self, name: str, data: dict[str, Any]) -> None:
         try:
             self._manager.on_custom_event(name, data, run_id=self._run_id)
         except Exception:  # a handler with raise_error=True must not break the search
             logger.exception("a callback handler raised on %s", name)
 
 
-class AsyncAttemptEvents:
+class AsyncAttemptEvents(_AttemptEvents):
     """``on_attempt`` for an async run: schedules each event on the running loop; :meth:`flush` awaits them."""
 
+    _manager_cls = AsyncCallbackManager
+
     def __init__(self, run_manager: AsyncRunManager | None) -> None:
-        self._manager: AsyncCallbackManager | None = None
-        self._run_id = None
+        super().__init__(run_manager)
         self._pending: list[asyncio.Future[Any]] = []
-        if run_manager is not None and has_handlers(run_manager):
-            self._run_id = run_manager.run_id
-            self._manager = AsyncCallbackManager(
-                handlers=run_manager.handlers,
-                inheritable_handlers=run_manager.inheritable_handlers,
-                parent_run_id=run_manager.parent_run_id,
-                tags=run_manager.tags,
-                inheritable_tags=run_manager.inheritable_tags,
-                metadata=run_manager.metadata,
-                inheritable_metadata=run_manager.inheritable_metadata,
-            )
-
-    def __call__(self, attempt: Attempt) -> None:
-        if self._manager is None:
-            return
-        self._dispatch(ATTEMPT_EVENT, attempt_event_data(attempt))
-
-    def telemetry(self, event: tuple[str, ...], measurements: dict[str, Any], metadata: dict[str, Any]) -> None:
-        """A :mod:`perplexed.telemetry` handler: forwards the Agent API call of an answer."""
-        if self._manager is not None and event == _CORE_ANSWER_EVENT:
-            self._dispatch(ANSWER_EVENT, answer_event_data(measurements, metadata))
 
     def _dispatch(self, name: str, data: dict[str, Any]) -> None:
-        assert self._manager is not None
         coro = self._manager.on_custom_event(name, data, run_id=self._run_id)
         self._pending.append(asyncio.ensure_future(coro))
 
