@@ -358,3 +358,50 @@ async def test_cancelled_requests_do_not_leak_pool_slots() -> None:
     finally:
         server.close()
         await server.wait_closed()
+
+
+async def test_a_cancellation_at_any_step_of_a_request_leaks_nothing() -> None:
+    """Deterministic twin of the test above: one request at a time through the pooled client, cancelled
+    after 0, 1, 2, ... event-loop steps, so the cancellation lands at every await of connect, send, read and
+    close in turn. Plain httpx 0.28 / httpcore 1.0.9 leaks here (orphaned NEW connections, requests stuck
+    ACTIVE after an interrupted close); the pooled client must end with nothing held and still serve."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                await reader.readuntil(b"\r\n\r\n")
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+                await writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
+            pass
+        finally:
+            writer.transport.abort()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/"
+    client = perplexed._http.get_client()
+    try:
+        for steps in range(40):
+            for _ in range(3):
+
+                async def one() -> None:
+                    response = await client.send(client.build_request("GET", url), stream=True)
+                    try:
+                        await perplexed._http.read_capped(response)
+                    finally:
+                        await response.aclose()
+
+                task = asyncio.ensure_future(one())
+                for _ in range(steps):
+                    await asyncio.sleep(0)
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        await asyncio.sleep(0.1)
+        pool = client._transport._pool  # type: ignore[attr-defined]
+        assert [c for c in pool.connections if not c.is_idle()] == []
+        assert len(pool._requests) == 0, pool
+        assert (await client.get(url)).status_code == 200
+    finally:
+        server.close()
+        await server.wait_closed()
