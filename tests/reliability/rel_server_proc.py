@@ -12,7 +12,8 @@ Names: ``good`` (SearXNG JSON, 3 hits), ``refused`` (a closed port, no server), 
 ``malformed_json``, ``html_not_json``, ``soft_failure_200``, ``body_100mb``, ``body_100mb_chunked``, and
 ``sse_cut`` / ``sse_endless`` (an SSE stream cut before its terminal event / one that never sends it), and
 Agent API answers: ``agent_ok`` (completed, cost reported), ``agent_failed`` (HTTP 200, status failed, billed),
-``agent_in_progress`` (a background run that never ends), ``agent_sse_ok`` (a complete event stream).
+``agent_in_progress`` (a background run that never ends), ``agent_sse_ok`` (a complete event stream),
+``sse_10mb`` (a complete stream of a 10 MB answer).
 """
 
 from __future__ import annotations
@@ -272,6 +273,50 @@ def _sse_ok() -> Handler:
     return handle
 
 
+def _sse_big(total: int) -> Handler:
+    """A complete event stream whose answer text is ``total`` bytes (1 KB deltas), then the terminal event
+    carrying the whole response (as the Agent API's ``response.completed`` does)."""
+
+    async def handle(reader: Reader, writer: Writer) -> None:
+        if not await _read_request(reader):
+            return
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+        )
+        piece = ("lorem ipsum dolor sit amet " * 40)[:1000]
+        sent, seq = 0, 1
+        batch: list[bytes] = []
+        while sent < total:
+            event = {
+                "type": "response.output_text.delta",
+                "sequence_number": seq,
+                "item_id": "msg_1",
+                "output_index": 0,
+                "content_index": 0,
+                "delta": piece,
+            }
+            batch.append(b"data: " + json.dumps(event).encode() + b"\n\n")
+            sent += len(piece)
+            seq += 1
+            if len(batch) == 64:
+                data = b"".join(batch)
+                writer.write(b"%x\r\n%s\r\n" % (len(data), data))
+                await writer.drain()
+                batch.clear()
+        final = _agent_response("completed", AGENT_OK_COST)
+        final["output"][0]["content"][0]["text"] = piece * (sent // len(piece))  # type: ignore[index]
+        batch.append(
+            b"data: "
+            + json.dumps({"type": "response.completed", "sequence_number": seq, "response": final}).encode()
+            + b"\n\n"
+        )
+        data = b"".join(batch)
+        writer.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(data), data))
+        await writer.drain()
+
+    return handle
+
+
 Handler = Callable[[Reader, Writer], Awaitable[None]]
 
 _HANDLERS: dict[str, Handler] = {
@@ -293,6 +338,7 @@ _HANDLERS: dict[str, Handler] = {
     "agent_failed": _answer(200, _AGENT_FAILED),
     "agent_in_progress": _answer(200, _AGENT_RUNNING),
     "agent_sse_ok": _sse_ok(),
+    "sse_10mb": _sse_big(10 * 1024 * 1024),
     "sse_cut": _sse(endless=False),
     "sse_endless": _sse(endless=True),
 }

@@ -1,0 +1,241 @@
+"""Run every benchmark and print one table of ratios measured in the same run, against the issue-9 targets.
+
+Run:  .venv/bin/python benchmarks/run.py [--quick] [--markdown]
+
+Each benchmark runs in its own interpreter (so imports, pools and high-water marks do not bleed across):
+``bench_engine.py`` (engine overhead, chain cost), ``bench_load.py`` (500 concurrent asearch vs raw httpx,
+refused/hung provider cost), ``bench_fallbacks.py`` (LangChain ``with_fallbacks`` vs a perplexed chain),
+``bench_sse.py`` (decoder vs the perplexityai SDK, event latency), ``bench_import.py`` (import time vs the
+SDK, no framework imports), ``bench_memory.py`` (peak memory streaming a 10 MB answer / reading a capped
+body). Needs the ``bench`` extra (``perplexityai``, ``psutil``) and ``langchain-core``.
+
+Exit status: 0 when every target is met, 1 otherwise (the table says which missed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+@dataclass
+class Row:
+    metric: str
+    measured: str
+    target: str
+    ok: bool | None  # None: informational
+
+
+def _run(script: str, *args: str) -> tuple[str, float]:
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, str(HERE / script), *args], capture_output=True, text=True)
+    elapsed = time.perf_counter() - start
+    if proc.returncode not in (0, 1) or not proc.stdout.strip():
+        raise RuntimeError(f"{script} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return proc.stdout, elapsed
+
+
+def _json(script: str, *args: str) -> dict[str, object]:
+    out, _ = _run(script, *args, "--json")
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def _num(pattern: str, text: str) -> float:
+    match = re.search(pattern, text)
+    if match is None:
+        raise RuntimeError(f"could not find {pattern!r} in:\n{text}")
+    return float(match.group(1))
+
+
+def engine(quick: bool) -> list[Row]:
+    out, _ = _run("bench_engine.py", "--no-check", "--rounds", "800" if quick else "3000")
+    print(out)
+    us = _num(r"overhead ([\d.]+) us", out)
+    pct = _num(r"overhead [\d.]+ us = ([\d.-]+) %", out)
+    chain = _num(r"extra ([\d.]+) ms", out)
+    return [
+        Row(
+            "engine overhead, single provider (median)",
+            f"{us:.0f} us = {pct:.1f} %",
+            "<= 5 % and <= 150 us",
+            pct <= 5 and us <= 150,
+        ),
+        Row(
+            "3-provider chain, two fail fast: extra over the third alone",
+            f"{chain:.2f} ms",
+            "<= 2 ms",
+            chain <= 2,
+        ),
+    ]
+
+
+def load(quick: bool) -> list[Row]:
+    data = _json("bench_load.py", "--rounds", "3" if quick else "9")
+    print(json.dumps(data, indent=1))
+    ratio = float(data["throughput_ratio_median"])  # type: ignore[arg-type]
+    refused = float(data["refused_extra_ms"])  # type: ignore[arg-type]
+    hung = float(data["hung_extra_ms"])  # type: ignore[arg-type]
+    budget = float(data["hung_budget_ms"])  # type: ignore[arg-type]
+    return [
+        Row(
+            "500 concurrent asearch: throughput vs raw AsyncClient (same pool)",
+            f"{ratio:.2f}x ({data['perplexed_calls_per_s']:.0f} vs {data['raw_calls_per_s']:.0f} calls/s, best)",
+            ">= 0.9x",
+            ratio >= 0.9,
+        ),
+        Row("refused provider in front of a good one", f"+{refused:.2f} ms", "< 2 ms", refused < 2),
+        Row(
+            f"hung provider in front (budget {budget:.0f} ms)",
+            f"+{hung:.1f} ms",
+            f"{budget:.0f} +- 20 ms",
+            abs(hung - budget) <= 20,
+        ),
+    ]
+
+
+def fallbacks(quick: bool) -> list[Row]:
+    data = _json("bench_fallbacks.py", "--rounds", "100" if quick else "300")
+    print(json.dumps(data, indent=1))
+    return [
+        Row(
+            "fallback over a refused primary: perplexed chain vs LangChain with_fallbacks",
+            f"{data['fallback_time_ratio']:.2f}x ({data['perplexed_fallback_ms']:.2f} vs "
+            f"{data['lc_fallback_ms']:.2f} ms)",
+            "(comparison)",
+            None,
+        ),
+        Row(
+            "empty primary: documents returned (with_fallbacks / perplexed)",
+            f"{data['lc_empty_primary_docs']} / {data['perplexed_empty_primary_hits']}",
+            "(comparison)",
+            None,
+        ),
+        Row(
+            "hung primary",
+            f"with_fallbacks: {data['lc_hung_primary']}; perplexed: {data['perplexed_hung_primary']}",
+            "(comparison)",
+            None,
+        ),
+    ]
+
+
+def sse(quick: bool) -> list[Row]:
+    out, _ = _run("bench_sse.py", "--repeat", "2" if quick else "5")
+    print(out)
+    ratio = _num(r"reads of\s+16384 B:.*?ratio\s+([\d.]+)x", out)
+    ratio_small = _num(r"reads of\s+1024 B:.*?ratio\s+([\d.]+)x", out)
+    decoder = _num(r"one frame per read:\s*\n\s*perplexed\s+median\s+([\d.]+) us", out)
+    e2e = _num(r"end-to-end.*\n\s*perplexed\s+median\s+([\d.]+) us", out)
+    return [
+        Row(
+            "SSE decoding vs perplexityai SDK decoder, 10 MB stream",
+            f"{ratio:.2f}x (16 KB reads), {ratio_small:.2f}x (1 KB reads)",
+            ">= 1.5x",
+            min(ratio, ratio_small) >= 1.5,
+        ),
+        Row(
+            "first event yielded after its frame arrives (median)",
+            f"decoder {decoder:.1f} us; socket write -> typed event {e2e:.0f} us",
+            "<= 1 ms",
+            e2e <= 1000,
+        ),
+    ]
+
+
+def imports(quick: bool) -> list[Row]:
+    data = _json("bench_import.py", "--runs", "7" if quick else "15")
+    print(json.dumps(data, indent=1))
+    ratio = float(data["import_ratio"])  # type: ignore[arg-type]
+    frameworks = data["framework_modules"]
+    return [
+        Row(
+            "import perplexed vs import perplexity (SDK)",
+            f"{ratio:.2f}x ({data['perplexed_import_ms']:.0f} vs {data['sdk_import_ms']:.0f} ms)",
+            "<= 0.5x",
+            ratio <= 0.5,
+        ),
+        Row(
+            "langchain / llama_index modules after import + search",
+            str(frameworks or "none"),
+            "none",
+            not frameworks,
+        ),
+    ]
+
+
+def memory(quick: bool) -> list[Row]:
+    data = _json("bench_memory.py")
+    print(json.dumps(data, indent=1))
+    rows = []
+    for case, label in (
+        ("stream_10mb", "peak memory streaming a 10 MB answer"),
+        ("capped_body", "peak memory reading a capped body (100 MB sent, 8 MB cap)"),
+    ):
+        figures = data[case]
+        traced = float(figures["traced_peak_mb"])  # type: ignore[index]
+        rss = float(figures["rss_growth_mb"])  # type: ignore[index]
+        rows.append(
+            Row(
+                label,
+                f"{traced:.1f} MB traced, {rss:.1f} MB RSS over baseline",
+                "<= 20 MB",
+                traced <= 20 and rss <= 20,
+            )
+        )
+    return rows
+
+
+BENCHES: list[tuple[str, Callable[[bool], list[Row]]]] = [
+    ("engine", engine),
+    ("load", load),
+    ("fallbacks", fallbacks),
+    ("sse", sse),
+    ("import", imports),
+    ("memory", memory),
+]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer rounds (noisier)")
+    parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    parser.add_argument("--only", nargs="*", choices=[name for name, _ in BENCHES])
+    args = parser.parse_args()
+    rows: list[Row] = []
+    started = time.perf_counter()
+    for name, bench in BENCHES:
+        if args.only and name not in args.only:
+            continue
+        print(f"== {name}", flush=True)
+        rows += bench(args.quick)
+    load_avg = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(
+        f"\n== results ({time.strftime('%Y-%m-%d %H:%M %Z')}, {platform.node()}, {platform.processor() or platform.machine()}, "
+        f"{os.cpu_count()} CPUs, Python {platform.python_version()}, load average {load_avg}, "
+        f"{time.perf_counter() - started:.0f} s)"
+    )
+    mark = {True: "met", False: "MISSED", None: "-"}
+    if args.markdown:
+        print("| metric | measured | target | status |\n|---|---|---|---|")
+        for r in rows:
+            print(f"| {r.metric} | {r.measured} | {r.target} | {mark[r.ok]} |")
+    else:
+        width = max(len(r.metric) for r in rows)
+        for r in rows:
+            print(f"{r.metric:<{width}}  {mark[r.ok]:<6}  {r.measured}   [target {r.target}]")
+    return 0 if all(r.ok is not False for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
