@@ -384,17 +384,22 @@ def _parse_response(data: Any) -> Response:
 
 
 class CreateParams(RequestParams, total=False):
-    """``create``/``stream`` keyword arguments: the request fields plus per-call ``timeout``/``extra_headers``."""
+    """``create``/``stream`` keyword arguments: the request fields plus per-call ``timeout``,
+    ``stream_timeout`` and ``extra_headers``."""
 
     timeout: NotRequired[float | None]
+    stream_timeout: NotRequired[float | None]
     extra_headers: NotRequired[Mapping[str, str] | None]
 
 
-def _split(params: Mapping[str, Any]) -> tuple[dict[str, Any], float | None, dict[str, str]]:
+def _split(params: Mapping[str, Any]) -> tuple[dict[str, Any], float | None, float | None, dict[str, str]]:
     rest = dict(params)
     timeout = rest.pop("timeout", None)
+    stream_timeout = rest.pop("stream_timeout", None)
+    if stream_timeout is not None and stream_timeout <= 0:
+        raise ConfigError("stream_timeout must be positive")
     headers = rest.pop("extra_headers", None) or {}
-    return rest, timeout, dict(headers)
+    return rest, timeout, stream_timeout, dict(headers)
 
 
 class AsyncAgentClient:
@@ -403,7 +408,10 @@ class AsyncAgentClient:
     ``api_key`` defaults to ``$PERPLEXITY_API_KEY`` (read when a call is made; missing → ``ConfigError``),
     ``base_url`` to ``$PERPLEXITY_BASE_URL`` or ``https://api.perplexity.ai``. ``timeout`` is the overall
     per-request timeout in seconds (default: sized by preset, see :data:`PRESET_TIMEOUTS`; for streams it
-    bounds the wait for each chunk); connecting is bounded by 5 s. ``max_retries`` (default 2) retries
+    bounds the wait for each event); connecting is bounded by 5 s. ``stream_timeout`` bounds the total
+    duration of a stream (request, every event, reconnections and polling included; exceeding it raises
+    :class:`perplexed.APITimeoutError`); by default it is the preset-sized overall timeout, or ``timeout``
+    when that is longer (a resumed stream: 30 minutes, as :meth:`wait`). ``max_retries`` (default 2) retries
     connection errors, 408, 409, 429 and 5xx before any byte of a response was used. HTTP goes through the
     pooled client of the running loop (``transport=`` for tests) unless ``http_client`` is given.
     """
@@ -414,6 +422,7 @@ class AsyncAgentClient:
         api_key: str | SecretStr | None = None,
         base_url: str | None = None,
         timeout: float | None = None,
+        stream_timeout: float | None = None,
         max_retries: int = DEFAULT_MAX_RETRIES,
         transport: httpx.AsyncBaseTransport | None = None,
         http_client: httpx.AsyncClient | None = None,
@@ -436,9 +445,12 @@ class AsyncAgentClient:
         self.base_url = url
         if timeout is not None and timeout <= 0:
             raise ConfigError("timeout must be positive")
+        if stream_timeout is not None and stream_timeout <= 0:
+            raise ConfigError("stream_timeout must be positive")
         if max_retries < 0:
             raise ConfigError("max_retries must be >= 0")
         self.timeout = timeout
+        self.stream_timeout = stream_timeout
         self.max_retries = max_retries
         self.connect_timeout = connect_timeout
         self.max_retry_after = max_retry_after
@@ -615,12 +627,13 @@ class AsyncAgentClient:
         Takes an :class:`AgentRequest` and/or its fields as keyword arguments. A response whose status is
         ``failed``, ``cancelled`` or ``incomplete`` raises :class:`perplexed.ResponseFailedError` (carrying
         it). With ``background=True`` it returns at once (status ``queued``): use :meth:`wait`. With
-        ``stream=True`` it streams and returns the response assembled from the stream.
+        ``stream=True`` it streams and returns the response assembled from the stream; then ``timeout``
+        bounds the wait for each event and ``stream_timeout`` the whole stream (see the class docstring).
         """
-        fields, timeout, extra_headers = _split(params)
+        fields, timeout, stream_timeout, extra_headers = _split(params)
         req = build_request(request, fields)
         if req.stream:
-            stream = self._open_stream(req, timeout, extra_headers)
+            stream = self._open_stream(req, timeout, stream_timeout, extra_headers)
             return await stream.get_final_response()
         total = timeout or self.timeout or default_timeout(req)
         data = await self._request_json(
@@ -637,28 +650,48 @@ class AsyncAgentClient:
         ``response.incomplete``, ``response.cancelled`` or ``error`` event the iteration raises a typed
         exception. The request is validated now and sent on the first iteration. For ``background=True``
         runs a dropped stream resumes from the last ``sequence_number``; other streams are never re-POSTed.
+        ``timeout`` bounds the wait for each event; ``stream_timeout`` the whole stream, from the first
+        iteration (default: the preset-sized overall timeout, or ``timeout`` when longer); either one
+        running out raises :class:`perplexed.APITimeoutError`.
         """
-        fields, timeout, extra_headers = _split(params)
+        fields, timeout, stream_timeout, extra_headers = _split(params)
         req = build_request(request, fields)
-        return self._open_stream(req, timeout, extra_headers)
+        return self._open_stream(req, timeout, stream_timeout, extra_headers)
 
     def _open_stream(
-        self, req: AgentRequest, timeout: float | None, extra_headers: Mapping[str, str] | None
+        self,
+        req: AgentRequest,
+        timeout: float | None,
+        stream_timeout: float | None,
+        extra_headers: Mapping[str, str] | None,
     ) -> AsyncAgentStream:
         req = req.model_copy(update={"stream": True})
-        return AsyncAgentStream(
-            self, req, timeout=timeout or self.timeout or default_timeout(req), extra_headers=extra_headers
-        )
+        idle = timeout or self.timeout or default_timeout(req)
+        total = stream_timeout or self.stream_timeout or max(default_timeout(req), idle)
+        return AsyncAgentStream(self, req, timeout=idle, stream_timeout=total, extra_headers=extra_headers)
 
     def resume(
-        self, response_id: str, *, starting_after: int, timeout: float | None = None
+        self,
+        response_id: str,
+        *,
+        starting_after: int,
+        timeout: float | None = None,
+        stream_timeout: float | None = None,
     ) -> AsyncAgentStream:
-        """Reconnect to a background run's stream after event ``starting_after``."""
+        """Reconnect to a background run's stream after event ``starting_after``.
+
+        ``timeout`` bounds the wait for each event; ``stream_timeout`` the whole stream (default: the
+        client's, else 30 minutes, as :meth:`wait`).
+        """
         self._path(response_id)  # validates the id
+        if stream_timeout is not None and stream_timeout <= 0:
+            raise ConfigError("stream_timeout must be positive")
+        idle = timeout or self.timeout or MODEL_TIMEOUT
         return AsyncAgentStream(
             self,
             None,
-            timeout=timeout or self.timeout or MODEL_TIMEOUT,
+            timeout=idle,
+            stream_timeout=stream_timeout or self.stream_timeout or max(DEFAULT_WAIT_TIMEOUT, idle),
             extra_headers=None,
             resume=(response_id, starting_after),
         )
@@ -760,10 +793,13 @@ class AsyncAgentStream:
         timeout: float,
         extra_headers: Mapping[str, str] | None,
         resume: tuple[str, int] | None = None,
+        stream_timeout: float | None = None,
     ) -> None:
         self._client = client
         self._request = request
         self._timeout = timeout
+        self._stream_timeout = timeout if stream_timeout is None else stream_timeout
+        self._deadline = 0.0  # loop time; set when the stream starts
         self._extra_headers = dict(extra_headers or {})
         self._assembler = StreamAssembler()
         self._resume = resume
@@ -836,30 +872,45 @@ class AsyncAgentStream:
     def _background(self) -> bool:
         return self._resume is not None or bool(self._request is not None and self._request.background)
 
+    def _overdue(self) -> APITimeoutError:
+        return APITimeoutError(
+            f"the stream took longer than stream_timeout={self._stream_timeout:g}s", status=200
+        )
+
     async def _open(self) -> httpx.Response:
         client = self._client
         assert self._request is not None
-        return await client._send(
-            "POST",
-            client._path(),
-            json_body=self._request.to_body(),
-            stream=True,
-            timeout=self._timeout,
-            extra_headers=self._extra_headers,
-        )
+        try:
+            async with asyncio.timeout_at(self._deadline):
+                return await client._send(
+                    "POST",
+                    client._path(),
+                    json_body=self._request.to_body(),
+                    stream=True,
+                    timeout=self._timeout,
+                    extra_headers=self._extra_headers,
+                )
+        except TimeoutError:
+            raise self._overdue() from None
 
     async def _reconnect(self, response_id: str, after: int) -> httpx.Response:
         client = self._client
-        return await client._send(
-            "GET",
-            client._path(response_id),
-            params={"stream": "true", "starting_after": str(after)},
-            stream=True,
-            timeout=self._timeout,
-            extra_headers=self._extra_headers,
-        )
+        try:
+            async with asyncio.timeout_at(self._deadline):
+                return await client._send(
+                    "GET",
+                    client._path(response_id),
+                    params={"stream": "true", "starting_after": str(after)},
+                    stream=True,
+                    timeout=self._timeout,
+                    extra_headers=self._extra_headers,
+                )
+        except TimeoutError:
+            raise self._overdue() from None
 
     async def _run(self) -> AsyncGenerator[StreamEvent, None]:
+        loop = asyncio.get_running_loop()
+        self._deadline = loop.time() + self._stream_timeout
         source: httpx.Response | None
         if self._resume is None:
             source = await self._open()
@@ -917,7 +968,10 @@ class AsyncAgentStream:
                 raise drop
             failures = 0 if progressed else failures + 1
             while failures <= self._client.max_stream_resumes:
-                await asyncio.sleep(backoff_delay(failures - 1) if failures else 0.0)
+                delay = backoff_delay(failures - 1) if failures else 0.0
+                if loop.time() + delay >= self._deadline:
+                    raise self._overdue()
+                await asyncio.sleep(delay)
                 try:
                     source = await self._reconnect(rid, after)
                 except (BadRequestError, NotFoundError, ConflictError) as exc:
@@ -941,7 +995,10 @@ class AsyncAgentStream:
     async def _poll_to_end(self, response_id: str) -> AsyncGenerator[StreamEvent, None]:
         """Poll the run to its end and yield one terminal event built from the polled response."""
         self.polled = True
-        final = await self._client._poll(response_id, None, 1.0, 10.0)
+        remaining = self._deadline - asyncio.get_running_loop().time()
+        if remaining <= 0:
+            raise self._overdue()
+        final = await self._client._poll(response_id, remaining, 1.0, 10.0)
         event = terminal_event_for(final) or ResponseFailedEvent(response=final, error=final.error)
         self._assembler.feed(event)
         self._final = self._assembler.response()
@@ -952,9 +1009,14 @@ class AsyncAgentStream:
         content_type = source.headers.get("content-type", "")
         if "json" in content_type and "event-stream" not in content_type:
             # The server answered with a whole response instead of a stream.
-            try:
-                async with asyncio.timeout(self._timeout):  # a dripped body must not outlive the timeout
+            loop = asyncio.get_running_loop()
+            try:  # a dripped body must not outlive the timeout
+                async with asyncio.timeout_at(min(loop.time() + self._timeout, self._deadline)):
                     body = await read_capped(source, MAX_BODY_BYTES)
+            except TimeoutError:
+                if loop.time() >= self._deadline:
+                    raise self._overdue() from None
+                raise
             except ProviderError as exc:  # body_too_large: an Agent API error, not a search provider's
                 raise APIError(exc.message, status=source.status_code) from None
             try:
@@ -975,16 +1037,25 @@ class AsyncAgentStream:
         after = self._assembler.last_sequence_number
         # The stall timer counts events, not bytes: a server that drips bytes or sends only keep-alive
         # comments cannot hold the stream open past ``timeout`` without a single event (httpx's read
-        # timeout resets on every byte). The timer wraps only the read, never the ``yield``.
+        # timeout resets on every byte). The timer wraps only the read, never the ``yield``. The stream's
+        # overall deadline caps every read too, and is checked for every chunk (a read that did not have
+        # to wait cannot time out).
         loop = asyncio.get_running_loop()
+        deadline = self._deadline
         idle_until = loop.time() + self._timeout
         chunks = source.aiter_bytes().__aiter__()
         while True:
             try:
-                async with asyncio.timeout_at(idle_until):
+                async with asyncio.timeout_at(min(idle_until, deadline)):
                     chunk = await chunks.__anext__()
             except StopAsyncIteration:
                 return
+            except TimeoutError:
+                if loop.time() >= deadline:
+                    raise self._overdue() from None
+                raise
+            if loop.time() >= deadline:
+                raise self._overdue()
             for sse in decoder.feed(chunk):
                 data = sse.data
                 if data.startswith("[DONE]"):
@@ -1098,6 +1169,7 @@ class AgentClient:
         api_key: str | SecretStr | None = None,
         base_url: str | None = None,
         timeout: float | None = None,
+        stream_timeout: float | None = None,
         max_retries: int = DEFAULT_MAX_RETRIES,
         transport: httpx.AsyncBaseTransport | None = None,
         http_client: httpx.AsyncClient | None = None,
@@ -1111,6 +1183,7 @@ class AgentClient:
             api_key=api_key,
             base_url=base_url,
             timeout=timeout,
+            stream_timeout=stream_timeout,
             max_retries=max_retries,
             transport=transport,
             http_client=http_client,
@@ -1144,6 +1217,11 @@ class AgentClient:
         """The configured overall timeout (``None``: sized by preset)."""
         return self._async.timeout
 
+    @property
+    def stream_timeout(self) -> float | None:
+        """The configured bound on a stream's total duration (``None``: sized by preset)."""
+        return self._async.stream_timeout
+
     def create(self, request: AgentRequest | None = None, /, **params: Unpack[CreateParams]) -> Response:
         """See :meth:`AsyncAgentClient.create`."""
         return _portal.run(self._async.create, request, **params)
@@ -1152,9 +1230,20 @@ class AgentClient:
         """See :meth:`AsyncAgentClient.stream`: ``for event in client.stream(...)``."""
         return AgentStream(self._async.stream(request, **params))
 
-    def resume(self, response_id: str, *, starting_after: int, timeout: float | None = None) -> AgentStream:
+    def resume(
+        self,
+        response_id: str,
+        *,
+        starting_after: int,
+        timeout: float | None = None,
+        stream_timeout: float | None = None,
+    ) -> AgentStream:
         """See :meth:`AsyncAgentClient.resume`."""
-        return AgentStream(self._async.resume(response_id, starting_after=starting_after, timeout=timeout))
+        return AgentStream(
+            self._async.resume(
+                response_id, starting_after=starting_after, timeout=timeout, stream_timeout=stream_timeout
+            )
+        )
 
     def retrieve(self, response_id: str, *, timeout: float | None = None) -> Response:
         """See :meth:`AsyncAgentClient.retrieve`."""
