@@ -11,7 +11,7 @@ import logging
 import ssl
 import threading
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, cast
 
 import httpcore
@@ -230,6 +230,14 @@ def get_client(transport: httpx.AsyncBaseTransport | None = None) -> httpx.Async
     Timeouts are not set here: every call passes its own budget.
     """
     loop = asyncio.get_running_loop()
+    if transport is None:
+        # fast path: the default client of the loop that asked last (a WeakKeyDictionary lookup makes a
+        # weak reference each time); both held weakly, and forgotten whenever that loop's clients are
+        last_loop, last_client = _last
+        if last_loop() is loop:
+            client = last_client()
+            if client is not None and not client.is_closed:
+                return client
     per_loop = _clients.get(loop)
     if per_loop is None:
         per_loop = _clients[loop] = {}
@@ -250,7 +258,31 @@ def get_client(transport: httpx.AsyncBaseTransport | None = None) -> httpx.Async
             # generators before closing the loop, which runs this generator's ``finally``.
             keeper = _close_on_shutdown(client)
             _keepers.setdefault(loop, []).extend((keeper, loop.create_task(_start(keeper))))
+    if key is None:
+        _remember(loop, client)
     return client
+
+
+def _nothing() -> None:
+    return None
+
+
+# (weak reference to a loop, weak reference to its default client): get_client's fast path
+_last: tuple[Callable[[], asyncio.AbstractEventLoop | None], Callable[[], httpx.AsyncClient | None]] = (
+    _nothing,
+    _nothing,
+)
+
+
+def _remember(loop: asyncio.AbstractEventLoop, client: httpx.AsyncClient) -> None:
+    global _last
+    _last = (weakref.ref(loop), weakref.ref(client))
+
+
+def _forget(loop: asyncio.AbstractEventLoop) -> None:
+    global _last
+    if _last[0]() is loop:
+        _last = (_nothing, _nothing)
 
 
 # loop -> its keeper generators (the loop tracks async generators weakly; this keeps them alive with the loop)
@@ -264,6 +296,7 @@ async def _close_on_shutdown(client: httpx.AsyncClient) -> AsyncIterator[None]:
         # forget the loop too: its entries hold tasks and clients that reference the loop, so the weak keys
         # would never die and every asyncio.run() would leak a loop and a client
         loop = asyncio.get_running_loop()
+        _forget(loop)
         _clients.pop(loop, None)
         _keepers.pop(loop, None)
         await client.aclose()
@@ -276,6 +309,7 @@ async def _start(keeper: AsyncIterator[None]) -> None:
 async def aclose_clients() -> None:
     """Close the pooled clients of the running event loop (call before closing a loop you own)."""
     loop = asyncio.get_running_loop()
+    _forget(loop)
     per_loop = _clients.pop(loop, {})
     for client in per_loop.values():
         await client.aclose()

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import inspect
 import logging
 import threading
@@ -398,11 +399,48 @@ def _annotate(chain_span: Any, answered_by: str | None, attempts: list[Attempt])
 _DEFAULT_PORTS = {"http": ":80", "https": ":443"}
 
 
+@functools.lru_cache(maxsize=1024)  # the same URLs come back search after search (urlsplit caches them too)
 def _norm_url(url: str) -> str:
     """A key under which two URLs of the same page compare equal: no scheme, no ``www.``, no user info, no
     default port, no fragment, no trailing slash; host lower-cased. Never raises."""
     if url[:1].isspace() or url[-1:].isspace():
         url = url.strip()
+    # Fast path for the usual ``http(s)://`` URL in plain ASCII: split it by hand exactly as urlsplit
+    # would (netloc up to the first ``/?#``, then fragment, then query). Anything urlsplit treats specially
+    # (tabs or newlines it removes, IPv6 brackets it checks, non-ASCII netlocs) takes the general path.
+    if url.startswith("https://"):
+        start, default_port = 8, ":443"
+    elif url.startswith("http://"):
+        start, default_port = 7, ":80"
+    else:
+        return _norm_url_split(url)
+    if not url.isascii() or "\t" in url or "\n" in url or "\r" in url or "[" in url or "]" in url:
+        return _norm_url_split(url)
+    end = len(url)
+    for delim in "/?#":
+        pos = url.find(delim, start, end)
+        if pos >= 0:
+            end = pos
+    host = url[start:end]
+    rest = url[end:]
+    if "#" in rest:
+        rest = rest.partition("#")[0]
+    path, _, query = rest.partition("?")
+    if "@" in host:
+        host = host.rpartition("@")[2]
+    host = host.lower()
+    if host.startswith("www."):
+        host = host[4:]
+    if ":" in host and host.endswith(default_port):
+        host = host[: -len(default_port)]
+    if path.endswith("/"):
+        path = path.rstrip("/")
+    key = host + (path or "/")
+    return f"{key}?{query}" if query else key
+
+
+def _norm_url_split(url: str) -> str:
+    """:func:`_norm_url` for any URL, through ``urlsplit``."""
     try:
         parts = urlsplit(url)  # cached by urllib for repeated URLs
     except ValueError:
