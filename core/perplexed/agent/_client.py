@@ -1056,16 +1056,22 @@ class AsyncAgentStream:
                 raise
             if loop.time() >= deadline:
                 raise self._overdue()
-            for sse in decoder.feed(chunk):
-                data = sse.data
+            # Each event's raw data is released as soon as it is parsed (a multi-megabyte
+            # ``response.completed`` is then held once, parsed, while it is yielded), hence the pops.
+            batch = decoder.feed(chunk)
+            batch.reverse()
+            while batch:
+                name, data = batch.pop()[:2]
                 if data.startswith("[DONE]"):
                     return
                 try:
                     payload = json.loads(data)
                 except ValueError:
-                    event: StreamEvent = UnknownEvent(type=sse.event, raw={"data": data})
+                    event: StreamEvent = UnknownEvent(type=name, raw={"data": data})
                 else:
-                    event = parse_event(payload, sse.event if sse.event != "message" else None)
+                    event = parse_event(payload, name if name != "message" else None)
+                    del payload
+                del data
                 idle_until = loop.time() + self._timeout
                 seq = event.sequence_number
                 if after is not None and seq is not None and seq <= after:

@@ -620,9 +620,10 @@ def is_terminal(event: StreamEvent) -> bool:
 class StreamAssembler:
     """Builds the final :class:`Response` from stream events (pure: feed events, read :meth:`response`).
 
-    The terminal event's ``response`` is authoritative when it carries output; otherwise the output is
-    rebuilt from ``output_item.*`` and ``output_text.*`` events (and sources from
-    ``response.reasoning.search_results`` when no ``search_results`` item arrived).
+    The terminal event's ``response`` is authoritative when it carries output (the text and items
+    gathered from earlier events are then released); otherwise the output is rebuilt from
+    ``output_item.*`` and ``output_text.*`` events (and sources from ``response.reasoning.search_results``
+    when no ``search_results`` item arrived).
     """
 
     def __init__(self) -> None:
@@ -657,6 +658,13 @@ class StreamAssembler:
             self._reasoning_results.extend(event.search_results)
         if event.type in TERMINAL_EVENTS:
             self.terminal = event
+            final = getattr(event, "response", None)
+            if isinstance(final, Response) and final.output:
+                # The terminal response is authoritative (:meth:`response` no longer reads the parts
+                # rebuilt from item and text events): release them, not to hold the answer twice.
+                self._items.clear()
+                self._text.clear()
+                self._reasoning_results.clear()
 
     def _drop_text(self, output_index: int) -> None:
         item = self._items.get(output_index)
