@@ -85,6 +85,14 @@ def prepare(query: object, provider: Any = None, **options: Any) -> Search:
     return Search(cleaned, providers, is_chain, chain, opts)
 
 
+def _prepare_plain(query: object, provider: Any) -> Search:
+    """:func:`prepare` for a call that sets no option (the common case): the shared default options."""
+    cleaned = clean_query(query)
+    chain, opts = ChainOptions.build(), SearchOptions.build()
+    providers, is_chain = resolve(provider)
+    return Search(cleaned, providers, is_chain, chain, opts)
+
+
 async def asearch(
     query: str,
     provider: Any = None,
@@ -106,15 +114,24 @@ async def asearch(
     ends. Raises :class:`~perplexed.UpstreamError` (``reason="all_providers_failed"``) when no provider
     answered, :class:`~perplexed.InvalidRequest` / :class:`~perplexed.ConfigError` for bad input.
     """
-    prepared = prepare(
-        query,
-        provider,
-        provider_timeout_ms=provider_timeout_ms,
-        deadline_ms=deadline_ms,
-        fallback_on=fallback_on,
-        max_results=max_results,
-        **options,
-    )
+    if (
+        not options
+        and provider_timeout_ms is None
+        and deadline_ms is None
+        and fallback_on is None
+        and max_results is None
+    ):
+        prepared = _prepare_plain(query, provider)
+    else:
+        prepared = prepare(
+            query,
+            provider,
+            provider_timeout_ms=provider_timeout_ms,
+            deadline_ms=deadline_ms,
+            fallback_on=fallback_on,
+            max_results=max_results,
+            **options,
+        )
     return await run(prepared, on_attempt=on_attempt)
 
 
@@ -130,15 +147,24 @@ def search(
     **options: Any,
 ) -> Result:
     """Synchronous :func:`asearch`: same arguments, same rules, same budgets (it runs the same coroutine)."""
-    prepared = prepare(
-        query,
-        provider,
-        provider_timeout_ms=provider_timeout_ms,
-        deadline_ms=deadline_ms,
-        fallback_on=fallback_on,
-        max_results=max_results,
-        **options,
-    )
+    if (
+        not options
+        and provider_timeout_ms is None
+        and deadline_ms is None
+        and fallback_on is None
+        and max_results is None
+    ):
+        prepared = _prepare_plain(query, provider)
+    else:
+        prepared = prepare(
+            query,
+            provider,
+            provider_timeout_ms=provider_timeout_ms,
+            deadline_ms=deadline_ms,
+            fallback_on=fallback_on,
+            max_results=max_results,
+            **options,
+        )
     return _portal.run(run, prepared, on_attempt=on_attempt)
 
 
