@@ -282,16 +282,16 @@ def test_build_index_without_an_index_argument_uses_the_environment(
 @pytest.mark.parametrize(
     ("platform", "environ", "expected"),
     [
-        ("linux", {}, "/home/u/.local/share/perplexed"),
+        ("linux", {}, "/Users/u/.local/share/perplexed"),
         ("linux", {"XDG_DATA_HOME": "/data/xdg"}, "/data/xdg/perplexed"),
-        ("linux", {"XDG_DATA_HOME": "relative/ignored"}, "/home/u/.local/share/perplexed"),
-        ("darwin", {}, "/home/u/Library/Application Support/perplexed"),
+        ("linux", {"XDG_DATA_HOME": "relative/ignored"}, "/Users/u/.local/share/perplexed"),
+        ("darwin", {}, "/Users/u/Library/Application Support/perplexed"),
         ("win32", {"LOCALAPPDATA": "C:/Users/u/AppData/Local"}, "C:/Users/u/AppData/Local/perplexed"),
-        ("win32", {}, "/home/u/AppData/Local/perplexed"),
+        ("win32", {}, "/Users/u/AppData/Local/perplexed"),
     ],
 )
 def test_platform_data_dir_follows_each_platform(platform: str, environ: dict[str, str], expected: str) -> None:
-    assert platform_data_dir(platform=platform, environ=environ, home=Path("/home/u")) == Path(expected)
+    assert platform_data_dir(platform=platform, environ=environ, home=Path("/Users/u")) == Path(expected)
 
 
 def test_platform_data_dir_agrees_with_platformdirs() -> None:

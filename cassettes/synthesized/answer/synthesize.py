@@ -3,7 +3,7 @@
     .venv/bin/python cassettes/synthesized/answer/synthesize.py
 
 Nothing here talks to the network. Response shapes follow the project's Agent API reference
-(``/work/shared/reference/agent-api.md``: §3.4 response, §4.2/§4.3 stream events, §8.1 error envelope);
+(``../shared/reference/agent-api.md``, beside the repository: §3.4 response, §4.2/§4.3 stream events, §8.1 error envelope);
 values are illustrative. Request bodies are what perplexed sends for the fixed query and hits below (built
 with ``perplexed._grounding``), so a cassette played with body matching also checks the request.
 """
