@@ -1,4 +1,4 @@
-"""The Agent API settings of the answer components, and a grounded :class:`perplexed._answer.Answer` as
+"""The Agent API settings of the answer components, and a grounded :class:`perplexed.Answer` as
 Documents and as tool text. No I/O, no citation logic: the markers and sources are the core's."""
 
 from __future__ import annotations

@@ -119,7 +119,7 @@ def answer_metadata(ans: Answer) -> dict[str, Any]:
     ``cost`` (USD, search + Agent API), ``search_cost``, ``agent_cost``, ``attempts`` (the search's,
     ``[{provider, outcome, cost, duration_ms}]``), ``answered_by`` (who found the sources), ``model``,
     ``response_id``, ``citations`` (``[{n, url, title}]`` per resolved marker), ``unmatched`` (cited numbers
-    with no source) and ``answer`` (the :class:`perplexed._answer.Answer` itself).
+    with no source) and ``answer`` (the :class:`perplexed.Answer` itself).
     """
     return {
         "cost": ans.cost,

@@ -50,7 +50,7 @@ class PerplexedQueryEngine(BaseQueryEngine):
     :class:`~llama_index_perplexed.PerplexedRetriever`, holding the text the model was given).
     ``response.metadata``: ``cost`` (USD, search + Agent API), ``search_cost``, ``agent_cost``, ``attempts``,
     ``answered_by``, ``model``, ``response_id``, ``citations``, ``unmatched`` and ``answer`` (the
-    :class:`perplexed._answer.Answer`).
+    :class:`perplexed.Answer`).
 
     ``streaming=True``: ``query`` returns a ``StreamingResponse`` and ``aquery`` an
     ``AsyncStreamingResponse``, fed by the answer stream's text deltas. The search runs (and its errors are
@@ -65,7 +65,7 @@ class PerplexedQueryEngine(BaseQueryEngine):
     ``reasoning``, ``agent_options``, ``max_source_chars``, ``on_empty``, ``strip_unmatched``.
 
     Errors are perplexed's own: :class:`perplexed.UpstreamError` when no provider answered,
-    :class:`perplexed._answer.NoSourcesError` when the search found nothing (``on_empty="raise"``), the
+    :class:`perplexed.NoSourcesError` when the search found nothing (``on_empty="raise"``), the
     Agent API's :class:`perplexed.APIError` subclasses; each carries the search ``attempts``.
     """
 

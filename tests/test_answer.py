@@ -326,9 +326,9 @@ def test_answer_span_contains_the_search_and_the_agent_call(api: FakeAgentAPI) -
     root = spans["perplexed.answer"]
     assert spans["perplexed.search"].parent is not None
     assert spans["perplexed.search"].parent.span_id == root.context.span_id
-    assert spans["perplexed._answer.agent"].parent is not None
-    assert spans["perplexed._answer.agent"].parent.span_id == root.context.span_id
-    assert spans["perplexed._answer.agent"].attributes["perplexed.response_id"] == "resp_test_1"
+    assert spans["perplexed.answer.agent"].parent is not None
+    assert spans["perplexed.answer.agent"].parent.span_id == root.context.span_id
+    assert spans["perplexed.answer.agent"].attributes["perplexed.response_id"] == "resp_test_1"
     assert root.attributes["perplexed.cost"] == pytest.approx(0.0042)
     exporter.clear()
 

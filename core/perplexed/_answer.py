@@ -550,7 +550,7 @@ async def _execute(plan: _Plan) -> Answer:
     with telemetry.span("perplexed.answer", _span_attributes(plan)) as answer_span:
         grounded = await _ground(plan)
         started = time.perf_counter()
-        with telemetry.span("perplexed._answer.agent", {"perplexed.agent": plan.label}) as agent_span:
+        with telemetry.span("perplexed.answer.agent", {"perplexed.agent": plan.label}) as agent_span:
             try:
                 response = await plan.client.create(grounded.request)
             except PerplexedError as exc:
@@ -567,7 +567,7 @@ async def _stream(plan: _Plan) -> AsyncIterator[str | Answer]:
     with telemetry.span("perplexed.answer", _span_attributes(plan)) as answer_span:
         grounded = await _ground(plan)
         started = time.perf_counter()
-        with telemetry.span("perplexed._answer.agent", {"perplexed.agent": plan.label}) as agent_span:
+        with telemetry.span("perplexed.answer.agent", {"perplexed.agent": plan.label}) as agent_span:
             stream = plan.client.stream(grounded.request)
             try:
                 async for event in stream:
