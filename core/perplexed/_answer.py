@@ -394,6 +394,24 @@ def _plan(
     )
 
 
+_CHAIN_ARGS = ("provider_timeout_ms", "deadline_ms", "fallback_on", "max_results")
+
+
+def _plan_call(args: dict[str, Any], *, prefer_async: bool) -> _Plan:
+    """Build the plan from a public entry point's arguments (its ``locals()``, taken first thing).
+
+    The four entry points share one signature; ``prefer_async`` says which of ``client`` / ``async_client``
+    wins when both are given (``aanswer``/``astream_answer`` prefer the async one).
+    """
+    args = dict(args)
+    client, async_client = args.pop("client"), args.pop("async_client")
+    first, second = (async_client, client) if prefer_async else (client, async_client)
+    chosen = first if first is not None else second
+    chain_options = {k: args.pop(k) for k in _CHAIN_ARGS}
+    chain_options.update(args.pop("options"))
+    return _plan(args.pop("query"), args.pop("provider"), client=chosen, chain_options=chain_options, **args)
+
+
 def _tool_type(tool: Any) -> Any:
     return tool.get("type") if isinstance(tool, Mapping) else getattr(tool, "type", None)
 
@@ -647,30 +665,7 @@ async def aanswer(
     :class:`~perplexed.ResponseFailedError`, ...) carry the search attempts in ``.attempts`` (and their cost
     in ``.cost``).
     """
-    plan = _plan(
-        query,
-        provider,
-        client=async_client if async_client is not None else client,
-        preset=preset,
-        effort=effort,
-        model=model,
-        models=models,
-        instructions=instructions,
-        max_output_tokens=max_output_tokens,
-        reasoning=reasoning,
-        agent_options=agent_options,
-        max_source_chars=max_source_chars,
-        on_empty=on_empty,
-        strip_unmatched=strip_unmatched,
-        on_attempt=on_attempt,
-        chain_options=dict(
-            provider_timeout_ms=provider_timeout_ms,
-            deadline_ms=deadline_ms,
-            fallback_on=fallback_on,
-            max_results=max_results,
-            **options,
-        ),
-    )
+    plan = _plan_call(locals(), prefer_async=True)
     return await _execute(plan)
 
 
@@ -702,30 +697,7 @@ def answer(
 
     Runs the same coroutine on perplexed's portal loop, so budgets, cancellation and events are identical.
     """
-    plan = _plan(
-        query,
-        provider,
-        client=client if client is not None else async_client,
-        preset=preset,
-        effort=effort,
-        model=model,
-        models=models,
-        instructions=instructions,
-        max_output_tokens=max_output_tokens,
-        reasoning=reasoning,
-        agent_options=agent_options,
-        max_source_chars=max_source_chars,
-        on_empty=on_empty,
-        strip_unmatched=strip_unmatched,
-        on_attempt=on_attempt,
-        chain_options=dict(
-            provider_timeout_ms=provider_timeout_ms,
-            deadline_ms=deadline_ms,
-            fallback_on=fallback_on,
-            max_results=max_results,
-            **options,
-        ),
-    )
+    plan = _plan_call(locals(), prefer_async=False)
     return _portal.run(_execute, plan)
 
 
@@ -760,30 +732,7 @@ def astream_answer(
     search starts on the first iteration. The deltas joined equal the non-stream text (before
     ``strip_unmatched``, which only applies to the final ``Answer.text``).
     """
-    plan = _plan(
-        query,
-        provider,
-        client=async_client if async_client is not None else client,
-        preset=preset,
-        effort=effort,
-        model=model,
-        models=models,
-        instructions=instructions,
-        max_output_tokens=max_output_tokens,
-        reasoning=reasoning,
-        agent_options=agent_options,
-        max_source_chars=max_source_chars,
-        on_empty=on_empty,
-        strip_unmatched=strip_unmatched,
-        on_attempt=on_attempt,
-        chain_options=dict(
-            provider_timeout_ms=provider_timeout_ms,
-            deadline_ms=deadline_ms,
-            fallback_on=fallback_on,
-            max_results=max_results,
-            **options,
-        ),
-    )
+    plan = _plan_call(locals(), prefer_async=True)
     return _stream(plan)
 
 
@@ -813,28 +762,5 @@ def stream_answer(
 ) -> Iterator[str | Answer]:
     """Synchronous :func:`astream_answer`: ``for chunk in stream_answer(...)`` gives text deltas, then the
     final :class:`Answer`. Closing the iterator early releases the connection."""
-    plan = _plan(
-        query,
-        provider,
-        client=client if client is not None else async_client,
-        preset=preset,
-        effort=effort,
-        model=model,
-        models=models,
-        instructions=instructions,
-        max_output_tokens=max_output_tokens,
-        reasoning=reasoning,
-        agent_options=agent_options,
-        max_source_chars=max_source_chars,
-        on_empty=on_empty,
-        strip_unmatched=strip_unmatched,
-        on_attempt=on_attempt,
-        chain_options=dict(
-            provider_timeout_ms=provider_timeout_ms,
-            deadline_ms=deadline_ms,
-            fallback_on=fallback_on,
-            max_results=max_results,
-            **options,
-        ),
-    )
+    plan = _plan_call(locals(), prefer_async=False)
     return _portal.iterate(_stream(plan))
