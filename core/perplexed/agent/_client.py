@@ -509,8 +509,13 @@ class AsyncAgentClient:
         timeout: float,  # noqa: ASYNC109 - a per-call budget, applied with asyncio.timeout
         deadline: float | None = None,
         extra_headers: Mapping[str, str] | None = None,
+        failures: list[APIError] | None = None,
     ) -> httpx.Response:
-        """Send with retries; return the open 2xx response (the caller reads and closes it)."""
+        """Send with retries; return the open 2xx response (the caller reads and closes it).
+
+        Each retried failure is appended to ``failures`` (when given), so a caller whose budget ends during
+        a retry can report what the API actually answered rather than a bare timeout.
+        """
         client = self._client()
         headers = self._headers(stream, extra_headers)
         loop = asyncio.get_running_loop()
@@ -557,6 +562,8 @@ class AsyncAgentClient:
             )
             if delay is None:
                 raise error
+            if failures is not None:
+                failures.append(error)
             logger.info(
                 "%s %s: %s (%s); retry %d/%d in %.2fs",
                 method,
@@ -581,6 +588,7 @@ class AsyncAgentClient:
     ) -> Any:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
+        failures: list[APIError] = []
         try:
             async with asyncio.timeout(timeout):
                 response = await self._send(
@@ -591,6 +599,7 @@ class AsyncAgentClient:
                     timeout=timeout,
                     deadline=deadline,
                     extra_headers=extra_headers,
+                    failures=failures,
                 )
                 try:
                     body = await read_capped(response, MAX_BODY_BYTES)
@@ -605,6 +614,11 @@ class AsyncAgentClient:
                 finally:
                     await response.aclose()
         except TimeoutError:
+            if failures:  # the budget ran out while retrying: what the API answered is the real error
+                last = failures[-1]
+                last.message = f"{last.message} (retrying it ran past the {timeout:g}s timeout)"
+                last.args = (last.message,)
+                raise last from None
             raise APITimeoutError(
                 f"{method} {url.removeprefix(self.base_url)} took longer than {timeout:g}s"
             ) from None
