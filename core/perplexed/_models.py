@@ -19,13 +19,21 @@ class Outcome(StrEnum):
     TIMEOUT = "timeout"
     DEADLINE = "deadline"
     ERROR = "error"
+    SKIPPED = "skipped"
+    """Not called: cooling down, rate limited or over budget (``Attempt.reason`` says which)."""
+    CANCELLED = "cancelled"
+    """Called, then cancelled because another provider answered first (hedged strategy)."""
+    INSUFFICIENT = "insufficient"
+    """Answered, but below the quality floor (``min_hits`` or ``accept``)."""
 
 
 class Hit(BaseModel):
     """One search hit, normalised across providers.
 
     ``id`` is 1-based and stable within a result: it is what an answer's ``[n]`` marker points at.
-    ``raw`` keeps the provider's own fields.
+    ``raw`` keeps the provider's own fields. ``published`` is a publication date; ``updated`` a last-update or
+    crawl date when the provider reports one. ``sources`` is filled by the ``merge`` strategy: every provider
+    that returned the hit and its rank there (``[{"provider": "exa", "rank": 1}, ...]``); empty otherwise.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -36,8 +44,10 @@ class Hit(BaseModel):
     snippet: str = ""
     content: str | None = None
     published: date | None = None
+    updated: date | None = None
     score: float | None = None
     provider: str = ""
+    sources: list[dict[str, Any]] = Field(default_factory=list)
     raw: dict[str, Any] = Field(default_factory=dict)
 
     @property
@@ -59,6 +69,7 @@ class Attempt(BaseModel):
     error: str | None = None
     detail: str | None = None
     reason: str | None = None
+    cached: bool = False
 
     def summary(self) -> dict[str, Any]:
         """The four fields adapters show: provider, outcome, cost, duration_ms."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import date, datetime
 from typing import Any, Literal
 
@@ -26,6 +26,7 @@ MAX_QUERY_CHARS = 4000
 Recency = Literal["day", "week", "month", "year"]
 SafeSearch = Literal["off", "moderate", "strict"]
 FallbackOn = Literal["error", "empty", "timeout"]
+Strategy = Literal["sequential", "hedged", "merge"]
 
 COMMON_OPTIONS = (
     "max_results",
@@ -38,7 +39,22 @@ COMMON_OPTIONS = (
     "country",
     "safe_search",
 )
-CHAIN_OPTION_NAMES = ("provider_timeout_ms", "deadline_ms", "fallback_on")
+CHAIN_OPTION_NAMES = (
+    "provider_timeout_ms",
+    "deadline_ms",
+    "fallback_on",
+    # governance (state across calls; see perplexed.store)
+    "cache_ttl_s",
+    "cache_single_flight",
+    "budget_usd",
+    # strategies and the quality floor
+    "strategy",
+    "hedge_after_ms",
+    "merge_providers",
+    "min_hits",
+    "accept",
+)
+"""Options that shape how the chain runs; they never reach a provider and never change a cache key."""
 
 _DOMAIN = re.compile(r"^[a-z0-9*]([a-z0-9\-.*]*[a-z0-9])?(/[^\s]*)?$")
 
@@ -154,29 +170,63 @@ class SearchOptions(BaseModel):
 
 
 class ChainOptions(BaseModel):
-    """How a chain runs: per-provider timeout, overall deadline, and which outcomes move on."""
+    """How a chain runs: budgets, which outcomes move on, memory across calls, strategy and quality floor.
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    Every field except the first three is opt-in: at its default, a search behaves as the seed's chain.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
 
     provider_timeout_ms: int = Field(15000, gt=0, le=3_600_000)
     deadline_ms: int = Field(30000, gt=0, le=3_600_000)
     fallback_on: frozenset[FallbackOn] = frozenset({"error", "empty"})
+    cache_ttl_s: float | None = None
+    cache_single_flight: bool = False
+    budget_usd: float | None = None
+    strategy: Strategy = "sequential"
+    hedge_after_ms: int | Literal["auto"] = "auto"
+    merge_providers: int = Field(2, ge=1, le=20)
+    min_hits: int | None = Field(None, ge=1, le=100)
+    accept: Callable[..., Any] | None = None
 
     @classmethod
-    def build(
-        cls, provider_timeout_ms: Any = None, deadline_ms: Any = None, fallback_on: Any = None
-    ) -> ChainOptions:
-        """Validate chain options; ``None`` keeps the default."""
-        if provider_timeout_ms is None and deadline_ms is None and fallback_on is None:
+    def build(cls, **options: Any) -> ChainOptions:
+        """Validate chain options; ``None`` keeps the default. Raises :class:`InvalidRequest` naming the option."""
+        values = {k: v for k, v in options.items() if v is not None}
+        if not values:
             return _DEFAULT_CHAIN_OPTIONS
-        values: dict[str, Any] = {}
-        for key, val in (("provider_timeout_ms", provider_timeout_ms), ("deadline_ms", deadline_ms)):
-            if val is None:
-                continue
-            if isinstance(val, bool) or not isinstance(val, int | float) or not math.isfinite(val):
-                raise InvalidRequest(f"{key} must be a number of milliseconds, got {val!r}", param=key)
-            values[key] = int(val)
-        if fallback_on is not None:
+        unknown = set(values) - set(CHAIN_OPTION_NAMES)
+        if unknown:
+            name = sorted(unknown)[0]
+            raise InvalidRequest(f"unknown chain option {name!r}", param=name)
+        for key in ("provider_timeout_ms", "deadline_ms"):
+            if key in values:
+                values[key] = _finite(values[key], key, "a number of milliseconds")
+                values[key] = int(values[key])
+        for key in ("cache_ttl_s", "budget_usd"):
+            if key in values:
+                val = _finite(values[key], key, "a number" + (" of seconds" if key == "cache_ttl_s" else " (USD)"))
+                if val < 0:
+                    raise InvalidRequest(f"{key} must not be negative, got {val!r}", param=key)
+                values[key] = float(val)
+        if "cache_ttl_s" in values and values["cache_ttl_s"] == 0:
+            values["cache_ttl_s"] = None  # 0 = off
+        if "cache_single_flight" in values and not isinstance(values["cache_single_flight"], bool):
+            raise InvalidRequest("cache_single_flight must be True or False", param="cache_single_flight")
+        if "hedge_after_ms" in values:
+            hedge = values["hedge_after_ms"]
+            if hedge != "auto":
+                hedge = _finite(hedge, "hedge_after_ms", "a number of milliseconds or 'auto'")
+                if hedge < 0:
+                    raise InvalidRequest("hedge_after_ms must not be negative", param="hedge_after_ms")
+                values["hedge_after_ms"] = int(hedge)
+        for key in ("merge_providers", "min_hits"):
+            if key in values and (isinstance(values[key], bool) or not isinstance(values[key], int)):
+                raise InvalidRequest(f"{key} must be an integer, got {values[key]!r}", param=key)
+        if "accept" in values and not callable(values["accept"]):
+            raise InvalidRequest("accept must be a callable taking a Result", param="accept")
+        if "fallback_on" in values:
+            fallback_on = values["fallback_on"]
             items = [fallback_on] if isinstance(fallback_on, str) else fallback_on
             try:
                 values["fallback_on"] = frozenset(str(getattr(i, "value", i)) for i in items)
@@ -187,16 +237,28 @@ class ChainOptions(BaseModel):
         except ValidationError as exc:
             err = exc.errors()[0]
             param = str(err["loc"][0]) if err.get("loc") else None
-            raise InvalidRequest(
-                f"invalid {param}: {err['msg']} (fallback_on takes 'error', 'empty', 'timeout')",
-                param=param,
-            ) from None
+            hint = {
+                "fallback_on": " (fallback_on takes 'error', 'empty', 'timeout')",
+                "strategy": " (strategy takes 'sequential', 'hedged', 'merge')",
+            }.get(param or "", "")
+            raise InvalidRequest(f"invalid {param}: {err['msg']}{hint}", param=param) from None
 
     def moves_on(self, outcome: str) -> bool:
         """Whether an attempt with this outcome lets the chain try the next provider."""
-        if outcome == "timeout":
+        if outcome in ("timeout", "cancelled"):
             return "timeout" in self.fallback_on or "error" in self.fallback_on
+        if outcome == "insufficient":
+            return "empty" in self.fallback_on
+        if outcome == "skipped":
+            return True
         return outcome in self.fallback_on
+
+
+def _finite(value: object, param: str, what: str) -> float:
+    """A finite int or float (not a bool), else :class:`InvalidRequest` naming ``param``."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise InvalidRequest(f"{param} must be {what}, got {value!r}", param=param)
+    return value
 
 
 _DEFAULT_SEARCH_OPTIONS = SearchOptions()
