@@ -22,7 +22,7 @@ from typing import Any
 
 from ._errors import BodyTooLargeError, ContentDecodingError
 
-__all__ = ["STEP", "Decoder", "accept_encoding", "decoder_for"]
+__all__ = ["STEP", "Decoder", "accept_encoding", "decoder_for", "has_zstd"]
 
 #: the most output one decoding step hands out (bytes); the caller yields to the event loop between steps
 STEP = 256 * 1024
@@ -81,6 +81,8 @@ class _Zlib(Decoder):
             except zlib.error as exc:
                 raise _corrupt(self.encoding, exc) from None
             if not out:
+                if not self._first:  # data came, but the stream never ended: truncated or corrupt
+                    raise _corrupt(self.encoding, EOFError("the compressed stream is incomplete"))
                 break
             yield out
 
@@ -100,12 +102,12 @@ class _Sink:
         self.limit = limit
 
     def write(self, data: Any) -> int:
-        chunk = bytes(data)
-        self.size += len(chunk)
-        self.chunks.append(chunk)
-        if self.size > self.limit:
+        size = len(data)
+        self.size += size
+        if self.size > self.limit:  # checked before copying: past the cap nothing more is kept
             raise _Overflow
-        return len(chunk)
+        self.chunks.append(bytes(data))
+        return size
 
 
 class _Zstd(Decoder):
@@ -148,9 +150,11 @@ class _Brotli(Decoder):
 
         self._error: type[Exception] = brotli.error
         self._obj: Any = brotli.Decompressor()
+        self._fed = False
 
     def feed(self, data: bytes) -> Iterator[bytes]:
         obj = self._obj
+        self._fed = self._fed or bool(data)
         try:
             out = obj.process(data, output_buffer_limit=STEP)
             if out:
@@ -163,6 +167,11 @@ class _Brotli(Decoder):
                     break
         except self._error as exc:
             raise _corrupt(self.encoding, exc) from None
+
+    def finish(self) -> Iterator[bytes]:
+        if self._fed and not self._obj.is_finished():
+            raise _corrupt(self.encoding, EOFError("the compressed stream is incomplete"))
+        return iter(())
 
 
 def _corrupt(encoding: str, exc: BaseException) -> ContentDecodingError:
@@ -178,7 +187,8 @@ def _too_large(limit: int) -> BodyTooLargeError:
 _available: dict[str, bool] = {}
 
 
-def _has_zstd() -> bool:
+def has_zstd() -> bool:
+    """Whether ``zstandard`` can be imported (zstd is then decoded and advertised)."""
     if "zstd" not in _available:
         _available["zstd"] = importlib.util.find_spec("zstandard") is not None
     return _available["zstd"]
@@ -203,7 +213,7 @@ def _has_brotli() -> bool:
 def accept_encoding() -> str:
     """The ``Accept-Encoding`` the shared clients send: exactly the encodings decoded within bounds here."""
     names = ["gzip", "deflate"]
-    if _has_zstd():
+    if has_zstd():
         names.append("zstd")
     if _has_brotli():
         names.append("br")
@@ -223,7 +233,7 @@ def decoder_for(encoding: str, limit: int) -> Decoder:
     name = _ALIASES.get(token)
     if name in ("gzip", "deflate"):
         return _Zlib(name)
-    if name == "zstd" and _has_zstd():
+    if name == "zstd" and has_zstd():
         return _Zstd(limit)
     if name == "br" and _has_brotli():
         return _Brotli()

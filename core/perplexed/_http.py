@@ -431,6 +431,13 @@ async def aiter_decoded(
     not decoded here; never ``httpx.DecodingError``.
     """
     status = response.status_code
+    if hasattr(response, "_content"):  # built in memory (MockTransport, cassettes): httpx decoded it already
+        body = response.content
+        if len(body) > max_bytes:
+            raise _too_large(max_bytes, status)
+        if body:
+            yield body
+        return
     try:
         decoders = _decoders(response, max_bytes)
         declared = response.headers.get("content-length")
@@ -476,3 +483,4 @@ async def read_capped(response: httpx.Response, max_bytes: int = DEFAULT_MAX_BOD
     body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
     response._content = body  # let response.json()/.text work on the capped body
     return body
+

@@ -24,7 +24,7 @@ from .._errors import (
     APITimeoutError,
     ConfigError,
     InvalidRequest,
-    ProviderError,
+    ResponseBodyError,
     register_secret,
 )
 from .._http import get_client, read_capped
@@ -198,7 +198,7 @@ class AsyncAgentClient:
             return response
         try:
             body = await read_capped(response, ERROR_BODY_BYTES)
-        except (ProviderError, httpx.HTTPError):
+        except (ResponseBodyError, httpx.HTTPError):
             body = b""
         finally:
             await response.aclose()
@@ -296,7 +296,7 @@ class AsyncAgentClient:
                     ) from exc
                 except httpx.TransportError as exc:
                     raise APIConnectionError(f"{method} {response.url.path}: {type(exc).__name__}") from exc
-                except ProviderError as exc:
+                except ResponseBodyError as exc:
                     raise APIError(exc.message, status=response.status_code) from None
                 finally:
                     await response.aclose()

@@ -27,7 +27,7 @@ from .._errors import (
     BadRequestError,
     ConflictError,
     NotFoundError,
-    ProviderError,
+    ResponseBodyError,
     ServerError,
     StreamError,
 )
@@ -413,7 +413,7 @@ class AsyncAgentStream:
             if loop.time() >= self._deadline:
                 raise self._overdue() from None
             raise
-        except ProviderError as exc:  # body_too_large: an Agent API error, not a search provider's
+        except ResponseBodyError as exc:  # too large or undecodable: an Agent API error
             raise APIError(exc.message, status=source.status_code) from None
         response = parse_response(parse_json(source.status_code, body))
         whole = terminal_event_for(response)
