@@ -32,6 +32,7 @@ from ._errors import (
     StreamError,
     UpstreamError,
 )
+from ._governance import aspend, spend
 from ._models import Attempt, Hit, Outcome, ProviderAnswer, Result
 from ._options import ChainOptions, SearchOptions
 from ._settings import configure
@@ -84,10 +85,12 @@ __all__ = [
     "aanswer",
     "answer",
     "asearch",
+    "aspend",
     "astream_answer",
     "configure",
     "providers",
     "search",
+    "spend",
     "stream_answer",
     "telemetry",
 ]
