@@ -59,7 +59,8 @@ from ._grounding import (
     pack_sources,
 )
 from ._models import Hit, Result
-from .agent import AgentRequest, AsyncAgentClient, Response, build_request
+from .agent import AgentRequest, AsyncAgentClient, Response
+from .agent._request import build_request
 from .chain import run
 from .citations import Citations, format_footnotes, parse_citations
 from .providers import parse_published

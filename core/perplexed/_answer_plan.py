@@ -22,8 +22,9 @@ from ._grounding import AGENT_PROVIDER, DEFAULT_MAX_SOURCE_CHARS, search_off, we
 from ._keywords import check_search_options
 from ._models import Attempt
 from ._options import ChainOptions, SearchOptions, clean_query, split_options
-from .agent import AgentClient, AsyncAgentClient, build_request
+from .agent import AgentClient, AsyncAgentClient
 from .agent._client import ENV_API_KEY
+from .agent._request import build_request
 from .chain import Search, prepare_with
 
 __all__ = ["DEFAULT_PRESET", "AnswerPlan", "prepare_answer"]
