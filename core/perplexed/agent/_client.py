@@ -22,13 +22,20 @@ from .._errors import (
     APIConnectionError,
     APIError,
     APITimeoutError,
+    BadRequestError,
     ConfigError,
     InvalidRequest,
     ProviderError,
     register_secret,
 )
 from .._http import get_client, read_capped
-from ._outcome import error_from_response, parse_json, parse_response, raise_for_status
+from ._outcome import (
+    error_from_response,
+    explain_unknown_field,
+    parse_json,
+    parse_response,
+    raise_for_status,
+)
 from ._policy import (
     CONNECT_TIMEOUT,
     CONTROL_TIMEOUT,
@@ -330,9 +337,12 @@ class AsyncAgentClient:
             stream = self._open_stream(req, timeout, stream_timeout, extra_headers)
             return await stream.get_final_response()
         total = timeout or self.timeout or default_timeout(req)
-        data = await self._request_json(
-            "POST", self._path(), timeout=total, json_body=req.to_body(), extra_headers=extra_headers
-        )
+        try:
+            data = await self._request_json(
+                "POST", self._path(), timeout=total, json_body=req.to_body(), extra_headers=extra_headers
+            )
+        except BadRequestError as exc:
+            raise explain_unknown_field(exc, req) from exc.__cause__
         return raise_for_status(parse_response(data))
 
     def stream(

@@ -7,6 +7,7 @@ client and the stream engine.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,6 +30,7 @@ from .._errors import (
 )
 from .._models import Attempt, Outcome
 from ._policy import parse_retry_after
+from ._request import AgentRequest
 from ._response import (
     FAILED_STATUSES,
     Response,
@@ -41,6 +43,7 @@ from ._response import (
 
 __all__ = [
     "error_from_response",
+    "explain_unknown_field",
     "not_json",
     "parse_json",
     "parse_response",
@@ -225,3 +228,39 @@ def terminal_event_for(response: Response) -> StreamEvent | None:
     if response.status == "failed":
         return ResponseFailedEvent(response=response, error=response.error)
     return None
+
+
+# the Agent API's strict decoder: ``invalid request body: json: unknown field "store"``
+_UNKNOWN_FIELD = re.compile(r'unknown field\s*\\?"([^"\\]+)\\?"')
+
+
+def explain_unknown_field(error: BadRequestError, request: AgentRequest) -> BadRequestError:
+    """A 400 naming an unknown body field, with who sent that field (``error`` itself for any other 400).
+
+    The note comes from ``request.sent_by`` (e.g. ``perplexed.answer(): grounding with a preset sends
+    max_tool_calls=0``), else from where the field came from: ``extra_body`` or a request field. A new
+    exception is returned (``error`` is left as it is); ``param`` names the field.
+    """
+    found = _UNKNOWN_FIELD.search(error.message)
+    field = found.group(1) if found else (error.param if "unknown field" in error.message else None)
+    if not field:
+        return error
+    note = (request.sent_by or {}).get(field)
+    if note is None:
+        if request.extra_body and field in request.extra_body:
+            note = "extra_body"
+        elif field in type(request).model_fields and getattr(request, field) is not None:
+            value = json.dumps(request.to_body().get(field), default=str)
+            note = f"the request field {field}={value}" if len(value) <= 40 else f"the request field {field}"
+        else:
+            return error
+    return BadRequestError(
+        f"{error.message} (sent by {note})",
+        status=error.status,
+        type=error.type,
+        code=error.code,
+        param=field,
+        retry_after=error.retry_after,
+        body=error.body,
+        attempts=error.attempts,
+    )

@@ -32,7 +32,14 @@ from .._errors import (
     StreamError,
 )
 from .._http import read_capped
-from ._outcome import parse_json, parse_response, raise_for_status, scrub, terminal_event_for
+from ._outcome import (
+    explain_unknown_field,
+    parse_json,
+    parse_response,
+    raise_for_status,
+    scrub,
+    terminal_event_for,
+)
 from ._policy import MAX_BODY_BYTES, backoff_delay
 from ._request import AgentRequest
 from ._response import (
@@ -280,6 +287,10 @@ class AsyncAgentStream:
                 )
         except TimeoutError:
             raise self._overdue() from None
+        except BadRequestError as exc:
+            if self._request is None or response_id is not None:
+                raise
+            raise explain_unknown_field(exc, self._request) from exc.__cause__
 
     def _drop_error(self, exc: BaseException) -> APIError:
         """Why the connection dropped, as the error raised if the stream cannot go on."""
