@@ -14,11 +14,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from .._errors import (
-    APIError,
     APIStatusError,
     AuthenticationError,
     BadRequestError,
     ConflictError,
+    MalformedResponseError,
     NotFoundError,
     PermissionDeniedError,
     RateLimitError,
@@ -117,7 +117,8 @@ def error_from_response(
         elif isinstance(payload.get("message"), str):
             message = payload["message"]
     elif isinstance(payload, str) and payload.strip():
-        message = payload.strip()[:BODY_EXCERPT]
+        payload = redact(payload.strip())[:BODY_EXCERPT]  # redact first, then cut (a cut key is not matched)
+        message = payload
     if not message:
         message = f"HTTP {status}"
     cls = _STATUS_ERRORS.get(status) or (ServerError if status >= 500 else APIStatusError)
@@ -136,12 +137,13 @@ def _str_or_none(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-def not_json(status: int, body: bytes) -> APIError:
-    """The error for a success status whose body is not JSON (an excerpt of it kept, redacted)."""
-    return APIError(
+def not_json(status: int, body: bytes) -> MalformedResponseError:
+    """The error for a success status whose body is not JSON (an excerpt of it kept: redacted, then cut)."""
+    head = body[: BODY_EXCERPT * 4].decode("utf-8", "replace")  # enough for the excerpt after redaction
+    return MalformedResponseError(
         f"the API answered HTTP {status} with a body that is not JSON",
         status=status,
-        body=redact(body[:BODY_EXCERPT].decode("utf-8", "replace")),
+        body=redact(head)[:BODY_EXCERPT],
     )
 
 
@@ -156,11 +158,20 @@ def parse_json(status: int, body: bytes) -> Any:
 def parse_response(data: Any) -> Response:
     """A parsed JSON body as a :class:`Response` (or an :class:`APIError` saying why it is not one)."""
     if not isinstance(data, dict):
-        raise APIError("the API answered with something that is not a response object", status=200)
+        raise MalformedResponseError(
+            "the API answered with something that is not a response object", status=200
+        )
+    missing = [name for name in ("id", "status") if not isinstance(data.get(name), str) or not data[name]]
+    if missing:
+        raise MalformedResponseError(
+            f"the API answered with an object that is not a response (no {' and no '.join(missing)})",
+            status=200,
+            body=scrub({k: v for k, v in list(data.items())[:20] if k != "output"}),
+        )
     try:
         return Response.model_validate(data)
     except ValidationError as exc:
-        raise APIError(
+        raise MalformedResponseError(
             f"could not parse the API's response: {exc.error_count()} errors", status=200
         ) from None
 

@@ -13,6 +13,7 @@ anything is sent.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from datetime import date, datetime
@@ -762,6 +763,30 @@ class AgentRequest(_Model):
         if self.extra_body:
             body.update(self.extra_body)
         return body
+
+
+def encode_body(request: AgentRequest) -> bytes:
+    """The request's JSON body as UTF-8 bytes, or :class:`InvalidRequest` naming the field that cannot be sent
+    (a lone surrogate such as ``"\\ud800"`` has no UTF-8 form; NaN and infinity have no JSON form)."""
+    body = request.to_body()
+    try:
+        return json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8")
+    except (UnicodeEncodeError, ValueError, TypeError) as exc:
+        field = next((k for k, v in body.items() if not _encodable(v)), None)
+        what = (
+            type(exc).__name__ if not isinstance(exc, UnicodeEncodeError) else "a lone surrogate, not UTF-8"
+        )
+        raise InvalidRequest(
+            f"{field or 'the request'} cannot be sent as JSON ({what})", param=field
+        ) from None
+
+
+def _encodable(value: Any) -> bool:
+    try:
+        json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except (UnicodeEncodeError, ValueError, TypeError):
+        return False
+    return True
 
 
 def _wire(value: Any) -> Any:
