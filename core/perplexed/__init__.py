@@ -45,10 +45,12 @@ if TYPE_CHECKING:  # answer() is imported lazily (it pulls in the Agent API clie
         AGENT_PROVIDER,
         Answer,
         AnswerCitation,
+        AnswerPlan,
         NoSourcesError,
         aanswer,
         answer,
         astream_answer,
+        prepare_answer,
         stream_answer,
     )
 
@@ -62,6 +64,7 @@ __all__ = [
     "APITimeoutError",
     "Answer",
     "AnswerCitation",
+    "AnswerPlan",
     "Attempt",
     "AuthenticationError",
     "BadRequestError",
@@ -92,6 +95,7 @@ __all__ = [
     "asearch",
     "astream_answer",
     "configure",
+    "prepare_answer",
     "providers",
     "search",
     "stream_answer",
@@ -107,6 +111,8 @@ _LAZY = {
     "NoSourcesError": "perplexed._answer",
     "AnswerCitation": "perplexed._answer",
     "AGENT_PROVIDER": "perplexed._answer",
+    "AnswerPlan": "perplexed._answer",
+    "prepare_answer": "perplexed._answer",
 }
 
 
