@@ -20,6 +20,7 @@ TIMING_MODULES = (
     "tests/reliability/test_rel_search_matrix.py",
     "tests/reliability/test_rel_agent_matrix.py",
     "tests/reliability/test_rel_leaks_load.py",
+    "tests/reliability/test_rel_answer_deadline.py",
 )
 TIMING_TESTS = (
     "tests/test_chain_rules.py::test_rule5_providers_after_the_deadline_are_recorded_and_not_called",

@@ -37,12 +37,13 @@ import httpx
 from . import _governance, _portal, telemetry
 from ._errors import ConfigError, PerplexedError, ProviderError, UpstreamError, redact
 from ._http import get_client, read_capped
+from ._keywords import check_search_options
 from ._models import Attempt, Hit, Outcome, ProviderAnswer, Result
 from ._options import ChainOptions, SearchOptions, clean_query, split_options
 from .providers import CallableProvider, Provider, resolve
 from .providers._base import to_answer
 
-__all__ = ["ATTEMPT_EVENT", "Search", "asearch", "finalize_hits", "prepare", "search"]
+__all__ = ["ATTEMPT_EVENT", "Search", "asearch", "check_options", "finalize_hits", "prepare", "search"]
 
 logger = logging.getLogger("perplexed.chain")
 _providers_logger = logging.getLogger("perplexed.providers")
@@ -75,14 +76,28 @@ class Search:
 def prepare(query: object, provider: Any = None, **options: Any) -> Search:
     """Validate everything before any call: query, provider spec, chain and search options.
 
-    Raises :class:`~perplexed.InvalidRequest` or :class:`~perplexed.ConfigError`.
+    A keyword that is neither a search nor a chain option, nor one a chain member declares, is an
+    :class:`~perplexed.InvalidRequest` naming the closest valid one. Raises
+    :class:`~perplexed.InvalidRequest` or :class:`~perplexed.ConfigError`.
     """
-    cleaned = clean_query(query)
+    return prepare_with(clean_query(query), provider, options)
+
+
+def prepare_with(query: str, provider: Any, options: dict[str, Any], also: tuple[str, ...] = ()) -> Search:
+    """:func:`prepare` for a cleaned query; ``also`` are other keywords valid where the call was made
+    (offered as "did you mean" suggestions)."""
     chain_kw, search_kw = split_options(dict(options))
     chain = ChainOptions.build(**chain_kw)
     opts = SearchOptions.build(**search_kw)
     providers, is_chain = resolve(provider)
-    return Search(cleaned, providers, is_chain, chain, opts)
+    check_search_options(opts, providers, also=also)
+    return Search(query, providers, is_chain, chain, opts)
+
+
+def check_options(provider: Any = None, **options: Any) -> None:
+    """Validate a provider spec and its chain and search options without a query (what :func:`prepare`
+    checks): for components that are configured once and queried later (the framework adapters)."""
+    prepare_with("", provider, options)
 
 
 def _prepare_plain(query: object, provider: Any) -> Search:
