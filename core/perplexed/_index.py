@@ -252,9 +252,10 @@ def _as_paths(paths: Any, name: str) -> list[str | os.PathLike[str]]:
 
 
 def _is_default(path: Path) -> bool:
+    """Whether ``path`` is the per-user index (so that a command needs no ``--index``)."""
     try:
-        return os.path.abspath(path) == os.path.abspath(default_index_path())
-    except OSError:  # pragma: no cover - no home folder
+        return os.path.abspath(path) == os.path.abspath(user_data_dir() / INDEX_FILENAME)
+    except (OSError, RuntimeError):  # pragma: no cover - no home folder
         return False
 
 
@@ -1074,8 +1075,12 @@ def check_index(index: str | os.PathLike[str] | None = None, *, thorough: bool =
         if rows != documents:
             return done(f"damaged: {documents} documents but {rows} full-text rows", rebuild)
         conn.execute("SELECT rowid FROM docs_fts WHERE docs_fts MATCH '\"perplexed\"' LIMIT 1").fetchall()
-        if thorough:
-            conn.execute("INSERT INTO docs_fts (docs_fts, rank) VALUES ('integrity-check', 0)")
+        if thorough:  # a command written as an INSERT: it needs a writable connection (it changes nothing)
+            rw = sqlite3.connect(path, timeout=10)
+            try:
+                rw.execute("INSERT INTO docs_fts (docs_fts, rank) VALUES ('integrity-check', 0)")
+            finally:
+                rw.close()
     except CorruptIndexError as exc:
         return done(f"damaged ({str(exc).split('(', 1)[-1].split(')')[0]})", rebuild)
     except ConfigError as exc:
