@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["searxng_fixture"]
+pytest_plugins = ["searxng_fixture", "valkey_fixture"]
 
 
 @pytest.fixture(autouse=True)
