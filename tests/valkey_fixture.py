@@ -24,6 +24,7 @@ The same classes work outside pytest (benchmarks, the fleet test's worker proces
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import datetime as dt
 import importlib.util
@@ -40,6 +41,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -49,6 +51,9 @@ __all__ = [
     "ValkeyServer",
     "free_port",
     "make_self_signed",
+    "shared_cluster",
+    "shared_tls",
+    "shared_valkey",
     "valkey_binaries",
 ]
 
@@ -345,12 +350,14 @@ class TcpProxy:
 
     def _serve(self, client: socket.socket) -> None:
         try:
+            client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if self.tls is not None:
                 client.settimeout(10)
                 client = self.tls.wrap_socket(client, server_side=True)
                 client.settimeout(None)
             upstream = socket.create_connection(("127.0.0.1", self.target_port), timeout=5)
             upstream.settimeout(None)
+            upstream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         except OSError:
             with contextlib.suppress(OSError):
                 client.close()
@@ -412,38 +419,86 @@ class TcpProxy:
 # -- fixtures ---------------------------------------------------------------------------------------------------
 
 
+# One server / cluster / TLS proxy per test session, started on first use (by a fixture below or by a
+# store factory such as the conformance suite's) and stopped when the session ends.
+_shared: dict[str, object] = {}
+_shared_lock = threading.Lock()
+
+
+def shared_valkey() -> ValkeyServer:
+    """The session's standalone server (started on first use)."""
+    with _shared_lock:
+        server = _shared.get("valkey")
+        if server is None:
+            server = _shared["valkey"] = ValkeyServer().start()
+    assert isinstance(server, ValkeyServer)
+    return server
+
+
+def shared_cluster() -> ValkeyCluster:
+    """The session's 3-node cluster (started on first use)."""
+    with _shared_lock:
+        cluster = _shared.get("cluster")
+        if cluster is None:
+            cluster = _shared["cluster"] = ValkeyCluster().start()
+    assert isinstance(cluster, ValkeyCluster)
+    return cluster
+
+
+def shared_tls() -> TcpProxy:
+    """The session's TLS proxy in front of :func:`shared_valkey` (self-signed certificate made here)."""
+    server = shared_valkey()
+    with _shared_lock:
+        proxy = _shared.get("tls")
+        if proxy is None:
+            directory = Path(tempfile.mkdtemp(prefix="valkey-tls-"))
+            _shared["tls-dir"] = directory
+            cert, key = make_self_signed(directory)
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(cert, key)
+            proxy = _shared["tls"] = TcpProxy(server.port, tls=context, ca_path=cert)
+    assert isinstance(proxy, TcpProxy)
+    return proxy
+
+
+def stop_shared() -> None:
+    with _shared_lock:
+        items = dict(_shared)
+        _shared.clear()
+    for name in ("tls", "cluster", "valkey"):
+        thing = items.get(name)
+        if isinstance(thing, TcpProxy):
+            thing.close()
+        elif isinstance(thing, ValkeyServer | ValkeyCluster):
+            thing.stop()
+    directory = items.get("tls-dir")
+    if isinstance(directory, Path):
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+atexit.register(stop_shared)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    stop_shared()
+
+
 @pytest.fixture(scope="session")
-def valkey() -> Iterator[ValkeyServer]:
+def valkey() -> ValkeyServer:
     """One real valkey-server for the session (tests isolate themselves by key prefix)."""
-    server = ValkeyServer()
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
+    return shared_valkey()
 
 
 @pytest.fixture(scope="session")
-def valkey_cluster() -> Iterator[ValkeyCluster]:
+def valkey_cluster() -> ValkeyCluster:
     """A real 3-node Valkey cluster for the session."""
-    cluster = ValkeyCluster().start()
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
+    return shared_cluster()
 
 
 @pytest.fixture(scope="session")
-def valkey_tls(valkey: ValkeyServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TcpProxy]:
+def valkey_tls() -> TcpProxy:
     """A loopback TLS proxy in front of ``valkey`` (the packaged server is built without TLS)."""
-    cert, key = make_self_signed(tmp_path_factory.mktemp("tls"))
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert, key)
-    proxy = TcpProxy(valkey.port, tls=context, ca_path=cert)
-    try:
-        yield proxy
-    finally:
-        proxy.close()
+    return shared_tls()
 
 
 @pytest.fixture
@@ -480,3 +535,36 @@ _prefixes = itertools.count(1)
 def redis_prefix() -> str:
     """A key prefix no other test in this session uses."""
     return f"perplexed-test-{os.getpid()}-{next(_prefixes)}:"
+
+
+# -- RedisStore factories for the store-conformance suite (tests/store/conftest.py: STORES) ------------------------
+
+_CONFORMANCE_TIMEOUT_MS = 5000  # generous: a conformance test must exercise Redis, never the degraded mode
+
+
+def _strict_store(url: str, clock: Callable[[], float]) -> Any:
+    """A RedisStore under its own prefix that fails the test (at close) if it ever fell back to in-process
+    state: the conformance suite must check the Redis path, not the degraded mode."""
+    from perplexed.store import RedisStore
+
+    class StrictRedisStore(RedisStore):
+        async def aclose(self) -> None:
+            try:
+                assert self.outages == 0, f"the Redis store degraded during the test: {self.last_error}"
+                await self._remote.clear()
+            finally:
+                await super().aclose()
+
+    prefix = f"conformance-{os.getpid()}-{next(_prefixes)}:"
+    return StrictRedisStore(url, prefix=prefix, timeout_ms=_CONFORMANCE_TIMEOUT_MS, clock=clock)
+
+
+def redis_conformance_stores() -> dict[str, Callable[[Callable[[], float], Path], Any]]:
+    """``STORES`` entries: RedisStore on the standalone server (TCP and unix socket), through TLS, on the
+    3-node cluster. Servers start on first use."""
+    return {
+        "redis": lambda clock, tmp: _strict_store(shared_valkey().url, clock),
+        "redis-unix": lambda clock, tmp: _strict_store(shared_valkey().unix_url, clock),
+        "redis-tls": lambda clock, tmp: _strict_store(shared_tls().url, clock),
+        "redis-cluster": lambda clock, tmp: _strict_store(shared_cluster().url, clock),
+    }
