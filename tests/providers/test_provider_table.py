@@ -96,6 +96,8 @@ def test_synthesized_cassettes_are_current() -> None:
 def test_synthesized_cassettes_are_labelled(name: str) -> None:
     readme = (SYNTHESIZED / name / "README.md").read_text(encoding="utf-8")
     assert "Not recorded" in readme and "documented" in readme
+    if name == "searxng":  # its standard cases are recorded from a real instance (cassettes/recorded/searxng)
+        return
     for case in ("ok", "empty", "401", "429", "5xx", "malformed"):
         assert (SYNTHESIZED / name / f"{case}.yaml").is_file()
         assert f"`{case}.yaml`" in readme
