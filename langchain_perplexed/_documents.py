@@ -1,7 +1,8 @@
 """perplexed results as LangChain Documents, and the text a model sees. No I/O, no search logic.
 
 Document metadata is JSON-serialisable: ``id`` (the hit's ``n``, what an ``[n]`` marker cites), ``title``,
-``url``, ``source`` (= url), ``published`` (ISO date; absent when unknown), ``score``, ``provider``, and the
+``url``, ``source`` (= url), ``published`` (ISO date; absent when unknown), ``author`` (when the provider
+reports one, e.g. Exa; absent otherwise), ``score``, ``provider``, and the
 chain run's ``answered_by``, ``cost`` (USD, the whole run's total, the same on every Document of a result)
 and ``attempts`` (``[{provider, outcome, cost, duration_ms}]``).
 """
@@ -50,6 +51,9 @@ def hit_metadata(
     }
     if hit.published is not None:
         metadata["published"] = hit.published.isoformat()
+    author = hit.raw.get("author")
+    if isinstance(author, str) and author.strip():
+        metadata["author"] = author.strip()
     metadata["score"] = hit.score
     metadata["provider"] = hit.provider
     metadata["answered_by"] = answered_by

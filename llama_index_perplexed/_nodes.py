@@ -69,13 +69,16 @@ def hit_metadata(hit: Hit, result: Result | None = None) -> dict[str, Any]:
     """The node metadata of one hit, as in the LangChain adapter.
 
     ``id`` (the 1-based number an ``[n]`` marker cites), ``title``, ``url``, ``published`` (ISO date; absent
-    when unknown), ``score`` (the provider's own, or ``None``), ``provider``, and the search's
+    when unknown), ``author`` (when the provider reports one, e.g. Exa; absent otherwise), ``score`` (the provider's own, or ``None``), ``provider``, and the search's
     ``answered_by``, ``cost`` (USD, the whole chain run, the same on every node of a result) and
     ``attempts`` (``[{provider, outcome, cost, duration_ms}]``).
     """
     metadata: dict[str, Any] = {"id": hit.id, "title": hit.title, "url": hit.url}
     if hit.published is not None:
         metadata["published"] = hit.published.isoformat()
+    author = hit.raw.get("author")
+    if isinstance(author, str) and author.strip():
+        metadata["author"] = author.strip()  # e.g. Exa's; absent when the provider reports none
     metadata["score"] = hit.score
     metadata["provider"] = hit.provider
     metadata["answered_by"] = result.provider if result is not None else hit.provider

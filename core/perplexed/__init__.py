@@ -42,10 +42,12 @@ if TYPE_CHECKING:  # answer() is imported lazily (it pulls in the Agent API clie
         AGENT_PROVIDER,
         Answer,
         AnswerCitation,
+        AnswerPlan,
         NoSourcesError,
         aanswer,
         answer,
         astream_answer,
+        prepare_answer,
         stream_answer,
     )
 
@@ -59,6 +61,7 @@ __all__ = [
     "APITimeoutError",
     "Answer",
     "AnswerCitation",
+    "AnswerPlan",
     "Attempt",
     "AuthenticationError",
     "BadRequestError",
@@ -86,6 +89,7 @@ __all__ = [
     "asearch",
     "astream_answer",
     "configure",
+    "prepare_answer",
     "providers",
     "search",
     "stream_answer",
@@ -101,6 +105,8 @@ _LAZY = {
     "NoSourcesError": "perplexed._answer",
     "AnswerCitation": "perplexed._answer",
     "AGENT_PROVIDER": "perplexed._answer",
+    "AnswerPlan": "perplexed._answer",
+    "prepare_answer": "perplexed._answer",
 }
 
 

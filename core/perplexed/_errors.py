@@ -28,7 +28,9 @@ __all__ = [
     "PerplexedError",
     "ProviderError",
     "RateLimitError",
+    "ResponseCancelledError",
     "ResponseFailedError",
+    "ResponseIncompleteError",
     "ServerError",
     "StreamError",
     "UpstreamError",
@@ -235,3 +237,17 @@ class ResponseFailedError(APIError):
 
 class StreamError(APIError):
     """A stream ended without a terminal event, or carried an ``error`` event."""
+
+
+# --- Agent API errors (moved from perplexed.agent._client; owner: the agent client) ----------------------
+
+
+class ResponseIncompleteError(ResponseFailedError):
+    """The run ended ``incomplete``; ``reason`` says why (e.g. ``max_output_tokens``)."""
+
+
+class ResponseCancelledError(ResponseFailedError):
+    """The run was cancelled."""
+
+
+# --- end of the Agent API errors --------------------------------------------------------------------------

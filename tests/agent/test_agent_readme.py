@@ -1,4 +1,4 @@
-"""The README's Agent API example runs as written, against a loopback Agent API serving the synthesized
+"""The Agent API example (docs/agent-api.md) runs as written, against a loopback Agent API serving the synthesized
 cassettes' bodies (a completed response, then a streamed transcript)."""
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ def _body(name: str) -> tuple[str, str]:
 
 
 def _readme_block() -> str:
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "agent-api.md").read_text()
     section = re.search(r"<!-- section:agent -->(.*?)<!-- /section:agent -->", text, re.S)
-    assert section, "README has no agent section"
+    assert section, "docs/agent-api.md has no agent section"
     block = re.search(r"```python\n(.*?)```", section.group(1), re.S)
     assert block, "the agent section has no python example"
     return block.group(1)

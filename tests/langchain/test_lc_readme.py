@@ -1,4 +1,4 @@
-"""The README's LangChain section runs as written: its ```python blocks are executed in order, in one
+"""The LangChain page (docs/langchain.md) runs as written: its ```python blocks are executed in order, in one
 namespace, against the real local SearXNG (``SEARXNG_URL``) and the loopback Agent API (``PERPLEXITY_*``)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[2] / "docs" / "langchain.md"
 
 
 def langchain_blocks() -> list[str]:

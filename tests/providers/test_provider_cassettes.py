@@ -20,7 +20,7 @@ OK_COST = {
     "firecrawl": 0.002,  # creditsUsed 2 x $0.001
     "perplexity": 0.005,
     "tavily": 0.008,  # usage.credits 1 x $0.008
-    "exa": 0.012,  # costDollars.total
+    "exa": 0.007,  # costDollars.total (billed as costDollars.search.neural only, as a live call was)
     "brave": 0.005,
     "linkup": 0.005,
 }
@@ -171,6 +171,8 @@ async def test_firecrawl_scrape_returns_markdown_content_and_bills_credits() -> 
     assert first.content is not None and first.content.startswith("# California Tenant Rights Guide")
     assert first.text == first.content
     assert first.published == date(2025, 4, 2)
+    assert first.updated == date(2025, 10, 15)  # metadata.modifiedTime: an update date, not a publication
+    assert second.published is None and second.updated is None
     assert second.content == "## Deposits\n\nAt most two months' rent."
     assert attempts[0].cost == pytest.approx(4 * 0.001)  # creditsUsed 4
 
@@ -188,10 +190,33 @@ async def test_firecrawl_usd_per_credit_option() -> None:
 
 
 async def test_perplexity_dates() -> None:
+    """``date`` is the publication date and ``last_updated`` an update date: never mixed (issue 16)."""
     result, _, _ = await run("perplexity", "ok")
     assert result is not None
-    assert [h.published for h in result.hits] == [date(2025, 3, 1), date(2025, 2, 10), None]
+    assert [h.published for h in result.hits] == [date(2025, 3, 1), None, None]
+    assert [h.updated for h in result.hits] == [date(2025, 3, 5), date(2025, 2, 10), None]
+    assert result.hits[1].raw["last_updated"] == "2025-02-10"  # not a publication date
     assert result.hits[2].raw["date"] == "sometime last spring"
+
+
+async def test_perplexity_451_key_before_search_api_is_auth_with_a_remedy() -> None:
+    _, attempts, exc = await run("perplexity", "451")
+    assert exc is not None
+    [attempt] = attempts
+    assert attempt.outcome is Outcome.ERROR and attempt.reason == "auth"
+    assert "api_key_created_before_search_api_cutoff" in (attempt.error or "")
+    assert "create a new API key" in (attempt.error or "")
+    assert FAKE_KEYS["perplexity"] not in str(exc)
+
+
+def test_perplexity_other_451_stays_bad_request() -> None:
+    import httpx
+
+    provider = make("perplexity")
+    response = httpx.Response(451, json={"error": {"type": "unavailable_for_legal_reasons", "code": 451}})
+    with pytest.raises(ProviderError) as info:
+        provider.check_status(response)
+    assert info.value.reason == "bad_request"
 
 
 async def test_tavily_hits_content_and_credits() -> None:
@@ -212,8 +237,12 @@ async def test_tavily_432_is_payment() -> None:
 async def test_exa_uses_reported_cost_and_text() -> None:
     result, attempts, _ = await run("exa", "ok", max_results=25)
     assert result is not None
-    assert attempts[0].cost == pytest.approx(0.012)  # reported, not the 25-result list price
+    assert attempts[0].cost == pytest.approx(0.007)  # reported, not the 25-result list price (0.022)
     first, second = result.hits
+    # real results carry no score; author, image and favicon stay in raw only
+    assert first.score is None and second.score is None
+    assert first.raw["author"] == "Jane Doe" and first.raw["favicon"] == "https://example.com/favicon.ico"
+    assert first.raw["image"] == "https://example.com/images/tenant-rights.png"
     assert first.snippet == "Landlords must return deposits within 21 days."
     assert first.content and first.content.startswith("California Tenant Rights Guide.")
     assert first.published == date(2025, 6, 1)

@@ -170,9 +170,16 @@ def test_firecrawl_request_maps_options() -> None:
         "limit": 100,
         "includeDomains": ["a.org"],  # the two are exclusive: exclude is applied to the hits
         "tbs": "qdr:w",
-        "country": "GB",
-        "safe": True,
-    }
+        "country": "gb",  # lower case, as the API's default ("us") and examples
+    }  # no "safe": the v2 schema has no such key and rejects unknown keys (a 400)
+
+
+@pytest.mark.parametrize("safe", ["off", "moderate", "strict"])
+def test_firecrawl_never_sends_safe(safe: str) -> None:
+    provider = Firecrawl(api_key=key("firecrawl"))
+    request = provider.build_request("q", opts(safe_search=safe, country="US"))
+    assert "safe" not in body(request) and body(request)["country"] == "us"
+    assert "safe_search" in provider.ignored(opts(safe_search=safe))
 
 
 def test_firecrawl_dates_and_scrape() -> None:

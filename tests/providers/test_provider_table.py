@@ -33,15 +33,15 @@ SAMPLES: dict[str, Any] = {
 
 
 def readme_section(name: str) -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = (ROOT / "docs" / "providers.md").read_text(encoding="utf-8")
     match = re.search(rf"<!-- section:{name} -->\n(.*?)<!-- /section:{name} -->", text, re.S)
-    assert match, f"README has no section {name}"
+    assert match, f"docs/providers.md has no section {name}"
     return match.group(1)
 
 
 def test_readme_support_table_is_the_generated_one() -> None:
     section = readme_section("providers")
-    hint = "paste the output of perplexed.providers._table.{}() into the README's providers section"
+    hint = "paste the output of perplexed.providers._table.{}() into docs/providers.md"
     assert support_table() in section, hint.format("support_table")
     assert price_table() in section, hint.format("price_table")
     assert provider_table() in section, hint.format("provider_table")
@@ -96,6 +96,8 @@ def test_synthesized_cassettes_are_current() -> None:
 def test_synthesized_cassettes_are_labelled(name: str) -> None:
     readme = (SYNTHESIZED / name / "README.md").read_text(encoding="utf-8")
     assert "Not recorded" in readme and "documented" in readme
+    if name == "searxng":  # its standard cases are recorded from a real instance (cassettes/recorded/searxng)
+        return
     for case in ("ok", "empty", "401", "429", "5xx", "malformed"):
         assert (SYNTHESIZED / name / f"{case}.yaml").is_file()
         assert f"`{case}.yaml`" in readme

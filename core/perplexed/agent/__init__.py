@@ -26,25 +26,19 @@ from .._errors import (
     NotFoundError,
     PermissionDeniedError,
     RateLimitError,
+    ResponseCancelledError,
     ResponseFailedError,
+    ResponseIncompleteError,
     ServerError,
     StreamError,
 )
-from ._client import (
-    DEFAULT_BASE_URL,
+from ._client import DEFAULT_BASE_URL, AsyncAgentClient, CreateParams
+from ._outcome import error_from_response, raise_for_status
+from ._policy import (
     PRESET_TIMEOUTS,
-    AgentClient,
-    AgentStream,
-    AsyncAgentClient,
-    AsyncAgentStream,
-    CreateParams,
-    ResponseCancelledError,
-    ResponseIncompleteError,
     backoff_delay,
     default_timeout,
-    error_from_response,
     parse_retry_after,
-    raise_for_status,
     retry_delay,
     should_retry,
 )
@@ -114,6 +108,8 @@ from ._response import (
     parse_event,
     parse_output_item,
 )
+from ._stream import AsyncAgentStream
+from ._sync import AgentClient, AgentStream
 from .sonar import DEFAULT_PRESET_MAP, SKILL_PRESET_MAP, MigrationWarning, SonarTranslation, from_sonar
 from .sse import ServerSentEvent, SSEDecoder
 

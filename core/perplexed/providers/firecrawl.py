@@ -4,8 +4,9 @@ Works against the cloud API and against a self-hosted Firecrawl (``base_url=`` o
 a self-hosted instance needs no key unless it was set up with authentication, and costs nothing by default.
 
 Asking for scraping (``scrape=True``, ``formats=[...]`` or ``scrape_options={...}``) makes Firecrawl fetch every hit and
-return its markdown, which becomes :attr:`Hit.content`. A 200 with ``"success": false`` is an error
-(``soft_failure``). Cost is Firecrawl's credits (``creditsUsed`` when reported, else 2 credits per 10
+return its markdown, which becomes :attr:`Hit.content` (a scraped page's ``modifiedTime`` becomes :attr:`Hit.updated`). A 200 with ``"success": false`` is an error
+(``soft_failure``). Only keys of the v2 request schema are sent (it rejects unknown keys): there is no
+safe-search key, so ``safe_search`` is not native here; ``country`` goes in lower case. Cost is Firecrawl's credits (``creditsUsed`` when reported, else 2 credits per 10
 results, plus 1 per scraped page) times ``usd_per_credit``.
 """
 
@@ -67,7 +68,6 @@ class Firecrawl(Provider):
             "published_after",
             "published_before",
             "country",
-            "safe_search",
         }
     )
     extra_options: ClassVar[tuple[str, ...]] = (
@@ -173,9 +173,8 @@ class Firecrawl(Provider):
             body["tbs"] = tbs
         country = country_code(options.country)
         if country:
-            body["country"] = country
-        if options.safe_search is not None:
-            body["safe"] = options.safe_search != "off"
+            body["country"] = country.lower()  # the API's default and examples are lower case ("us")
+        # No safe-search key: the v2 request schema has none and rejects unknown keys with a 400.
         for option, field in _PASS_THROUGH.items():
             if option in extra:
                 body[field] = extra[option]
@@ -240,6 +239,7 @@ class Firecrawl(Provider):
             or meta.get("article:published_time")
             or meta.get("datePublished")
         )
+        updated = meta.get("modifiedTime") or meta.get("article:modified_time") or meta.get("dateModified")
         return Hit(
             title=as_str(item.get("title")) or as_str(meta.get("title")),
             url=url,
@@ -248,6 +248,7 @@ class Firecrawl(Provider):
             or as_str(meta.get("description")),
             content=markdown if isinstance(markdown, str) and markdown else None,
             published=parse_published(published),
+            updated=parse_published(updated),
             score=as_float(item.get("score")),
             provider=self.label,
             raw=item,

@@ -8,6 +8,7 @@ combined with date bounds in the API, so with dates the recency becomes a lower 
 
 from __future__ import annotations
 
+import json
 from typing import Any, ClassVar
 
 import httpx
@@ -17,7 +18,7 @@ from .._options import SearchOptions
 from ._base import Provider, parse_published
 from ._common import as_str, country_code, date_window, language_code, merged_extra
 
-__all__ = ["PerplexitySearch"]
+__all__ = ["KEY_PREDATES_SEARCH_API", "PerplexitySearch"]
 
 _PASS_THROUGH = (
     "search_type",
@@ -30,6 +31,8 @@ _PASS_THROUGH = (
     "display_server_time",
 )
 _MAX_DOMAINS = 20
+#: the error type of the HTTP 451 the Search API answers to a key created before the API existed
+KEY_PREDATES_SEARCH_API = "api_key_created_before_search_api_cutoff"
 
 
 class PerplexitySearch(Provider):
@@ -95,8 +98,21 @@ class PerplexitySearch(Provider):
             headers=self.headers(Authorization=f"Bearer {key}"),
         )
 
+    def check_status(self, response: httpx.Response) -> None:
+        """As the base class, plus: HTTP 451 ``api_key_created_before_search_api_cutoff`` is a key problem
+        (reason ``auth``): the key predates the Search API and the user must create a new one."""
+        if response.status_code == 451 and _error_type(response) == KEY_PREDATES_SEARCH_API:
+            raise self.fail(
+                "auth",
+                f"HTTP 451 {KEY_PREDATES_SEARCH_API}: this API key was created before the Perplexity Search "
+                "API existed and cannot call it; create a new API key (perplexity.ai, API settings) and set "
+                "PERPLEXITY_API_KEY to it",
+                response,
+            )
+        super().check_status(response)
+
     def parse_response(self, response: httpx.Response, query: str, options: SearchOptions) -> ProviderAnswer:
-        """``results[]`` to hits (``date``, else ``last_updated``, is the published date)."""
+        """``results[]`` to hits: ``date`` is the publication date, ``last_updated`` the update date (apart)."""
         data = self.json_object(response)
         results = data.get("results")
         if not isinstance(results, list):
@@ -114,9 +130,21 @@ class PerplexitySearch(Provider):
                     title=as_str(item.get("title")),
                     url=item["url"],
                     snippet=as_str(item.get("snippet")),
-                    published=parse_published(item.get("date")) or parse_published(item.get("last_updated")),
+                    published=parse_published(item.get("date")),
+                    updated=parse_published(item.get("last_updated")),
                     provider=self.label,
                     raw=item,
                 )
             )
         return ProviderAnswer(hits=hits)
+
+
+def _error_type(response: httpx.Response) -> str | None:
+    """``error.type`` of a ``{"error": {"type": ..., "code": ...}}`` body, or None."""
+    try:
+        data = json.loads(response.content)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    error = data.get("error") if isinstance(data, dict) else None
+    kind = error.get("type") if isinstance(error, dict) else None
+    return kind if isinstance(kind, str) else None

@@ -1,0 +1,258 @@
+"""Pure governance policy: rolling-window rate limits, cool-down transitions, spend limits, health.
+
+Nothing here does I/O or reads a clock: every function takes ``now`` (seconds, any monotonic-enough epoch)
+and returns a decision or a new state. The stores (memory, SQLite, Redis) apply these rules inside one
+atomic step each; the tests drive them table-style with a fake clock.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Literal, NamedTuple
+
+from ._errors import ConfigError
+
+__all__ = [
+    "LATENCY_MIN_SAMPLES",
+    "LATENCY_SAMPLES",
+    "MAX_COOLDOWN_S",
+    "SPEND_WINDOWS",
+    "CoolState",
+    "Health",
+    "RateLimit",
+    "check_provider_settings",
+    "cool_admit",
+    "cool_record",
+    "health_of",
+    "p95",
+    "parse_rate_limit",
+    "parse_spend_limits",
+    "spend_allows",
+    "window_admit",
+]
+
+MAX_COOLDOWN_S = 600.0
+"""No cool-down (doubled, or asked for by ``Retry-After``) lasts longer than this."""
+
+SPEND_WINDOWS: dict[str, float] = {"minute": 60.0, "hour": 3600.0, "day": 86400.0, "week": 7 * 86400.0}
+"""Rolling windows understood by ``spend_limits`` and ``perplexed.spend(window=...)``, in seconds."""
+
+LATENCY_SAMPLES = 100
+"""How many recent answer latencies a store keeps per provider (for ``latency_p95``)."""
+
+LATENCY_MIN_SAMPLES = 5
+"""``latency_p95`` is None until a provider has answered at least this many times."""
+
+_UNITS = {"s": 1.0, "sec": 1.0, "second": 1.0, "m": 60.0, "min": 60.0, "minute": 60.0,
+          "h": 3600.0, "hour": 3600.0, "d": 86400.0, "day": 86400.0}
+_RATE = re.compile(r"^\s*(\d+)\s*/\s*([a-z]+?)s?\s*$")
+
+Health = Literal["answer", "failure", "neutral"]
+
+# Failure reasons that say the provider is unhealthy (count toward a cool-down). bad_request / not_found are
+# about the request, config means no call was made; soft_failure / body_too_large are request-specific too.
+_UNHEALTHY = frozenset({"timeout", "connection", "upstream", "rate_limited", "malformed", "auth", "payment",
+                        "unexpected"})
+
+
+class RateLimit(NamedTuple):
+    """``limit`` admitted calls in any rolling ``window_s`` seconds (parsed from ``"N/s"`` etc.)."""
+
+    limit: int
+    window_s: float
+    text: str
+
+
+def parse_rate_limit(value: object, param: str = "rate_limit") -> RateLimit | None:
+    """Parse ``"N/s"``, ``"N/min"``, ``"N/hour"``, ``"N/day"`` (``None`` = no limit). ConfigError otherwise."""
+    if value is None:
+        return None
+    if isinstance(value, RateLimit):
+        return value
+    if isinstance(value, str):
+        match = _RATE.match(value.lower())
+        if match and match.group(2) in _UNITS and int(match.group(1)) > 0:
+            return RateLimit(int(match.group(1)), _UNITS[match.group(2)], value.strip())
+    raise ConfigError(
+        f"{param} must look like '5/s', '60/min', '1000/hour' or '10000/day' (N > 0), got {value!r}"
+    )
+
+
+def parse_spend_limits(value: object) -> dict[str, float]:
+    """Validate ``{"day": 5.0, "hour": 1.0}``: window names from :data:`SPEND_WINDOWS`, non-negative USD."""
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"spend_limits must be a dict like {{'day': 5.0}}, got {value!r}")
+    out: dict[str, float] = {}
+    for window, limit in value.items():
+        if window not in SPEND_WINDOWS:
+            known = ", ".join(SPEND_WINDOWS)
+            raise ConfigError(f"spend_limits: unknown window {window!r} (use {known})")
+        if isinstance(limit, bool) or not isinstance(limit, int | float) or not math.isfinite(limit) or limit < 0:
+            raise ConfigError(f"spend_limits[{window!r}] must be a non-negative number of USD, got {limit!r}")
+        out[window] = float(limit)
+    return out
+
+
+def check_provider_settings(
+    *,
+    rate_limit: object = None,
+    rate_limit_wait_ms: object = None,
+    cooldown_after: object = None,
+    cooldown_s: object = None,
+    owner: str = "provider",
+) -> dict[str, object]:
+    """Validate a provider's governance settings (None = unset); the set ones, parsed. ConfigError naming
+    the setting otherwise."""
+    out: dict[str, object] = {}
+    if rate_limit is not None:
+        out["rate_limit"] = parse_rate_limit(rate_limit, f"rate_limit of {owner}")
+    if rate_limit_wait_ms is not None:
+        if isinstance(rate_limit_wait_ms, bool) or not isinstance(rate_limit_wait_ms, int | float) or not (
+            math.isfinite(rate_limit_wait_ms) and rate_limit_wait_ms >= 0
+        ):
+            raise ConfigError(f"rate_limit_wait_ms of {owner} must be a non-negative number of ms, got {rate_limit_wait_ms!r}")
+        out["rate_limit_wait_ms"] = int(rate_limit_wait_ms)
+    if cooldown_after is not None:
+        if isinstance(cooldown_after, bool) or not isinstance(cooldown_after, int) or cooldown_after < 1:
+            raise ConfigError(f"cooldown_after of {owner} must be a positive integer (or None = off), got {cooldown_after!r}")
+        out["cooldown_after"] = cooldown_after
+    if cooldown_s is not None:
+        if isinstance(cooldown_s, bool) or not isinstance(cooldown_s, int | float) or not (
+            math.isfinite(cooldown_s) and cooldown_s > 0
+        ):
+            raise ConfigError(f"cooldown_s of {owner} must be a positive number of seconds, got {cooldown_s!r}")
+        out["cooldown_s"] = min(float(cooldown_s), MAX_COOLDOWN_S)
+    return out
+
+
+# -- rolling window -----------------------------------------------------------------------------------------
+
+
+def window_admit(stamps: Sequence[float], now: float, limit: RateLimit) -> tuple[bool, float]:
+    """Sliding-window log: may one more call start at ``now``, given the admission times ``stamps``?
+
+    Returns ``(allowed, wait_s)``: when not allowed, ``wait_s`` is how long until the oldest admission in
+    the window leaves it (a slot frees). Stamps older than the window are ignored (callers prune them).
+    """
+    start = now - limit.window_s
+    live = [s for s in stamps if s > start]
+    if len(live) < limit.limit:
+        return True, 0.0
+    live.sort()
+    # the (len - limit + 1)-th oldest must leave before there are fewer than `limit` in the window
+    oldest_blocking = live[len(live) - limit.limit]
+    return False, max(0.0, oldest_blocking + limit.window_s - now)
+
+
+# -- cool-down (circuit breaker) ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CoolState:
+    """One provider's cool-down state.
+
+    ``failures``: consecutive unhealthy failures. ``open_until``: when the current cool-down ends (None =
+    closed). ``period``: the length of the last cool-down (doubles after a failed trial). ``trial_until``:
+    the lease of the trial call in flight (None = none), which expires so a killed worker cannot hold it.
+    """
+
+    failures: int = 0
+    open_until: float | None = None
+    period: float = 0.0
+    trial_until: float | None = None
+
+
+CoolVerdict = Literal["call", "trial", "cooling_down"]
+
+
+def cool_admit(
+    state: CoolState, now: float, lease_s: float, early: bool = False
+) -> tuple[CoolVerdict, CoolState, float]:
+    """Whether a call may go now. Returns ``(verdict, new_state, wait_s)``.
+
+    Closed: ``call``. Cooling down: ``cooling_down`` with ``wait_s`` = time left, unless ``early`` (the
+    end-of-chain trial) and no trial is in flight, which takes the trial lease. Cool-down over: the first
+    caller takes the trial lease (``trial``); the others get ``cooling_down`` until its lease expires.
+    """
+    if state.open_until is None:
+        return "call", state, 0.0
+    lease_live = state.trial_until is not None and state.trial_until > now
+    if lease_live:
+        return "cooling_down", state, max(0.0, state.open_until - now)
+    if now >= state.open_until or early:
+        return "trial", replace(state, trial_until=now + max(lease_s, 0.001)), 0.0
+    return "cooling_down", state, state.open_until - now
+
+
+def cool_record(
+    state: CoolState,
+    now: float,
+    health: Health,
+    *,
+    trial: bool,
+    cooldown_after: int | None,
+    cooldown_s: float,
+    retry_after: float | None = None,
+) -> CoolState:
+    """The state after a call ended with ``health`` (see :func:`health_of`).
+
+    An answer closes any cool-down and resets the period. A failure counts; reaching ``cooldown_after``
+    opens a cool-down of ``cooldown_s``; a failed trial re-opens it for twice the last period (<= 600 s).
+    ``retry_after`` (a 429/503's ``Retry-After``) opens a cool-down of exactly that long (<= 600 s).
+    A neutral end (bad request, cancelled, ...) changes nothing but releases a trial lease it held.
+    """
+    if cooldown_after is None:
+        return state
+    if health == "answer":
+        return CoolState()
+    if health == "neutral":
+        return replace(state, trial_until=None) if trial else state
+    failures = state.failures + 1
+    if retry_after is not None and retry_after >= 0:
+        wait = min(float(retry_after), MAX_COOLDOWN_S)
+        period = state.period or cooldown_s
+        return CoolState(failures=failures, open_until=now + wait, period=period, trial_until=None)
+    if trial and state.open_until is not None:
+        period = min(max(state.period or cooldown_s, cooldown_s) * 2, MAX_COOLDOWN_S)
+        return CoolState(failures=failures, open_until=now + period, period=period, trial_until=None)
+    if state.open_until is not None:  # a call admitted before the cool-down started failed too
+        return replace(state, failures=failures)
+    if failures >= cooldown_after:
+        period = min(cooldown_s, MAX_COOLDOWN_S)
+        return CoolState(failures=failures, open_until=now + period, period=period, trial_until=None)
+    return replace(state, failures=failures)
+
+
+def health_of(outcome: str, reason: str | None) -> Health:
+    """What an attempt says about the provider's health: ``answer`` (ok, empty, insufficient), ``failure``
+    (timeouts; connection, upstream, rate_limited, malformed, auth, payment, unexpected errors) or
+    ``neutral`` (request-specific errors, config, cancelled, skipped, deadline)."""
+    if outcome in ("ok", "empty", "insufficient"):
+        return "answer"
+    if outcome == "timeout":
+        return "failure"
+    if outcome == "error" and reason in _UNHEALTHY:
+        return "failure"
+    return "neutral"
+
+
+# -- spend ----------------------------------------------------------------------------------------------------
+
+
+def spend_allows(spent: Mapping[float, float], price: float, limits: Iterable[tuple[float, float]]) -> bool:
+    """Whether reserving ``price`` keeps every ``(window_s, limit)`` limit, given ``spent[window_s]`` (what
+    the window already holds, reservations included). Free calls always pass."""
+    if price <= 0:
+        return True
+    return all(spent.get(window_s, 0.0) + price <= limit + 1e-12 for window_s, limit in limits)
+
+
+def p95(samples: Sequence[float]) -> float | None:
+    """The 95th percentile (nearest rank) of ``samples``; None with fewer than :data:`LATENCY_MIN_SAMPLES`."""
+    if len(samples) < LATENCY_MIN_SAMPLES:
+        return None
+    ordered = sorted(samples)
+    return float(ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)])

@@ -1,0 +1,437 @@
+"""The stream engine: one streamed response, with resumption and polling, and the pure decision behind them.
+
+:func:`after_drop` answers "the stream dropped: resume, poll, or raise?" from plain facts (tested
+table-style in ``tests/agent/test_agent_stream_policy.py``); :class:`AsyncAgentStream` does the I/O: it
+connects (a ``POST`` for a new run, a ``GET ?stream=true&starting_after=N`` to resume one), reads events
+under the per-event and whole-stream bounds, and carries out what :func:`after_drop` decides.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import json
+import logging
+from collections.abc import AsyncGenerator, Generator, Mapping
+from dataclasses import dataclass
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from .._errors import (
+    APIConnectionError,
+    APIError,
+    APITimeoutError,
+    BadRequestError,
+    ConflictError,
+    NotFoundError,
+    ProviderError,
+    ServerError,
+    StreamError,
+)
+from .._http import read_capped
+from ._outcome import parse_json, parse_response, raise_for_status, scrub, terminal_event_for
+from ._policy import MAX_BODY_BYTES, backoff_delay
+from ._request import AgentRequest
+from ._response import (
+    TERMINAL_EVENTS,
+    ErrorEvent,
+    Response,
+    ResponseFailedEvent,
+    StreamAssembler,
+    StreamEvent,
+    UnknownEvent,
+    parse_event,
+)
+from .sse import SSEDecoder
+
+if TYPE_CHECKING:
+    from ._client import AsyncAgentClient
+
+__all__ = ["AsyncAgentStream", "Decision", "Step", "after_drop"]
+
+logger = logging.getLogger("perplexed.agent")
+
+
+# --- the decision ------------------------------------------------------------------------------------
+
+
+class Step(enum.Enum):
+    """What to do after a stream dropped."""
+
+    RESUME = "resume"  #: reconnect after ``delay`` seconds, from the cursor
+    POLL = "poll"  #: read the end of the run by polling it
+    RAISE = "raise"  #: give up: raise the drop (a foreground stream is never re-sent)
+    OVERDUE = "overdue"  #: the wait before reconnecting would pass the stream's deadline
+
+
+@dataclass(frozen=True)
+class Decision:
+    step: Step
+    delay: float = 0.0
+    why: str = ""
+
+
+def after_drop(
+    *,
+    background: bool,
+    response_id: str | None,
+    cursor: int | None,
+    failures: int,
+    max_resumes: int,
+    remaining: float,
+    cursor_rejected: bool = False,
+    jitter: float | None = None,
+) -> Decision:
+    """The stream dropped (or reconnecting failed): resume, poll, or raise?
+
+    ``failures`` counts the attempts since the stream last delivered an event that got nothing (0 when
+    the dropped connection had delivered events); ``remaining`` is what is left of the stream's deadline
+    (seconds); ``cursor_rejected`` says the API refused the ``starting_after`` cursor (400/404/409, e.g.
+    it expired).
+
+    - A foreground stream is never resumed: re-sending its request would start a new, billed run.
+    - Without a response id or a cursor there is nothing to resume from.
+    - A rejected cursor, or more than ``max_resumes`` failed reconnections in a row: poll for the end.
+    - Otherwise reconnect, at once after progress, else after an exponential backoff, unless that wait
+      does not fit in ``remaining``.
+    """
+    if not background:
+        return Decision(Step.RAISE, why="foreground")
+    if response_id is None or cursor is None:
+        return Decision(Step.RAISE, why="nothing to resume from")
+    if cursor_rejected:
+        return Decision(Step.POLL, why="cursor rejected")
+    if failures > max_resumes:
+        return Decision(Step.POLL, why="reconnections exhausted")
+    delay = backoff_delay(failures - 1, jitter=jitter) if failures else 0.0
+    if delay >= remaining:
+        return Decision(Step.OVERDUE, delay)
+    return Decision(Step.RESUME, delay)
+
+
+# --- the engine --------------------------------------------------------------------------------------
+
+_CURSOR_REFUSED = (BadRequestError, NotFoundError, ConflictError)
+
+
+class AsyncAgentStream:
+    """The events of one streamed response (``async for event in stream``).
+
+    After iteration, :attr:`response` is the final response assembled from the stream;
+    :meth:`get_final_response` consumes what is left and returns it. :attr:`resumed` counts reconnections
+    and :attr:`polled` tells that the end was read by polling (the reconnect cursor had expired).
+    """
+
+    def __init__(
+        self,
+        client: AsyncAgentClient,
+        request: AgentRequest | None,
+        *,
+        timeout: float,
+        extra_headers: Mapping[str, str] | None,
+        resume: tuple[str, int] | None = None,
+        stream_timeout: float | None = None,
+    ) -> None:
+        self._client = client
+        self._request = request
+        self._timeout = timeout
+        self._stream_timeout = timeout if stream_timeout is None else stream_timeout
+        self._deadline = 0.0  # loop time; set when the stream starts
+        self._extra_headers = dict(extra_headers or {})
+        self._assembler = StreamAssembler()
+        self._resume = resume
+        self._final: Response | None = None
+        self.resumed = 0
+        self.polled = False
+        if resume is not None:
+            self._assembler.last_sequence_number = resume[1]
+        self._gen = self._run()
+
+    # -- iteration --------------------------------------------------------------------------------------
+
+    def __aiter__(self) -> AsyncAgentStream:
+        return self
+
+    def __await__(self) -> Generator[Any, None, AsyncAgentStream]:
+        """``await client.stream(...)`` gives the stream itself (the request is sent on first iteration)."""
+
+        async def _self() -> AsyncAgentStream:
+            return self
+
+        return _self().__await__()
+
+    async def __anext__(self) -> StreamEvent:
+        return await self._gen.__anext__()
+
+    async def aclose(self) -> None:
+        """Stop reading and release the connection."""
+        await self._gen.aclose()
+
+    async def __aenter__(self) -> AsyncAgentStream:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    @property
+    def response(self) -> Response | None:
+        """The final response, once the terminal event arrived (``None`` before)."""
+        return self._final
+
+    @property
+    def snapshot(self) -> Response:
+        """The response as assembled so far."""
+        return self._assembler.response()
+
+    @property
+    def response_id(self) -> str | None:
+        """The response id, once ``response.created`` arrived."""
+        return self._assembler.response_id or (self._resume[0] if self._resume else None)
+
+    @property
+    def last_sequence_number(self) -> int | None:
+        """The ``sequence_number`` of the last event received (the resume cursor)."""
+        return self._assembler.last_sequence_number
+
+    async def get_final_response(self) -> Response:
+        """Consume the rest of the stream and return the final response (failures raise)."""
+        async for _ in self:
+            pass
+        if self._final is None:  # pragma: no cover - the generator always ends with a final or raises
+            raise StreamError("the stream ended without a final response")
+        return self._final
+
+    # -- the engine -------------------------------------------------------------------------------------
+
+    @property
+    def _background(self) -> bool:
+        return self._resume is not None or bool(self._request is not None and self._request.background)
+
+    def _overdue(self) -> APITimeoutError:
+        return APITimeoutError(
+            f"the stream took longer than stream_timeout={self._stream_timeout:g}s", status=200
+        )
+
+    async def _run(self) -> AsyncGenerator[StreamEvent, None]:
+        self._deadline = asyncio.get_running_loop().time() + self._stream_timeout
+        source = await self._start()
+        failures = 0
+        while source is not None:
+            progressed = False
+            try:
+                async with contextlib.aclosing(self._events(source)) as events:
+                    async for event in events:
+                        progressed = True
+                        self._assembler.feed(event)
+                        if event.type in TERMINAL_EVENTS:
+                            self._final = self._assembler.response()
+                            yield event
+                            self._finish(event)
+                            return
+                        yield event
+                drop: APIError = StreamError(
+                    "the stream ended without a terminal event (last sequence_number "
+                    f"{self._assembler.last_sequence_number})"
+                )
+            except (httpx.TransportError, TimeoutError) as exc:
+                drop = self._drop_error(exc)
+            finally:
+                await source.aclose()
+            failures = 0 if progressed else failures + 1
+            source, failures = await self._recover(drop, failures)
+        async for event in self._poll_to_end():
+            yield event
+
+    async def _start(self) -> httpx.Response | None:
+        """The first connection: a new run's ``POST``, or a resumed one's ``GET`` (``None``: poll instead)."""
+        if self._resume is None:
+            return await self._connect(None, None)
+        response_id, after = self._resume
+        try:
+            return await self._connect(response_id, after)
+        except _CURSOR_REFUSED as exc:
+            logger.info("stream of %s cannot resume (%s); polling instead", response_id, exc.message)
+            return None
+
+    async def _connect(self, response_id: str | None, after: int | None) -> httpx.Response:
+        """Open the event stream: ``POST`` the request (``response_id=None``) or resume after ``after``."""
+        client = self._client
+        if response_id is None:
+            assert self._request is not None
+            method, url, body, params = "POST", client._path(), self._request.to_body(), None
+        else:
+            method, url, body = "GET", client._path(response_id), None
+            params = {"stream": "true", "starting_after": str(after)}
+        try:
+            async with asyncio.timeout_at(self._deadline):
+                return await client._send(
+                    method,
+                    url,
+                    json_body=body,
+                    params=params,
+                    stream=True,
+                    timeout=self._timeout,
+                    extra_headers=self._extra_headers,
+                )
+        except TimeoutError:
+            raise self._overdue() from None
+
+    def _drop_error(self, exc: BaseException) -> APIError:
+        """Why the connection dropped, as the error raised if the stream cannot go on."""
+        if isinstance(exc, httpx.TimeoutException):
+            return APITimeoutError(
+                f"the stream stalled for more than {self._timeout:g}s ({type(exc).__name__})"
+            )
+        if isinstance(exc, TimeoutError):  # the event stall timer of _events
+            return APITimeoutError(f"the stream sent no event for more than {self._timeout:g}s")
+        return StreamError(f"the stream broke: {type(exc).__name__}: {exc}")
+
+    async def _recover(self, drop: APIError, failures: int) -> tuple[httpx.Response | None, int]:
+        """Carry out :func:`after_drop`: a new connection, or ``None`` to poll; raises when it says so."""
+        loop = asyncio.get_running_loop()
+        rid = self.response_id
+        cursor = self._assembler.last_sequence_number
+        rejected = False
+        while True:
+            decision = after_drop(
+                background=self._background,
+                response_id=rid,
+                cursor=cursor,
+                failures=failures,
+                max_resumes=self._client.max_stream_resumes,
+                remaining=self._deadline - loop.time(),
+                cursor_rejected=rejected,
+            )
+            if decision.step is Step.RAISE:
+                if decision.why == "foreground":
+                    raise type(drop)(
+                        drop.message + "; not retried: re-sending the request would start a new, billed "
+                        "run (use background=True for a resumable stream)",
+                        status=200,
+                    )
+                raise drop
+            if decision.step is Step.OVERDUE:
+                raise self._overdue()
+            if decision.step is Step.POLL:
+                if not rejected:
+                    logger.info("stream of %s: %s; polling for its end", rid, drop.message)
+                return None, failures
+            assert rid is not None and cursor is not None
+            await asyncio.sleep(decision.delay)
+            try:
+                source = await self._connect(rid, cursor)
+            except _CURSOR_REFUSED as exc:  # e.g. the starting_after cursor expired: read the end by polling
+                logger.info("stream of %s cannot resume (%s); polling instead", rid, exc.message)
+                rejected = True
+                continue
+            except (APIConnectionError, ServerError) as exc:
+                logger.info("stream of %s: reconnecting failed (%s)", rid, exc.message)
+                failures += 1
+                continue
+            self.resumed += 1
+            logger.info("stream of %s resumed after sequence_number %d", rid, cursor)
+            return source, failures
+
+    async def _poll_to_end(self) -> AsyncGenerator[StreamEvent, None]:
+        """Poll the run to its end and yield one terminal event built from the polled response."""
+        response_id = self.response_id
+        assert response_id is not None
+        self.polled = True
+        remaining = self._deadline - asyncio.get_running_loop().time()
+        if remaining <= 0:
+            raise self._overdue()
+        final = await self._client._poll(response_id, remaining, 1.0, 10.0)
+        event = terminal_event_for(final) or ResponseFailedEvent(response=final, error=final.error)
+        self._assembler.feed(event)
+        self._final = self._assembler.response()
+        yield event
+        self._finish(event)
+
+    async def _events(self, source: httpx.Response) -> AsyncGenerator[StreamEvent, None]:
+        content_type = source.headers.get("content-type", "")
+        if "json" in content_type and "event-stream" not in content_type:
+            # The server answered with a whole response instead of a stream.
+            yield await self._whole_response(source)
+            return
+        decoder = SSEDecoder()
+        after = self._assembler.last_sequence_number
+        # The stall timer counts events, not bytes: a server that drips bytes or sends only keep-alive
+        # comments cannot hold the stream open past ``timeout`` without a single event (httpx's read
+        # timeout resets on every byte). The timer wraps only the read, never the ``yield``. The stream's
+        # overall deadline caps every read too, and is checked for every chunk (a read that did not have
+        # to wait cannot time out).
+        loop = asyncio.get_running_loop()
+        deadline = self._deadline
+        idle_until = loop.time() + self._timeout
+        chunks = source.aiter_bytes().__aiter__()
+        while True:
+            try:
+                async with asyncio.timeout_at(min(idle_until, deadline)):
+                    chunk = await chunks.__anext__()
+            except StopAsyncIteration:
+                return
+            except TimeoutError:
+                if loop.time() >= deadline:
+                    raise self._overdue() from None
+                raise
+            if loop.time() >= deadline:
+                raise self._overdue()
+            # Each event's raw data is released as soon as it is parsed (a multi-megabyte
+            # ``response.completed`` is then held once, parsed, while it is yielded), hence the pops.
+            batch = decoder.feed(chunk)
+            batch.reverse()
+            while batch:
+                name, data = batch.pop()[:2]
+                if data.startswith("[DONE]"):
+                    return
+                try:
+                    payload = json.loads(data)
+                except ValueError:
+                    event: StreamEvent = UnknownEvent(type=name, raw={"data": data})
+                else:
+                    event = parse_event(payload, name if name != "message" else None)
+                    del payload
+                del data
+                idle_until = loop.time() + self._timeout
+                seq = event.sequence_number
+                if after is not None and seq is not None and seq <= after:
+                    continue  # already delivered before a reconnect
+                yield event
+
+    async def _whole_response(self, source: httpx.Response) -> StreamEvent:
+        """The terminal event of a server that answered a stream request with a whole JSON response."""
+        loop = asyncio.get_running_loop()
+        try:  # a dripped body must not outlive the timeout
+            async with asyncio.timeout_at(min(loop.time() + self._timeout, self._deadline)):
+                body = await read_capped(source, MAX_BODY_BYTES)
+        except TimeoutError:
+            if loop.time() >= self._deadline:
+                raise self._overdue() from None
+            raise
+        except ProviderError as exc:  # body_too_large: an Agent API error, not a search provider's
+            raise APIError(exc.message, status=source.status_code) from None
+        response = parse_response(parse_json(source.status_code, body))
+        whole = terminal_event_for(response)
+        if whole is None:
+            raise StreamError(f"expected an event stream, got a response with status {response.status!r}")
+        return whole
+
+    def _finish(self, event: StreamEvent) -> None:
+        final = self._final
+        if isinstance(event, ErrorEvent):
+            info = event.info
+            raise StreamError(
+                info.message or "the stream reported an error",
+                type=info.type,
+                code=info.code,
+                param=info.param,
+                status=200,
+                body=scrub(event.model_dump(mode="json")),
+            )
+        if final is not None:
+            raise_for_status(final)

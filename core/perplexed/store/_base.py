@@ -1,0 +1,244 @@
+"""The state-store interface: every method is ONE atomic decision (one transaction, one Redis round trip).
+
+A store holds what the chain remembers across calls and processes: cached answers, cool-down state, the
+rolling rate-limit windows, spend (reservations and settled costs) and recent latencies. The chain talks to
+it through two decisions per provider call:
+
+* :meth:`Store.admit` before the call: cache lookup, then cool-down, then rolling window, then spend
+  reservation, decided and applied together, so concurrent callers (tasks, threads, processes, hosts)
+  cannot all pass a limit that only one of them should pass.
+* :meth:`Store.record` after it: the outcome (cool-down transition), the actual cost (settling the
+  reservation), the cache write, the latency sample, and the release of a single-flight claim.
+
+Everything a store receives is already hashed or public: ``provider`` is a hashed provider identity
+(never a key), ``cache_key`` a hash. ``label`` is the name attempts show (used only to report spend).
+
+The policy itself (window counting, cool-down transitions, spend arithmetic) is the pure functions of
+``perplexed._policy``; a store applies them atomically. A Redis store runs the same rules in Lua.
+
+Errors: a store may raise anything; the chain logs it and carries on as if the store were absent (a store
+failure never fails a search).
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .._models import Hit
+
+__all__ = [
+    "Admission",
+    "CachedAnswer",
+    "Decision",
+    "ProviderState",
+    "Record",
+    "Store",
+    "Verdict",
+    "decode_answer",
+    "encode_answer",
+]
+
+Verdict = Literal["call", "cached", "cooling_down", "rate_limited", "over_budget", "fill_pending"]
+"""What :meth:`Store.admit` decided:
+
+* ``call``: go ahead (a rate-limit slot is taken, the price reserved under ``Decision.ticket``, and,
+  when ``Decision.trial``, the cool-down's trial lease is held).
+* ``cached``: ``Decision.answer`` is a live cached answer; nothing was counted or reserved.
+* ``cooling_down`` / ``rate_limited`` / ``over_budget``: skip the provider (nothing taken);
+  ``Decision.wait_s`` says how long until the cool-down ends / a window slot frees (0 when unknown).
+* ``fill_pending``: single flight across processes: another caller holds the fill claim for this cache
+  key; wait with :meth:`Store.wait_fill`, then admit again with ``claim_fill=False`` if it did not fill.
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class CachedAnswer:
+    """A provider's ``ok`` answer as kept in the cache: its (finalised) hits and the provider's detail.
+
+    A store returns hits the caller may modify (the memory store copies them; others decode fresh ones).
+    """
+
+    hits: Sequence[Hit]
+    detail: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """Everything :meth:`Store.admit` needs to decide, in the order it is checked.
+
+    * ``provider``: hashed provider identity (keys rate windows, cool-downs and latencies).
+    * ``label``: the name attempts show; spend is reported under it.
+    * ``cache_key`` (None = no cache lookup): a live entry wins before anything else is checked.
+    * ``claim_fill``: on a cache miss, also claim the fill of ``cache_key`` for ``fill_lease_s`` seconds
+      (single flight across processes; a store that cannot share may ignore it and always answer ``call``).
+    * ``over_call_budget``: the per-call ``budget_usd`` already rules the call out: answer ``cached`` on a
+      hit, else ``over_budget`` (the cache is consulted before budgets).
+    * ``cooldown``: whether cool-downs apply to this provider (``cooldown_after`` is set).
+    * ``trial_lease_s``: how long a trial call's lease lasts (the provider's time budget).
+    * ``early_trial``: the end-of-chain early trial: take the trial lease even though the cool-down has not
+      ended yet, unless a trial is already in flight.
+    * ``rate_limit``: ``(limit, window_s)`` = at most ``limit`` admitted calls in any rolling ``window_s``.
+    * ``price``: USD to reserve (the provider's list price; 0 = free: no reservation, no spend check).
+    * ``spend_limits``: ``((window_s, usd), ...)`` that reserved + settled spend in each window must keep.
+    """
+
+    provider: str
+    label: str
+    cache_key: str | None = None
+    claim_fill: bool = False
+    fill_lease_s: float = 30.0
+    over_call_budget: bool = False
+    cooldown: bool = False
+    trial_lease_s: float = 15.0
+    early_trial: bool = False
+    rate_limit: tuple[int, float] | None = None
+    price: float = 0.0
+    spend_limits: tuple[tuple[float, float], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The answer of :meth:`Store.admit` (see :data:`Verdict`)."""
+
+    verdict: Verdict
+    answer: CachedAnswer | None = None
+    ticket: str | None = None
+    """Id of the spend reservation to settle in :meth:`Store.record` (None when nothing was reserved)."""
+    trial: bool = False
+    """This call holds the cool-down's trial lease: its record decides whether the cool-down ends."""
+    wait_s: float = 0.0
+    fill_claimed: bool = False
+    """This caller holds the single-flight fill claim of the cache key (released by ``record``)."""
+    detail: str | None = None
+    """Why, when the store wants to say (e.g. a degraded store skipping paid calls); put on the attempt."""
+
+
+CALL = Decision("call")
+"""The plain ``call`` decision (nothing taken), shared."""
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """Everything :meth:`Store.record` applies, together, after a provider call (or for a bare spend).
+
+    * ``provider`` / ``label``: as in :class:`Admission` (``provider`` may be ``""`` for a spend-only
+      record such as the Agent API's cost under ``"perplexity-agent"``).
+    * ``health``: ``answer`` / ``failure`` / ``neutral`` (``perplexed._policy.health_of``); drives the
+      cool-down when ``cooldown_after`` is set.
+    * ``trial``: the call held the trial lease (``Decision.trial``).
+    * ``retry_after_s``: a 429/503's ``Retry-After``: with ``cooldown_after`` set, cool down exactly that long.
+    * ``ticket``: the reservation to settle with ``cost``; without one, a ``cost`` > 0 is added as spend.
+    * ``cache_key`` / ``answer`` / ``ttl_s``: write the answer to the cache (only ``ok`` answers are sent).
+    * ``release_fill``: release the single-flight claim on ``cache_key`` (whether or not it was filled).
+    * ``latency_ms``: a latency sample for ``latency_p95`` (sent for answers only).
+    """
+
+    provider: str
+    label: str
+    health: Literal["answer", "failure", "neutral"] = "neutral"
+    trial: bool = False
+    cooldown_after: int | None = None
+    cooldown_s: float = 30.0
+    retry_after_s: float | None = None
+    ticket: str | None = None
+    cost: float = 0.0
+    cache_key: str | None = None
+    answer: CachedAnswer | None = None
+    ttl_s: float | None = None
+    release_fill: bool = False
+    latency_ms: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderState:
+    """A provider's state as :meth:`Store.state` reports it (for ``perplexed providers``)."""
+
+    failures: int = 0
+    cooling_down: bool = False
+    cooldown_ends_in_s: float | None = None
+    """Seconds until the cool-down ends (None when not cooling down; 0 = a trial may go)."""
+    trial_in_flight: bool = False
+    window_calls: int = 0
+    """Admitted calls inside the rolling window asked about (0 when no window was given)."""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Store(abc.ABC):
+    """Where the chain's memory lives. Implementations: :class:`~perplexed.store.MemoryStore` (one process),
+    :class:`~perplexed.store.SQLiteStore` (processes on one machine), a Redis store (a fleet).
+
+    Each method is one atomic step. All are coroutines; a store doing blocking I/O runs it off the event
+    loop (other coroutines must not be delayed by more than about 10 ms). ``clock`` (seconds since the
+    epoch) is injectable for tests; every timestamp a store keeps comes from it.
+    """
+
+    clock: Callable[[], float]
+
+    #: whether other processes see this store's state (the CLI's default SQLite store does)
+    shared: bool = False
+
+    @abc.abstractmethod
+    async def admit(self, request: Admission) -> Decision:
+        """Decide, atomically, whether a provider call may start; take what it needs (slot, lease, money)."""
+
+    @abc.abstractmethod
+    async def record(self, record: Record) -> None:
+        """Apply, atomically, what one call's end means: cool-down transition, spend settlement, cache
+        write, latency sample, release of the fill claim."""
+
+    @abc.abstractmethod
+    async def spend(self, window_s: float) -> dict[str, float]:
+        """Spend per label (reserved and settled) over the last ``window_s`` seconds."""
+
+    @abc.abstractmethod
+    async def latency_p95(self, provider: str) -> float | None:
+        """The 95th percentile of ``provider``'s recent answer latencies in ms (None: too few samples)."""
+
+    @abc.abstractmethod
+    async def state(self, provider: str, window_s: float | None = None) -> ProviderState:
+        """A read-only snapshot of ``provider``'s cool-down and, when ``window_s`` is given, window count."""
+
+    async def wait_fill(self, cache_key: str, timeout_s: float, provider: str = "") -> CachedAnswer | None:
+        """Wait (at most ``timeout_s``) for another process's fill of ``cache_key``; the answer, or None
+        when the fill ended without one (or the claim expired). ``provider`` is the Admission's provider
+        (a Redis cluster keys the cache under it). Default: no cross-process fills, None."""
+        return None
+
+    async def add_spend(self, label: str, cost: float) -> None:
+        """Record spend made outside a chain (e.g. the Agent API's cost under ``perplexity-agent``)."""
+        if cost > 0:
+            await self.record(Record(provider="", label=label, cost=cost))
+
+    async def clear(self) -> None:  # noqa: B027 - optional
+        """Forget everything (tests, ``perplexed cache clear``). Default: nothing to forget."""
+
+    async def aclose(self) -> None:  # noqa: B027 - optional
+        """Release connections/threads. The store must not be used afterwards."""
+
+    def close(self) -> None:  # noqa: B027 - optional
+        """Synchronous :meth:`aclose` for stores that can (best effort)."""
+
+
+# -- a JSON form of cached answers for stores that persist them ---------------------------------------------
+
+
+def encode_answer(answer: CachedAnswer) -> bytes:
+    """A cached answer as compact JSON bytes (dates as ISO strings)."""
+    payload = {
+        "hits": [hit.model_dump(mode="json", exclude_defaults=True) for hit in answer.hits],
+        "detail": answer.detail,
+    }
+    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def decode_answer(data: bytes | str) -> CachedAnswer:
+    """The inverse of :func:`encode_answer` (fresh Hit objects)."""
+    payload = json.loads(data)
+    return CachedAnswer(
+        hits=[Hit.model_validate(item) for item in payload.get("hits", ())],
+        detail=payload.get("detail"),
+    )

@@ -1,0 +1,263 @@
+"""The in-process store (the default): plain dicts behind one lock, so every method is atomic across the
+threads and event loops of one process. Nothing is shared with other processes."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable, Sequence
+
+from .._models import Hit
+from .._policy import (
+    LATENCY_SAMPLES,
+    SPEND_WINDOWS,
+    CoolState,
+    RateLimit,
+    cool_admit,
+    cool_record,
+    p95,
+    spend_allows,
+    window_admit,
+)
+from ._base import CALL, Admission, CachedAnswer, Decision, ProviderState, Record, Store
+
+__all__ = ["MemoryStore"]
+
+_KEEP_SPEND_S = max(SPEND_WINDOWS.values()) + 3600.0
+
+
+class _Entry:
+    __slots__ = ("amount", "label", "seq", "ts")
+
+    def __init__(self, seq: int, ts: float, label: str, amount: float) -> None:
+        self.seq, self.ts, self.label, self.amount = seq, ts, label, amount
+
+
+class _Spend:
+    """Spend entries in time order with a running sum per rolling window (O(1) amortised per query)."""
+
+    __slots__ = ("entries", "first_seq", "sums", "tickets")
+
+    def __init__(self) -> None:
+        self.entries: deque[_Entry] = deque()
+        self.first_seq = 0
+        self.sums: dict[float, list[float]] = {}  # window_s -> [sum, next seq still inside]
+        self.tickets: dict[str, _Entry] = {}
+
+    def total(self, window_s: float, now: float) -> float:
+        start = now - window_s
+        state = self.sums.get(window_s)
+        entries = self.entries
+        if state is None:  # first query of this window: sum what it holds
+            total = 0.0
+            nxt = self.first_seq + len(entries)
+            for entry in entries:
+                if entry.ts > start:
+                    total += entry.amount
+                    nxt = min(nxt, entry.seq)
+            self.sums[window_s] = [total, float(nxt)]
+            return total
+        seq = int(state[1])
+        while seq - self.first_seq < len(entries):
+            entry = entries[seq - self.first_seq]
+            if entry.ts > start:
+                break
+            state[0] -= entry.amount
+            seq += 1
+        state[1] = float(seq)
+        if state[0] < 1e-12:
+            state[0] = max(state[0], 0.0)
+        return state[0]
+
+    def add(self, now: float, label: str, amount: float) -> str:
+        seq = self.first_seq + len(self.entries)
+        entry = _Entry(seq, now, label, amount)
+        self.entries.append(entry)
+        for state in self.sums.values():
+            state[0] += amount
+        # forget what no window can reach any more
+        cutoff = now - _KEEP_SPEND_S
+        while self.entries and self.entries[0].ts <= cutoff:
+            old = self.entries.popleft()
+            self.first_seq += 1
+            self.tickets.pop(str(old.seq), None)
+            for state in self.sums.values():
+                if state[1] < self.first_seq:
+                    state[1] = float(self.first_seq)
+        ticket = str(seq)
+        self.tickets[ticket] = entry
+        return ticket
+
+    def settle(self, ticket: str, cost: float, now: float) -> None:
+        entry = self.tickets.pop(ticket, None)
+        if entry is None:
+            return
+        delta = cost - entry.amount
+        entry.amount = cost
+        for window_s, state in self.sums.items():
+            if entry.seq >= state[1] and entry.ts > now - window_s:
+                state[0] += delta
+
+    def per_label(self, window_s: float, now: float) -> dict[str, float]:
+        start = now - window_s
+        out: dict[str, float] = {}
+        for entry in self.entries:
+            if entry.ts > start and entry.amount:
+                out[entry.label] = out.get(entry.label, 0.0) + entry.amount
+        return out
+
+
+class MemoryStore(Store):
+    """Per-process state: cache (LRU-bounded, ``max_cache_entries``), cool-downs, rate windows, spend,
+    latencies. Cross-process single flight does not apply (the chain shares calls within a process)."""
+
+    def __init__(self, *, clock: Callable[[], float] | None = None, max_cache_entries: int = 10_000) -> None:
+        self.clock = clock or time.time
+        self.max_cache_entries = max_cache_entries
+        self._lock = threading.Lock()
+        self._cache: OrderedDict[str, tuple[float, CachedAnswer]] = OrderedDict()
+        self._windows: dict[str, deque[float]] = {}
+        self._cool: dict[str, CoolState] = {}
+        self._spend = _Spend()
+        self._latency: dict[str, deque[float]] = {}
+
+    def __repr__(self) -> str:
+        return "MemoryStore()"
+
+    # -- the two decisions --------------------------------------------------------------------------------
+
+    async def admit(self, request: Admission) -> Decision:
+        return self.admit_now(request)
+
+    def admit_now(self, request: Admission) -> Decision:
+        """:meth:`admit` without the coroutine (the memory store never blocks)."""
+        with self._lock:
+            now = self.clock()
+            key = request.cache_key
+            if key is not None:
+                entry = self._cache.get(key)
+                if entry is not None:
+                    if entry[0] > now:
+                        return Decision("cached", answer=CachedAnswer(_copy(entry[1].hits), entry[1].detail))
+                    del self._cache[key]
+            if request.over_call_budget:
+                return Decision("over_budget")
+            provider = request.provider
+            trial = False
+            cool_state: CoolState | None = None
+            if request.cooldown:
+                state = self._cool.get(provider)
+                if state is not None:
+                    verdict, cool_state, wait = cool_admit(state, now, request.trial_lease_s, request.early_trial)
+                    if verdict == "cooling_down":
+                        return Decision("cooling_down", wait_s=wait)
+                    trial = verdict == "trial"
+            stamps: deque[float] | None = None
+            if request.rate_limit is not None:
+                limit, window_s = request.rate_limit
+                stamps = self._windows.get(provider)
+                if stamps is None:
+                    stamps = self._windows[provider] = deque()
+                start = now - window_s
+                while stamps and stamps[0] <= start:
+                    stamps.popleft()
+                if len(stamps) >= limit:
+                    allowed, wait = window_admit(stamps, now, RateLimit(limit, window_s, ""))
+                    if not allowed:
+                        return Decision("rate_limited", wait_s=wait)
+            price = request.price
+            ticket: str | None = None
+            if price > 0 and request.spend_limits:
+                spent = {w: self._spend.total(w, now) for w, _ in request.spend_limits}
+                if not spend_allows(spent, price, request.spend_limits):
+                    return Decision("over_budget")
+            # everything passed: take the slot, the lease and the money together
+            if stamps is not None:
+                stamps.append(now)
+            if trial and cool_state is not None:
+                self._cool[provider] = cool_state
+            if price > 0:
+                ticket = self._spend.add(now, request.label, price)
+            if ticket is None and not trial:
+                return CALL
+            return Decision("call", ticket=ticket, trial=trial)
+
+    async def record(self, record: Record) -> None:
+        self.record_now(record)
+
+    def record_now(self, record: Record) -> None:
+        """:meth:`record` without the coroutine."""
+        with self._lock:
+            now = self.clock()
+            if record.cooldown_after is not None and record.provider:
+                state = self._cool.get(record.provider)
+                if state is not None or record.health == "failure":
+                    new = cool_record(
+                        state or CoolState(), now, record.health, trial=record.trial,
+                        cooldown_after=record.cooldown_after, cooldown_s=record.cooldown_s,
+                        retry_after=record.retry_after_s,
+                    )
+                    if new == CoolState():
+                        self._cool.pop(record.provider, None)
+                    else:
+                        self._cool[record.provider] = new
+            if record.ticket is not None:
+                self._spend.settle(record.ticket, record.cost, now)
+            elif record.cost > 0:
+                self._spend.add(now, record.label, record.cost)
+            if record.cache_key is not None and record.answer is not None and record.ttl_s:
+                cache = self._cache
+                cache[record.cache_key] = (now + record.ttl_s, CachedAnswer(_copy(record.answer.hits), record.answer.detail))
+                cache.move_to_end(record.cache_key)
+                while len(cache) > self.max_cache_entries:
+                    cache.popitem(last=False)
+            if record.latency_ms is not None and record.provider:
+                samples = self._latency.get(record.provider)
+                if samples is None:
+                    samples = self._latency[record.provider] = deque(maxlen=LATENCY_SAMPLES)
+                samples.append(record.latency_ms)
+
+    # -- reads --------------------------------------------------------------------------------------------
+
+    async def spend(self, window_s: float) -> dict[str, float]:
+        with self._lock:
+            return self._spend.per_label(window_s, self.clock())
+
+    async def latency_p95(self, provider: str) -> float | None:
+        with self._lock:
+            samples = self._latency.get(provider)
+            return None if samples is None else p95(list(samples))
+
+    async def state(self, provider: str, window_s: float | None = None) -> ProviderState:
+        with self._lock:
+            now = self.clock()
+            cool = self._cool.get(provider, CoolState())
+            calls = 0
+            if window_s is not None:
+                calls = sum(1 for s in self._windows.get(provider, ()) if s > now - window_s)
+            return _state(cool, now, calls)
+
+    async def clear(self) -> None:
+        with self._lock:
+            self._cache.clear()
+            self._windows.clear()
+            self._cool.clear()
+            self._spend = _Spend()
+            self._latency.clear()
+
+
+def _state(cool: CoolState, now: float, calls: int) -> ProviderState:
+    open_until = cool.open_until
+    return ProviderState(
+        failures=cool.failures,
+        cooling_down=open_until is not None,
+        cooldown_ends_in_s=None if open_until is None else max(0.0, open_until - now),
+        trial_in_flight=cool.trial_until is not None and cool.trial_until > now,
+        window_calls=calls,
+    )
+
+
+def _copy(hits: Sequence[Hit]) -> list[Hit]:
+    """Shallow copies (``raw`` shared), so a caller changing a hit does not change the cache."""
+    return [hit.model_copy() for hit in hits]

@@ -1,0 +1,362 @@
+"""A SQLite store shared by the processes of one machine.
+
+WAL journal, ``synchronous=NORMAL``, one ``BEGIN IMMEDIATE`` transaction per decision (so two processes
+cannot both pass a limit only one may pass), and all SQLite work on one worker thread per store, off the
+event loop: a search waiting on the database never delays other coroutines.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+from .._policy import (
+    LATENCY_SAMPLES,
+    SPEND_WINDOWS,
+    CoolState,
+    RateLimit,
+    cool_admit,
+    cool_record,
+    p95,
+    spend_allows,
+    window_admit,
+)
+from ._base import (
+    CALL,
+    Admission,
+    CachedAnswer,
+    Decision,
+    ProviderState,
+    Record,
+    Store,
+    decode_answer,
+    encode_answer,
+)
+
+__all__ = ["SQLiteStore"]
+
+T = TypeVar("T")
+
+_KEEP_SPEND_S = max(SPEND_WINDOWS.values()) + 3600.0
+_PRUNE_EVERY = 256
+_FILL_POLL_S = 0.02
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS cache (key TEXT PRIMARY KEY, expires REAL NOT NULL, value BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS fills (key TEXT PRIMARY KEY, until REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS rate_window (provider TEXT NOT NULL, ts REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS rate_window_idx ON rate_window (provider, ts);
+CREATE TABLE IF NOT EXISTS cooldown (
+    provider TEXT PRIMARY KEY, failures INTEGER NOT NULL, open_until REAL, period REAL NOT NULL,
+    trial_until REAL
+);
+CREATE TABLE IF NOT EXISTS spend (id INTEGER PRIMARY KEY, ts REAL NOT NULL, label TEXT NOT NULL,
+                                  amount REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS spend_ts_idx ON spend (ts);
+CREATE TABLE IF NOT EXISTS latency (id INTEGER PRIMARY KEY, provider TEXT NOT NULL, ms REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS latency_idx ON latency (provider, id);
+"""
+
+
+class SQLiteStore(Store):
+    """State in the SQLite file ``path`` (created with its directory when missing), for every process on
+    this machine that opens the same file. ``busy_timeout_ms`` bounds how long a transaction waits for
+    another process's lock (default 10 s)."""
+
+    shared = True
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        clock: Callable[[], float] | None = None,
+        busy_timeout_ms: int = 10_000,
+    ) -> None:
+        self.path = Path(path)
+        self.clock = clock or time.time
+        self.busy_timeout_ms = busy_timeout_ms
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="perplexed-sqlite")
+        self._conn: sqlite3.Connection | None = None
+        self._counter = itertools.count()
+        self._closed = False
+        self._lock = threading.Lock()  # only for the synchronous helpers used outside the worker thread
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({str(self.path)!r})"
+
+    # -- plumbing -----------------------------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = self._conn
+        if conn is None:
+            if self._closed:
+                raise RuntimeError("SQLiteStore is closed")
+            if str(self.path) != ":memory:":
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(str(self.path), isolation_level=None, timeout=self.busy_timeout_ms / 1000,
+                                   check_same_thread=False)
+            conn.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_ms)}")
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.executescript(_SCHEMA)  # idempotent; concurrent openers wait on busy_timeout
+            self._conn = conn
+        return conn
+
+    @staticmethod
+    def _begin(conn: sqlite3.Connection) -> None:
+        conn.execute("BEGIN IMMEDIATE")
+
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, fn, *args)
+
+    def _transaction(self, fn: Callable[[sqlite3.Connection, float], T]) -> T:
+        conn = self._connect()
+        self._begin(conn)
+        try:
+            out = fn(conn, self.clock())
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        return out
+
+    # -- the two decisions --------------------------------------------------------------------------------
+
+    async def admit(self, request: Admission) -> Decision:
+        return await self._run(self._admit, request)
+
+    def _admit(self, request: Admission) -> Decision:
+        needs_write = (
+            request.cooldown or request.rate_limit is not None or request.price > 0 or request.claim_fill
+        )
+        if not needs_write:  # a cache lookup at most: a plain read, no write lock
+            conn = self._connect()
+            if request.cache_key is not None:
+                hit = self._cache_get(conn, request.cache_key, self.clock())
+                if hit is not None:
+                    return hit
+            return Decision("over_budget") if request.over_call_budget else CALL
+        return self._transaction(lambda conn, now: self._admit_tx(conn, now, request))
+
+    @staticmethod
+    def _cache_get(conn: sqlite3.Connection, key: str, now: float) -> Decision | None:
+        row = conn.execute("SELECT value FROM cache WHERE key = ? AND expires > ?", (key, now)).fetchone()
+        if row is None:
+            return None
+        return Decision("cached", answer=decode_answer(row[0]))
+
+    def _admit_tx(self, conn: sqlite3.Connection, now: float, request: Admission) -> Decision:
+        key = request.cache_key
+        if key is not None:
+            hit = self._cache_get(conn, key, now)
+            if hit is not None:
+                return hit
+        if request.over_call_budget:
+            return Decision("over_budget")
+        fill_claimed = False
+        if key is not None and request.claim_fill:
+            row = conn.execute("SELECT until FROM fills WHERE key = ?", (key,)).fetchone()
+            if row is not None and row[0] > now:
+                return Decision("fill_pending", wait_s=row[0] - now)
+            fill_claimed = True
+        provider = request.provider
+        trial = False
+        cool_state: CoolState | None = None
+        if request.cooldown:
+            row = conn.execute(
+                "SELECT failures, open_until, period, trial_until FROM cooldown WHERE provider = ?", (provider,)
+            ).fetchone()
+            if row is not None:
+                verdict, cool_state, wait = cool_admit(CoolState(*row), now, request.trial_lease_s, request.early_trial)
+                if verdict == "cooling_down":
+                    return Decision("cooling_down", wait_s=wait)
+                trial = verdict == "trial"
+        if request.rate_limit is not None:
+            limit, window_s = request.rate_limit
+            conn.execute("DELETE FROM rate_window WHERE provider = ? AND ts <= ?", (provider, now - window_s))
+            stamps = [r[0] for r in conn.execute(
+                "SELECT ts FROM rate_window WHERE provider = ? ORDER BY ts", (provider,))]
+            allowed, wait = window_admit(stamps, now, RateLimit(limit, window_s, ""))
+            if not allowed:
+                return Decision("rate_limited", wait_s=wait)
+        price = request.price
+        if price > 0 and request.spend_limits:
+            spent = {
+                w: conn.execute("SELECT COALESCE(SUM(amount), 0) FROM spend WHERE ts > ?", (now - w,)).fetchone()[0]
+                for w, _ in request.spend_limits
+            }
+            if not spend_allows(spent, price, request.spend_limits):
+                return Decision("over_budget")
+        if request.rate_limit is not None:
+            conn.execute("INSERT INTO rate_window (provider, ts) VALUES (?, ?)", (provider, now))
+        if trial and cool_state is not None:
+            self._put_cool(conn, provider, cool_state)
+        ticket: str | None = None
+        if price > 0:
+            cur = conn.execute("INSERT INTO spend (ts, label, amount) VALUES (?, ?, ?)", (now, request.label, price))
+            ticket = str(cur.lastrowid)
+        if fill_claimed and key is not None:
+            conn.execute("INSERT OR REPLACE INTO fills (key, until) VALUES (?, ?)", (key, now + request.fill_lease_s))
+        if ticket is None and not trial and not fill_claimed:
+            return CALL
+        return Decision("call", ticket=ticket, trial=trial, fill_claimed=fill_claimed)
+
+    @staticmethod
+    def _put_cool(conn: sqlite3.Connection, provider: str, state: CoolState) -> None:
+        if state == CoolState():
+            conn.execute("DELETE FROM cooldown WHERE provider = ?", (provider,))
+            return
+        conn.execute(
+            "INSERT OR REPLACE INTO cooldown (provider, failures, open_until, period, trial_until) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (provider, state.failures, state.open_until, state.period, state.trial_until),
+        )
+
+    async def record(self, record: Record) -> None:
+        await self._run(self._transaction, lambda conn, now: self._record_tx(conn, now, record))
+
+    def _record_tx(self, conn: sqlite3.Connection, now: float, record: Record) -> None:
+        provider = record.provider
+        if record.cooldown_after is not None and provider:
+            row = conn.execute(
+                "SELECT failures, open_until, period, trial_until FROM cooldown WHERE provider = ?", (provider,)
+            ).fetchone()
+            if row is not None or record.health == "failure":
+                state = CoolState(*row) if row is not None else CoolState()
+                new = cool_record(
+                    state, now, record.health, trial=record.trial, cooldown_after=record.cooldown_after,
+                    cooldown_s=record.cooldown_s, retry_after=record.retry_after_s,
+                )
+                if new != state:
+                    self._put_cool(conn, provider, new)
+        if record.ticket is not None:
+            conn.execute("UPDATE spend SET amount = ? WHERE id = ?", (record.cost, int(record.ticket)))
+        elif record.cost > 0:
+            conn.execute("INSERT INTO spend (ts, label, amount) VALUES (?, ?, ?)", (now, record.label, record.cost))
+        key = record.cache_key
+        if key is not None:
+            if record.answer is not None and record.ttl_s:
+                conn.execute(
+                    "INSERT OR REPLACE INTO cache (key, expires, value) VALUES (?, ?, ?)",
+                    (key, now + record.ttl_s, encode_answer(record.answer)),
+                )
+            if record.release_fill:
+                conn.execute("DELETE FROM fills WHERE key = ?", (key,))
+        if record.latency_ms is not None and provider:
+            conn.execute("INSERT INTO latency (provider, ms) VALUES (?, ?)", (provider, record.latency_ms))
+        if next(self._counter) % _PRUNE_EVERY == 0:
+            self._prune(conn, now, provider)
+
+    @staticmethod
+    def _prune(conn: sqlite3.Connection, now: float, provider: str) -> None:
+        conn.execute("DELETE FROM cache WHERE expires <= ?", (now,))
+        conn.execute("DELETE FROM fills WHERE until <= ?", (now,))
+        conn.execute("DELETE FROM spend WHERE ts <= ?", (now - _KEEP_SPEND_S,))
+        conn.execute(
+            "DELETE FROM latency WHERE id IN (SELECT id FROM latency AS l WHERE "
+            "(SELECT COUNT(*) FROM latency AS n WHERE n.provider = l.provider AND n.id > l.id) >= ?)",
+            (LATENCY_SAMPLES,),
+        )
+
+    # -- reads and the rest -------------------------------------------------------------------------------
+
+    async def spend(self, window_s: float) -> dict[str, float]:
+        def read() -> dict[str, float]:
+            conn = self._connect()
+            rows = conn.execute(
+                "SELECT label, SUM(amount) FROM spend WHERE ts > ? GROUP BY label HAVING SUM(amount) > 0",
+                (self.clock() - window_s,),
+            ).fetchall()
+            return {label: float(total) for label, total in rows}
+
+        return await self._run(read)
+
+    async def latency_p95(self, provider: str) -> float | None:
+        def read() -> float | None:
+            conn = self._connect()
+            rows = conn.execute(
+                "SELECT ms FROM latency WHERE provider = ? ORDER BY id DESC LIMIT ?", (provider, LATENCY_SAMPLES)
+            ).fetchall()
+            return p95([r[0] for r in rows])
+
+        return await self._run(read)
+
+    async def state(self, provider: str, window_s: float | None = None) -> ProviderState:
+        def read() -> ProviderState:
+            conn = self._connect()
+            now = self.clock()
+            row = conn.execute(
+                "SELECT failures, open_until, period, trial_until FROM cooldown WHERE provider = ?", (provider,)
+            ).fetchone()
+            cool = CoolState(*row) if row is not None else CoolState()
+            calls = 0
+            if window_s is not None:
+                calls = conn.execute(
+                    "SELECT COUNT(*) FROM rate_window WHERE provider = ? AND ts > ?", (provider, now - window_s)
+                ).fetchone()[0]
+            return ProviderState(
+                failures=cool.failures,
+                cooling_down=cool.open_until is not None,
+                cooldown_ends_in_s=None if cool.open_until is None else max(0.0, cool.open_until - now),
+                trial_in_flight=cool.trial_until is not None and cool.trial_until > now,
+                window_calls=int(calls),
+            )
+
+        return await self._run(read)
+
+    async def wait_fill(self, cache_key: str, timeout_s: float, provider: str = "") -> CachedAnswer | None:
+        loop = asyncio.get_running_loop()
+        end = loop.time() + max(0.0, timeout_s)
+
+        def poll() -> tuple[CachedAnswer | None, bool]:
+            conn = self._connect()
+            now = self.clock()
+            hit = self._cache_get(conn, cache_key, now)
+            if hit is not None:
+                return hit.answer, True
+            row = conn.execute("SELECT until FROM fills WHERE key = ?", (cache_key,)).fetchone()
+            return None, row is None or row[0] <= now
+
+        while True:
+            answer, done = await self._run(poll)
+            if done or loop.time() >= end:
+                return answer
+            await asyncio.sleep(min(_FILL_POLL_S, max(0.0, end - loop.time())))
+
+    async def clear(self) -> None:
+        def wipe(conn: sqlite3.Connection, now: float) -> None:
+            for table in ("cache", "fills", "rate_window", "cooldown", "spend", "latency"):
+                conn.execute(f"DELETE FROM {table}")
+
+        await self._run(self._transaction, wipe)
+
+    def _close_conn(self) -> None:
+        conn, self._conn = self._conn, None
+        self._closed = True
+        if conn is not None:
+            conn.close()
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        try:
+            await self._run(self._close_conn)
+        finally:
+            self._executor.shutdown(wait=False)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        try:
+            self._executor.submit(self._close_conn).result(timeout=10)
+        finally:
+            self._executor.shutdown(wait=False)
