@@ -17,9 +17,10 @@ import perplexed
 import perplexed._http
 import pytest
 from loopback import Hang, Json, LoopbackServer, SearchAPI, searxng_json
-from perplexed import Attempt, Hit, Outcome, ProviderAnswer, Result, UpstreamError
-from perplexed._strategies import latencies
+from perplexed import Attempt, Hit, Outcome, ProviderAnswer, Result, UpstreamError, _governance
+from perplexed._strategies import observed_p95
 from perplexed.providers import FunctionProvider, SearXNG
+from perplexed.store._base import Record
 
 api = lb.api
 loopback = lb.loopback
@@ -70,10 +71,18 @@ def fp(fn: Any, name: str, cost: float | None = None) -> FunctionProvider:
 
 
 @pytest.fixture(autouse=True)
-def _fresh_latencies() -> Any:
-    latencies.clear()
+def _fresh_store() -> Any:
+    """A fresh default state store (latency samples, spend) per test."""
+    _governance.reset()
     yield
-    latencies.clear()
+    _governance.reset()
+
+
+async def add_latencies(provider: FunctionProvider, *samples: float) -> None:
+    store = _governance.current_store()
+    for ms in samples:
+        await store.record(Record(provider=_governance.provider_identity(provider), label=provider.label,
+                                  latency_ms=ms))
 
 
 # --- sequential stays the default ---------------------------------------------------------------------------
@@ -223,19 +232,39 @@ async def test_hedged_single_provider_is_one_attempt(api: SearchAPI) -> None:
     assert outcomes(result) == [("only", "ok")]
 
 
+@pytest.mark.timing
 async def test_hedged_auto_uses_the_observed_p95(api: SearchAPI) -> None:
-    latencies.clear()
-    for ms in [10.0, 12.0, 11.0, 13.0, 14.0, 12.0, 10.0, 11.0, 12.0, 300.0]:
-        latencies.add("slow", ms)
-    assert latencies.p95("slow") == 300.0
-    for _ in range(30):
-        latencies.add("slow", 20.0)  # now the p95 is 20 ms
     slow, fast = Hangs(), Counts("https://f.example/")
-    result = await api("q", [fp(slow, "slow"), fp(fast, "fast")], strategy="hedged", provider_timeout_ms=LONG)
-    assert result.provider == "fast"  # hedged after ~20 ms (the default 1000 ms would also get there)
+    p_slow, p_fast = fp(slow, "slow"), fp(fast, "fast")
+    await add_latencies(p_slow, 10.0, 12.0, 11.0, 13.0)
+    assert await observed_p95(p_slow) is None  # too few samples
+    await add_latencies(p_slow, *[20.0] * 30, 300.0)
+    assert await observed_p95(p_slow) == 20.0
+
+    result = await api("q", [p_slow, p_fast], strategy="hedged", provider_timeout_ms=LONG)
+
+    assert result.provider == "fast"
     assert slow.cancelled.is_set()
-    # the cancelled call's elapsed time is a latency sample too (a lower bound)
-    assert latencies.p95("slow") is not None
+    # with the default (1000 ms) the cancelled call would have run a second before the hedge
+    assert result.attempts[0].outcome is Outcome.CANCELLED
+    assert result.attempts[0].duration_ms < 900
+
+
+async def test_hedged_samples_cancelled_calls_as_lower_bounds(api: SearchAPI) -> None:
+    slow = fp(Hangs(), "slow")
+    for _ in range(5):
+        result = await api("q", [slow, fp(Counts("https://f.example/"), "fast")], strategy="hedged",
+                           hedge_after_ms=20, provider_timeout_ms=LONG)
+        assert result.attempts[0].outcome is Outcome.CANCELLED
+    observed = await observed_p95(slow)
+    assert observed is not None and observed >= 20  # five cancelled calls, each ran at least 20 ms
+
+
+async def test_hedged_samples_latencies_for_auto(api: SearchAPI) -> None:
+    first = fp(Counts("https://a.example/"), "first")
+    for _ in range(5):
+        await api("q", [first, fp(Counts("https://b.example/"), "second")], strategy="hedged")
+    assert await observed_p95(first) is not None  # five answers sampled, nothing configured
 
 
 async def test_hedged_auto_without_samples_waits_the_default_before_hedging(api: SearchAPI) -> None:

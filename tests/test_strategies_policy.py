@@ -9,7 +9,6 @@ import perplexed
 import pytest
 from perplexed import Hit, InvalidRequest, Outcome, Result
 from perplexed._strategies import (
-    AUTO_MIN_SAMPLES,
     DEFAULT_HEDGE_AFTER_MS,
     RRF_K,
     Candidate,
@@ -17,7 +16,6 @@ from perplexed._strategies import (
     fuse,
     hedge_delay_ms,
     judge,
-    p95,
 )
 from perplexed.chain import prepare
 
@@ -186,7 +184,7 @@ def test_fuse_scores_use_k_60() -> None:
     assert [h.url for h in fused][:2] == ["https://e.example/p1", "https://e.example/x"]
 
 
-# --- hedge delay and p95 ----------------------------------------------------------------------------------
+# --- hedge delay ----------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -203,21 +201,6 @@ def test_fuse_scores_use_k_60() -> None:
 )
 def test_hedge_delay(setting: Any, observed: float | None, delay: float) -> None:
     assert hedge_delay_ms(setting, observed) == delay
-
-
-@pytest.mark.parametrize(
-    ("samples", "expected"),
-    [
-        ([], None),
-        ([10.0] * (AUTO_MIN_SAMPLES - 1), None),
-        ([1.0, 2.0, 3.0, 4.0, 5.0], 5.0),
-        ([float(i) for i in range(1, 101)], 95.0),
-        ([float(i) for i in range(100, 0, -1)], 95.0),
-        ([float(i) for i in range(1, 21)], 19.0),
-    ],
-)
-def test_p95(samples: list[float], expected: float | None) -> None:
-    assert p95(samples) == expected
 
 
 # --- option checks ----------------------------------------------------------------------------------------

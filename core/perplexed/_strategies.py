@@ -46,21 +46,20 @@ import logging
 import math
 import time
 import traceback
-from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from . import telemetry
+from . import _governance, telemetry
 from ._errors import InvalidRequest, UpstreamError, redact
 from ._models import Attempt, Hit, Outcome, Result
 from .providers import CallableProvider, Provider
+from .store._base import Record
 
 if TYPE_CHECKING:
     from .chain import AttemptCallback, Search
 
 __all__ = [
-    "AUTO_MIN_SAMPLES",
     "DEFAULT_HEDGE_AFTER_MS",
     "RRF_K",
     "Candidate",
@@ -68,6 +67,7 @@ __all__ = [
     "fuse",
     "hedge_delay_ms",
     "judge",
+    "observed_p95",
     "run",
     "uses_strategies",
     "validate",
@@ -79,12 +79,9 @@ RRF_K = 60
 """The constant of reciprocal rank fusion: a hit at rank r in one provider's list scores 1 / (RRF_K + r)."""
 
 DEFAULT_HEDGE_AFTER_MS = 1000
-"""``hedge_after_ms="auto"`` before a provider has :data:`AUTO_MIN_SAMPLES` latency samples."""
+"""``hedge_after_ms="auto"`` before the store has enough latency samples of a provider (five: see
+``perplexed._policy.LATENCY_MIN_SAMPLES``; the p95 is over its last 100)."""
 
-AUTO_MIN_SAMPLES = 5
-"""Latency samples a provider needs before ``"auto"`` uses its p95."""
-
-_LATENCY_SAMPLES = 100
 
 _Called = tuple[Attempt, list[Hit], BaseException | None]
 """What one provider call gives: its attempt, its hits, and the provider's failure (if any)."""
@@ -199,14 +196,6 @@ def hedge_delay_ms(setting: int | Literal["auto"], observed_p95_ms: float | None
     return float(observed_p95_ms)
 
 
-def p95(samples: Sequence[float]) -> float | None:
-    """The 95th percentile (nearest rank) of ``samples``; ``None`` with fewer than :data:`AUTO_MIN_SAMPLES`."""
-    if len(samples) < AUTO_MIN_SAMPLES:
-        return None
-    ordered = sorted(samples)
-    return float(ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)])
-
-
 def uses_strategies(prepared: Search) -> bool:
     """Whether a prepared search needs this module (a strategy other than ``sequential``, or a floor)."""
     chain = prepared.chain
@@ -236,29 +225,24 @@ def is_configured(provider: Provider) -> bool:
 # --- observed latencies (for hedge_after_ms="auto") -------------------------------------------------------
 
 
-class _LatencyBook:
-    """Recent latencies per provider label, in this process: answers, and cancelled calls' elapsed time (a
-    lower bound of their latency; without it the losers' long latencies would never be sampled and the p95
-    would drift down, hedging ever earlier)."""
-
-    def __init__(self) -> None:
-        self._samples: dict[str, deque[float]] = {}
-
-    def add(self, provider: str, ms: float) -> None:
-        samples = self._samples.get(provider)
-        if samples is None:
-            samples = self._samples[provider] = deque(maxlen=_LATENCY_SAMPLES)
-        samples.append(ms)
-
-    def p95(self, provider: str) -> float | None:
-        samples = self._samples.get(provider)
-        return None if samples is None else p95(samples)
-
-    def clear(self) -> None:
-        self._samples.clear()
+async def observed_p95(provider: Provider) -> float | None:
+    """``provider``'s observed p95 latency in ms from the state store (``None``: too few samples yet)."""
+    return await _governance.latency_p95(provider)
 
 
-latencies = _LatencyBook()
+async def _sample(provider: Provider, ms: float) -> None:
+    """Add a latency sample of ``provider`` to the state store (a store failure is logged, never raised).
+
+    A hedged search samples its answers (governed calls are sampled by governance already) and the elapsed
+    time of its cancelled calls: a lower bound of their latency, without which the losers' long latencies
+    would never be sampled and the p95 would drift down, hedging ever earlier.
+    """
+    try:
+        store = _governance.current_store()
+        await store.record(Record(provider=_governance.provider_identity(provider), label=provider.label,
+                                  latency_ms=ms))
+    except Exception as exc:
+        _governance._store_failed("record", exc)
 
 
 # --- the runners ------------------------------------------------------------------------------------------
@@ -283,6 +267,8 @@ async def run(prepared: Search, on_attempt: AttemptCallback | None = None) -> Re
             result = await runner.merge()
         else:
             result = await runner.sequential(list(enumerate(prepared.providers)))
+        if result is None:
+            result = await runner.early_trial()
         return result if result is not None else runner.fallback()
 
 
@@ -300,6 +286,13 @@ class _Runner:
         self.candidates: list[Candidate] = []
         self.last_error: BaseException | None = None
         self.span: Any = None
+        self.reached_end = True  # False once an outcome that does not move on stopped the chain
+        self.in_flight = 0.0  # prices of the calls running (budget_usd), and how many there are
+        self.in_flight_n = 0
+        from .chain import _attempt
+
+        # governance (cache, cool-downs, rate limits, budgets): None when nothing is configured
+        self.gov = _governance.plan(prepared, _attempt)
 
     # -- recording and results
 
@@ -335,6 +328,26 @@ class _Runner:
             _annotate(self.span, None, attempts)
         raise UpstreamError("all_providers_failed", attempts) from _safe_cause(self.last_error)
 
+    async def early_trial(self) -> Result | None:
+        """Governance's early trial when the chain reached its end with no answer at all (as the sequential
+        chain does): the cooling-down provider whose cool-down ends first is called now."""
+        if self.gov is None or not self.reached_end or self.candidates:
+            return None
+        remaining = self.deadline - self.loop.time()
+        trial = await self.gov.early_trial(min(remaining, self.provider_budget), remaining < self.provider_budget)
+        if trial is None:
+            return None
+        attempt, hits, exc = trial
+        if exc is not None:
+            self.last_error = exc
+        order = next((i for i, p in enumerate(self.prepared.providers) if p.label == attempt.provider), 0)
+        attempt = self.floor(attempt.provider, attempt, hits)
+        self.record(order, attempt)
+        if attempt.outcome is Outcome.OK:
+            return self.result(attempt.provider, hits)
+        self.note(order, attempt, hits)
+        return None
+
     def deadline_attempt(self, provider: Provider) -> Attempt:
         return Attempt(provider=provider.label, outcome=Outcome.DEADLINE,
                        error="chain deadline passed before this provider was called")
@@ -342,12 +355,40 @@ class _Runner:
     # -- one provider call
 
     async def call(self, provider: Provider) -> _Called:
-        """One provider call within its budget (capped by the deadline), through the chain's attempt."""
+        """One provider call within its budget (capped by the deadline), through the chain's (governed)
+        attempt: a hedged or merged call is cached, cooled down, rate limited and budgeted like any other."""
         from .chain import _attempt
 
         remaining = self.deadline - self.loop.time()
         capped = remaining < self.provider_budget
-        return await _attempt(provider, self.prepared, remaining if capped else self.provider_budget, capped)
+        budget = remaining if capped else self.provider_budget
+        gov = self.gov
+        if gov is not None:
+            limit = self.chain.budget_usd
+            if limit is None:
+                return await gov.attempt(provider, budget, capped)
+            # budget_usd across concurrent calls: the prices of the calls in flight count as spent (the
+            # check and the reservation happen in one step, before the first await: no two calls both pass)
+            try:
+                price = float(provider.price(self.prepared.options))
+            except Exception:  # a pricing bug: the attempt prices itself again
+                price = 0.0
+            if price > 0 and self.in_flight_n and gov.spent + self.in_flight + price > limit + 1e-12:
+                why = (f"price ${price:g} would exceed budget_usd ${limit:g} "
+                       f"(spent ${gov.spent:g}, ${self.in_flight:g} in flight)")
+                return Attempt(provider=provider.label, outcome=Outcome.SKIPPED, reason="over_budget",
+                               error=why), [], None
+            self.in_flight += price
+            self.in_flight_n += 1
+            try:
+                return await gov.attempt(provider, budget, capped)
+            finally:
+                self.in_flight_n -= 1
+                self.in_flight = self.in_flight - price if self.in_flight_n else 0.0
+        called = await _attempt(provider, self.prepared, budget, capped)
+        if called[0].cost > 0:
+            _governance.note_spend(called[0].provider, called[0].cost)
+        return called
 
     def floor(self, provider: str, attempt: Attempt, hits: list[Hit], pending: Sequence[Attempt] = ()) -> Attempt:
         """Apply the quality floor to an ``ok`` attempt: the same attempt, ``insufficient`` with a reason, or
@@ -394,18 +435,22 @@ class _Runner:
                 self.last_error = exc
             attempt = self.floor(provider.label, attempt, hits)
             self.record(order, attempt)
-            self.observe(provider, attempt)
+            await self.observe(provider, attempt)
             if attempt.outcome is Outcome.OK:
                 return self.result(provider.label, hits)
             self.note(order, attempt, hits)
             if not self.chain.moves_on(attempt.outcome.value):
+                self.reached_end = False
                 return None
         return None
 
-    def observe(self, provider: Provider, attempt: Attempt) -> None:
-        """Feed the latency book (answers and cancelled calls) while a hedged search may read it."""
-        if self.chain.strategy == "hedged" and attempt.outcome in _SAMPLED:
-            latencies.add(provider.label, float(attempt.duration_ms))
+    async def observe(self, provider: Provider, attempt: Attempt) -> None:
+        """Sample a hedged call's latency for ``"auto"``: a cancelled call's elapsed time always, an answer
+        when governance did not (nothing configured); cached answers are not latencies."""
+        if self.chain.strategy != "hedged" or attempt.cached:
+            return
+        if attempt.outcome is Outcome.CANCELLED or (self.gov is None and attempt.outcome in _ANSWERS):
+            await _sample(provider, float(attempt.duration_ms))
 
     # -- hedged
 
@@ -417,7 +462,7 @@ class _Runner:
         hedge_at = math.inf  # when the next one starts beside it
         stopped = False  # an error that does not move on: start nothing more
 
-        def launch() -> None:
+        async def launch() -> None:
             """Start the next provider (recording ``deadline`` for those the deadline leaves no time for)."""
             nonlocal next_order, current, hedge_at
             while next_order < len(providers):
@@ -429,21 +474,23 @@ class _Runner:
                     continue
                 tasks[asyncio.create_task(self.call(provider))] = (order, time.perf_counter())
                 current = order
-                hedge_at = now + hedge_delay_ms(self.chain.hedge_after_ms, latencies.p95(provider.label)) / 1000
+                setting = self.chain.hedge_after_ms
+                observed = await observed_p95(provider) if setting == "auto" else None
+                hedge_at = now + hedge_delay_ms(setting, observed) / 1000
                 return
             hedge_at = math.inf
 
         winner: tuple[str, list[Hit]] | None = None
         ended = False  # an answer that would stop a sequential chain, or a winner
         try:
-            launch()
+            await launch()
             while tasks and not ended:
                 timeout: float | None = None
                 if not stopped and next_order < len(providers) and hedge_at != math.inf:
                     timeout = max(0.0, hedge_at - self.loop.time())
                 done, _ = await asyncio.wait(tasks, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
                 if not done:  # the newest call is slow: start the next provider beside it
-                    launch()
+                    await launch()
                     continue
                 for task in sorted(done, key=lambda t: tasks[t][0]):
                     order, _started = tasks.pop(task)
@@ -453,7 +500,7 @@ class _Runner:
                         self.last_error = exc
                     attempt = self.floor(provider.label, attempt, hits)
                     self.record(order, attempt)
-                    self.observe(provider, attempt)
+                    await self.observe(provider, attempt)
                     if attempt.outcome is Outcome.OK:
                         if winner is None:
                             winner, ended = (provider.label, hits), True
@@ -466,10 +513,11 @@ class _Runner:
                             ended = True  # an answer that would stop a sequential chain
                         else:
                             stopped = True  # start nothing more; the calls running may still answer
+                        self.reached_end = False
                     elif order == current and not stopped:
-                        launch()  # the newest call failed: the next provider starts now
+                        await launch()  # the newest call failed: the next provider starts now
                 if not ended and not tasks and not stopped:
-                    launch()
+                    await launch()
         finally:
             await self._cancel(tasks, providers, winner[0] if winner else None)
         return None if winner is None else self.result(*winner)
@@ -502,7 +550,7 @@ class _Runner:
             else:
                 attempt, _hits, _exc = task.result()
             self.record(order, attempt)
-            self.observe(provider, attempt)
+            await self.observe(provider, attempt)
         tasks.clear()
 
     # -- merge
@@ -543,7 +591,10 @@ class _Runner:
             for order, attempt in others:
                 self.record(order, attempt)
                 self.note(order, attempt, [])
-            return await self.sequential(rest) if moves_on else None
+            if not moves_on:
+                self.reached_end = False
+                return None
+            return await self.sequential(rest)
         label = ",".join(p.label for _, p, _, _ in answered)
         fused = fuse([(p.label, hits) for _, p, _, hits in answered], self.prepared.options.max_results)
         for order, attempt in others:
@@ -561,8 +612,9 @@ class _Runner:
         if verdict.outcome is Outcome.INSUFFICIENT:
             self.candidates.append(Candidate(first[0], label, fused, Outcome.INSUFFICIENT))
         if not (moves_on and self.chain.moves_on(verdict.outcome.value)):
+            self.reached_end = False
             return None
         return await self.sequential(rest)
 
 
-_SAMPLED = (Outcome.OK, Outcome.EMPTY, Outcome.INSUFFICIENT, Outcome.CANCELLED)
+_ANSWERS = (Outcome.OK, Outcome.EMPTY, Outcome.INSUFFICIENT)
