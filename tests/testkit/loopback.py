@@ -39,6 +39,8 @@ Replies:
 ``ResetMidBody(body)``      headers announcing the full body, half of it, then a TCP reset (RST)
 ``Huge(size)``              a body of ``size`` bytes (``content_length=False``: chunked, no declared size)
 ``Close()``                 close the connection without answering (the client sees a protocol error)
+``Script(steps)``           a chunked body played step by step: ``bytes`` (one chunk), a pause (``float``
+                            seconds) or ``DROP`` (a TCP reset mid-body); an SSE stream by default
 ==========================  ===============================================================================
 
 Helpers: :func:`searxng_json` builds a SearXNG-shaped answer with ``n`` results. The ``api`` fixture runs a
@@ -75,6 +77,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 __all__ = [
+    "DROP",
     "HEALTHY_MS",
     "SLACK",
     "Close",
@@ -89,6 +92,7 @@ __all__ = [
     "Reply",
     "Request",
     "ResetMidBody",
+    "Script",
     "SearchAPI",
     "Status",
     "api",
@@ -449,6 +453,43 @@ class Close:
 
     def write(self, conn: Connection, request: Request) -> bool:
         conn.close()
+        return False
+
+
+#: a :class:`Script` step: abort the connection with a TCP reset, mid-body
+DROP = object()
+
+
+@dataclass
+class Script:
+    """A chunked body played step by step (``Connection: close``): ``bytes`` are sent as one HTTP/1.1 chunk, a
+    number is a pause in seconds (watching the socket: a client that goes away ends the script), ``DROP``
+    resets the connection mid-body. The terminating chunk follows the last step. ``text/event-stream`` by
+    default: an SSE stream that can stall, drip or break where a test wants."""
+
+    steps: Sequence[Any] = ()
+    status: int = 200
+    headers: Mapping[str, str] | Sequence[tuple[str, str]] | None = None
+    content_type: str = "text/event-stream"
+
+    def write(self, conn: Connection, request: Request) -> bool:
+        head = _head(
+            self.status, self.headers, Content_Type=self.content_type, Transfer_Encoding="chunked",
+            Connection="close",
+        )
+        if not conn.send(head):
+            return False
+        for step in self.steps:
+            if step is DROP:
+                conn.reset()
+                return False
+            if isinstance(step, int | float):
+                if not conn.pause(float(step)):
+                    return False
+                continue
+            if not conn.send(b"%x\r\n%s\r\n" % (len(step), step)):
+                return False
+        conn.send(b"0\r\n\r\n")
         return False
 
 
