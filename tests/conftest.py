@@ -43,6 +43,17 @@ def _isolated_local_index(tmp_path_factory: pytest.TempPathFactory, monkeypatch:
     yield
 
 
+@pytest.fixture(autouse=True)
+def _fresh_governance() -> Iterator[None]:
+    """Governance settings and the default state store do not leak from one test into the next."""
+    yield
+    import sys
+
+    governance = sys.modules.get("perplexed._governance")
+    if governance is not None:
+        governance.reset()
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     timing = pytest.mark.timing
     for item in items:
