@@ -7,7 +7,32 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["searxng_fixture"]
+pytest_plugins = ["searxng_fixture", "valkey_fixture"]
+
+# Tests whose assertions are about wall-clock time (budgets, deadlines, overlap, back-off). They carry the
+# ``timing`` marker, so `pytest -m timing` runs them alone, e.g. five times beside two CPU-bound processes
+# (../shared/tools/loaded-run): their allowances must hold on a busy machine. Modules listed here are timing
+# tests as a whole; elsewhere, mark a test with ``@pytest.mark.timing``.
+TIMING_MODULES = (
+    "tests/test_chain_budget.py",
+    "tests/agent/test_agent_stream_deadline.py",
+    "tests/agent/test_agent_retry_budget.py",
+    "tests/reliability/test_rel_search_matrix.py",
+    "tests/reliability/test_rel_agent_matrix.py",
+    "tests/reliability/test_rel_leaks_load.py",
+    "tests/reliability/test_rel_answer_deadline.py",
+)
+TIMING_TESTS = (
+    "tests/test_chain_rules.py::test_rule5_providers_after_the_deadline_are_recorded_and_not_called",
+    "tests/test_chain_rules.py::test_rule4",
+    "tests/test_chain_rules.py::test_mock_transport_drip_is_bounded_by_the_budget",
+    "tests/llama_index/test_li_retriever.py::test_aretrieve_with_an_async_function_provider_is_concurrent",
+    "tests/agent/test_agent_client.py::test_retry_after_honoured",
+    "tests/agent/test_agent_client.py::test_long_retry_after_raises_rate_limit_with_retry_after",
+    "tests/agent/test_agent_client.py::test_overall_timeout",
+    "tests/integration/test_searxng_server.py::test_upstream_failure_is_200_with_unresponsive_engine",
+    "tests/integration/test_searxng_server.py::test_slow_upstream_inside_engine_timeout_still_answers",
+)
 
 
 @pytest.fixture(autouse=True)
@@ -15,3 +40,11 @@ def _isolated_local_index(tmp_path_factory: pytest.TempPathFactory, monkeypatch:
     """Tests never read or write the user's real local index (the quickstart builds one in the data dir)."""
     monkeypatch.setenv("PERPLEXED_LOCAL_INDEX", str(Path(tmp_path_factory.mktemp("index")) / "index.sqlite"))
     yield
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    timing = pytest.mark.timing
+    for item in items:
+        node = item.nodeid
+        if node.startswith(TIMING_MODULES) or node.startswith(TIMING_TESTS):
+            item.add_marker(timing)
