@@ -152,6 +152,10 @@ def test_state_store_checked_when_configured(monkeypatch: pytest.MonkeyPatch, tm
     monkeypatch.setenv("PERPLEXED_STORE", "nosuchscheme://somewhere")
     diagnosis = doctor.diagnose()
     assert checks(diagnosis)["store"].status == "error" and diagnosis.exit_code == 1
+    monkeypatch.delenv("PERPLEXED_STORE")
+    perplexed.configure(store="sqlite:///" + str(tmp_path / "configured.db"))  # configure() wins
+    check = checks(doctor.diagnose())["store"]
+    assert check.status == "ok" and "SQLiteStore" in check.detail
 
 
 def test_unknown_chain_member_and_bad_price_override(monkeypatch: pytest.MonkeyPatch) -> None:

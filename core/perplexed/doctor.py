@@ -629,11 +629,13 @@ def _check_index(needed: bool) -> Check:
 
 
 def _store_spec() -> Any:
-    from . import _settings
+    """The configured store: ``configure(store=...)``'s (a Store), else ``PERPLEXED_STORE`` (a spec), else None."""
+    import sys
 
-    overrides: dict[str, Any] = getattr(_settings, "_overrides", {})
-    if overrides.get("store") is not None:
-        return overrides["store"]
+    governance = sys.modules.get(f"{__package__}._governance")
+    configured = getattr(getattr(governance, "_settings", None), "store", None)
+    if configured is not None:
+        return configured
     return os.environ.get("PERPLEXED_STORE", "").strip() or None
 
 
