@@ -5,6 +5,7 @@
     perplexed search QUERY [--provider a,b,c] [--json]   search through a provider chain
     perplexed answer QUERY [--provider ..] [--stream]    a grounded answer with cited sources
     perplexed providers                                  registered providers, configured or not, price
+    perplexed doctor [--live [PROVIDER ...] --yes]       check the configuration; --live: check for API drift
 
 Exit codes: 0 ok; 1 no results, or every provider failed (the attempts are printed); 2 usage or
 configuration error. With ``--json`` the result is printed as one JSON document on stdout, and nothing
@@ -210,7 +211,26 @@ def _build_parser() -> _Parser:
     manage.add_argument("--reset", action="store_true", help="delete the index and everything in it")
     p_index.add_argument("--json", action="store_true", help="print one JSON document and nothing else")
     p_index.set_defaults(command="index", run=_cmd_index)
+
+    p_doc = sub.add_parser("doctor", help="check the configuration; --live: check the APIs still match", description=(
+        "Offline (free): keys (format only), SearXNG, the local index, the state store, the chain. "
+        "--live: one cheap real query per configured provider (or each PROVIDER), checked for drift; "
+        "prints the estimated cost and sends nothing without --yes (exit 2). Exit 0 ok, 1 a problem."))
+    p_doc.add_argument("providers", nargs="*", metavar="PROVIDER", help="with --live: the providers to call")
+    p_doc.add_argument("--provider", "-p", metavar="A,B,C", help="the chain to check (default: $PERPLEXED_PROVIDER)")
+    p_doc.add_argument("--live", action="store_true", help="make one real, cheap, paid query per provider")
+    p_doc.add_argument("--agent", action="store_true", help="with --live: check the Agent API (cheapest preset)")
+    p_doc.add_argument("--yes", action="store_true", help="with --live: agree to the estimated cost")
+    p_doc.add_argument("--record", metavar="DIR", help="with --live: write the exchanges as redacted cassettes")
+    p_doc.add_argument("--json", action="store_true", help="print one JSON document and nothing else")
+    p_doc.set_defaults(command="doctor", run=_cmd_doctor)
     return parser
+
+
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    from .doctor import command
+
+    return command(args)
 
 
 def _hedge_after(text: str) -> int | str:
