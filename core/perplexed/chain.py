@@ -91,7 +91,12 @@ def prepare_with(query: str, provider: Any, options: dict[str, Any], also: tuple
     opts = SearchOptions.build(**search_kw)
     providers, is_chain = resolve(provider)
     check_search_options(opts, providers, also=also)
-    return Search(query, providers, is_chain, chain, opts)
+    prepared = Search(query, providers, is_chain, chain, opts)
+    if chain.min_hits is not None:
+        from ._strategies import validate
+
+        validate(prepared)
+    return prepared
 
 
 def check_options(provider: Any = None, **options: Any) -> None:
@@ -186,6 +191,10 @@ def search(
 async def run(prepared: Search, *, on_attempt: AttemptCallback | None = None) -> Result:
     """Run a prepared search down its providers (the engine)."""
     chain = prepared.chain
+    if chain.strategy != "sequential" or chain.min_hits is not None or chain.accept is not None:
+        from . import _strategies  # hedged, merge, the quality floor
+
+        return await _strategies.run(prepared, on_attempt)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + chain.deadline_ms / 1000
     provider_budget = chain.provider_timeout_ms / 1000
