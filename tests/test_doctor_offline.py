@@ -112,6 +112,14 @@ def test_searxng_that_cannot_serve_the_chain_is_exit_1(monkeypatch: pytest.Monke
     assert check.status == "error" and words in check.detail and diagnosis.exit_code == 1
 
 
+def test_searxng_hits_without_what_the_parser_expects_is_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    with serve({"/search": Json({"results": [{"link": "https://a.example", "title": "A"}]})}) as server:
+        monkeypatch.setenv("SEARXNG_URL", server.url)
+        diagnosis = doctor.diagnose("searxng")
+    check = checks(diagnosis)["searxng"]
+    assert check.status == "warn" and "results[].url" in check.detail and diagnosis.exit_code == 0
+
+
 def test_unreachable_searxng_fails_the_default_chain_too(monkeypatch: pytest.MonkeyPatch) -> None:
     with serve() as server:
         url = server.url
