@@ -22,6 +22,7 @@ __all__ = [
     "BadRequestError",
     "ConfigError",
     "ConflictError",
+    "CorruptIndexError",
     "InvalidRequest",
     "MalformedResponseError",
     "NotFoundError",
@@ -84,6 +85,14 @@ class PerplexedError(Exception):
 
 class ConfigError(PerplexedError, ValueError):
     """Perplexed is misconfigured: unknown provider, missing API key or base URL, bad setting."""
+
+
+class CorruptIndexError(ConfigError):
+    """The local index file is damaged; the message names the file and the remedy (``perplexed index --rebuild``)."""
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 class InvalidRequest(PerplexedError, ValueError):

@@ -155,6 +155,7 @@ def reset() -> None:
         if store is not None:
             _close_quietly(store)
     _settings = _Settings()
+    _last_warning[0] = 0.0
 
 
 def _close_quietly(store: Store) -> None:

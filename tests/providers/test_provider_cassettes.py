@@ -8,9 +8,9 @@ from typing import Any
 
 import perplexed
 import pytest
-from conftest import FAKE_KEYS, PROVIDERS, cassette
 from perplexed import Outcome, ProviderError, UpstreamError, providers
 from perplexed.providers import Provider
+from testkit.cassettes import FAKE_KEYS, PROVIDERS, cassette
 
 QUERY = "california rental laws"
 
