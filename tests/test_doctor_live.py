@@ -12,12 +12,21 @@ import perplexed
 import pytest
 import vcr
 import yaml
-from doctor_support import KEYS, PATHS, PRICE_CHANGES, clean_env, good, renamed, repriced, with_new_field
-from loopback import Html, Json, Status, serve
 from perplexed import doctor
 from perplexed.cli import main
 from perplexed.doctor import SHAPES, acheck_live, check_shape
 from perplexed.providers import Provider, get
+from testkit.doctor_answers import (
+    KEYS,
+    PATHS,
+    PRICE_CHANGES,
+    clean_env,
+    good,
+    renamed,
+    repriced,
+    with_new_field,
+)
+from testkit.loopback import Html, Json, Status, serve
 
 env = clean_env  # the fixture, by name
 pytestmark = pytest.mark.usefixtures("env")

@@ -9,10 +9,10 @@ from typing import Any
 
 import perplexed
 import pytest
-from doctor_support import KEYS, clean_env
-from loopback import Html, Json, searxng_json, serve
 from perplexed import doctor
 from perplexed.cli import main
+from testkit.doctor_answers import KEYS, clean_env
+from testkit.loopback import Html, Json, searxng_json, serve
 
 env = clean_env  # the fixture, by name
 pytestmark = pytest.mark.usefixtures("env")
