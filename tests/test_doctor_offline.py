@@ -9,10 +9,10 @@ from typing import Any
 
 import perplexed
 import pytest
-from doctor_support import KEYS, clean_env
-from loopback import Html, Json, searxng_json, serve
 from perplexed import doctor
 from perplexed.cli import main
+from testkit.doctor_answers import KEYS, clean_env
+from testkit.loopback import Html, Json, searxng_json, serve
 
 env = clean_env  # the fixture, by name
 pytestmark = pytest.mark.usefixtures("env")
@@ -110,6 +110,14 @@ def test_searxng_that_cannot_serve_the_chain_is_exit_1(monkeypatch: pytest.Monke
         diagnosis = doctor.diagnose("searxng")
     check = checks(diagnosis)["searxng"]
     assert check.status == "error" and words in check.detail and diagnosis.exit_code == 1
+
+
+def test_searxng_hits_without_what_the_parser_expects_is_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    with serve({"/search": Json({"results": [{"link": "https://a.example", "title": "A"}]})}) as server:
+        monkeypatch.setenv("SEARXNG_URL", server.url)
+        diagnosis = doctor.diagnose("searxng")
+    check = checks(diagnosis)["searxng"]
+    assert check.status == "warn" and "results[].url" in check.detail and diagnosis.exit_code == 0
 
 
 def test_unreachable_searxng_fails_the_default_chain_too(monkeypatch: pytest.MonkeyPatch) -> None:

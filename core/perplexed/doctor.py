@@ -180,7 +180,7 @@ SHAPES: dict[str, Shape] = {
         item=(
             Field("url", "str"),
             Field("title", "str|null", "expected"),
-            Field("content", "str|null", "expected"),
+            Field("content", "str|null", "optional"),  # legacy (engine-built) results may leave it out
             Field("publishedDate", "str|null", "optional"),
             Field("pubdate", "str|null", "optional"),
             Field("score", "num", "optional"),
@@ -296,6 +296,7 @@ SHAPES: dict[str, Shape] = {
             Field("title", "str|null", "expected"),
             Field("description", "str|null", "expected"),
             Field("page_age", "str|null", "optional"),
+            Field("page_fetched", "str|null", "optional"),
             Field("age", "str|null", "optional"),
         ),
         known={
@@ -584,12 +585,13 @@ async def _probe_searxng(base_url: str, transport: httpx.AsyncBaseTransport | No
         data = response.json()
     except ValueError:
         return ERROR, f"{base_url} did not answer JSON"
+    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
+        return ERROR, f"{base_url} answers JSON without a 'results' list"
     found = check_shape(SHAPES["searxng"], data)
-    if found.drift:
-        return ERROR, f"{base_url} answers JSON without what the parser needs: {', '.join(found.missing + found.wrong_type)}"
+    drift = f"; unexpected shape: {', '.join(found.missing + found.wrong_type)}" if found.drift else ""
     engines = data.get("unresponsive_engines") or []
     note = f"; {len(engines)} engine(s) did not answer" if isinstance(engines, list) and engines else ""
-    return OK, f"answers at {base_url} ({ms} ms, {found.items} hits){note}"
+    return WARN if drift else OK, f"answers at {base_url} ({ms} ms, {found.items} hits){note}{drift}"
 
 
 def _check_index(needed: bool) -> Check:

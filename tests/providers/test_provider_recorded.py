@@ -13,12 +13,12 @@ import perplexed
 import pytest
 import vcr
 import yaml
-from conftest import FAKE_KEYS, ROOT
-from doctor_support import KEYS, PATHS, good
-from loopback import Json, serve
 from perplexed import Outcome, doctor
 from perplexed.doctor import SHAPES, check_shape
 from perplexed.providers import Provider, get
+from testkit.cassettes import FAKE_KEYS, ROOT
+from testkit.doctor_answers import KEYS, PATHS, good
+from testkit.loopback import Json, serve
 
 WEB = ("searxng", "ceramic", "firecrawl", "perplexity", "tavily", "exa", "brave", "linkup")
 LOOSE = vcr.VCR(record_mode="none", match_on=["method", "scheme", "host", "port", "path"])
