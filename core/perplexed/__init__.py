@@ -21,17 +21,22 @@ from ._errors import (
     BadRequestError,
     ConfigError,
     ConflictError,
+    CorruptIndexError,
     InvalidRequest,
+    MalformedResponseError,
     NotFoundError,
     PermissionDeniedError,
     PerplexedError,
     ProviderError,
     RateLimitError,
+    ResponseCancelledError,
     ResponseFailedError,
+    ResponseIncompleteError,
     ServerError,
     StreamError,
     UpstreamError,
 )
+from ._governance import aspend, spend
 from ._models import Attempt, Hit, Outcome, ProviderAnswer, Result
 from ._options import ChainOptions, SearchOptions
 from ._settings import configure
@@ -42,10 +47,12 @@ if TYPE_CHECKING:  # answer() is imported lazily (it pulls in the Agent API clie
         AGENT_PROVIDER,
         Answer,
         AnswerCitation,
+        AnswerPlan,
         NoSourcesError,
         aanswer,
         answer,
         astream_answer,
+        prepare_answer,
         stream_answer,
     )
 
@@ -59,14 +66,17 @@ __all__ = [
     "APITimeoutError",
     "Answer",
     "AnswerCitation",
+    "AnswerPlan",
     "Attempt",
     "AuthenticationError",
     "BadRequestError",
     "ChainOptions",
     "ConfigError",
     "ConflictError",
+    "CorruptIndexError",
     "Hit",
     "InvalidRequest",
+    "MalformedResponseError",
     "NoSourcesError",
     "NotFoundError",
     "Outcome",
@@ -75,7 +85,9 @@ __all__ = [
     "ProviderAnswer",
     "ProviderError",
     "RateLimitError",
+    "ResponseCancelledError",
     "ResponseFailedError",
+    "ResponseIncompleteError",
     "Result",
     "SearchOptions",
     "ServerError",
@@ -84,10 +96,13 @@ __all__ = [
     "aanswer",
     "answer",
     "asearch",
+    "aspend",
     "astream_answer",
     "configure",
+    "prepare_answer",
     "providers",
     "search",
+    "spend",
     "stream_answer",
     "telemetry",
 ]
@@ -101,6 +116,8 @@ _LAZY = {
     "NoSourcesError": "perplexed._answer",
     "AnswerCitation": "perplexed._answer",
     "AGENT_PROVIDER": "perplexed._answer",
+    "AnswerPlan": "perplexed._answer",
+    "prepare_answer": "perplexed._answer",
 }
 
 

@@ -19,41 +19,49 @@ Two grounding modes:
    the same filters; ``[n]`` maps to the ids of its ``search_results``, which become :attr:`Answer.sources`;
    :attr:`Answer.search` is ``None`` and the cost is ``usage.cost.total_cost``.
 
-:func:`aanswer` and :func:`astream_answer` are the implementation; :func:`answer` and
+:func:`perplexed.prepare_answer` validates the arguments into a frozen :class:`~perplexed.AnswerPlan`
+(``perplexed._answer_plan``); every entry point runs one (``answer(plan)``), building it from its arguments
+when given a query. :func:`aanswer` and :func:`astream_answer` are the implementation; :func:`answer` and
 :func:`stream_answer` run them on perplexed's portal loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
-import os
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import httpx
 from pydantic import BaseModel, ConfigDict, computed_field
 
 from . import _portal, telemetry
-from ._errors import ConfigError, InvalidRequest, PerplexedError, StreamError, UpstreamError
+from ._answer_plan import DEFAULT_PRESET, AnswerPlan, prepare_answer
+from ._errors import (
+    APIConnectionError,
+    APIError,
+    APITimeoutError,
+    InvalidRequest,
+    PerplexedError,
+    StreamError,
+    UpstreamError,
+)
 from ._grounding import (
     AGENT_CITATION_INSTRUCTION,
     AGENT_PROVIDER,
     CITATION_INSTRUCTION,
-    DEFAULT_MAX_SOURCE_CHARS,
     NO_SOURCES_INSTRUCTION,
     build_input,
     first_by_id,
     pack_sources,
-    search_off,
-    web_search_tool,
 )
-from ._models import Attempt, Hit, Result
-from ._options import ChainOptions, SearchOptions, clean_query, split_options
-from .agent import AgentClient, AgentRequest, AsyncAgentClient, Response, build_request
-from .agent._client import ENV_API_KEY
-from .chain import Search, prepare, run
+from ._models import Hit, Result
+from .agent import AgentRequest, AsyncAgentClient, Response
+from .agent._request import build_request
+from .chain import run
 from .citations import Citations, format_footnotes, parse_citations
 from .providers import parse_published
 
@@ -63,11 +71,13 @@ __all__ = [
     "DEFAULT_PRESET",
     "Answer",
     "AnswerCitation",
+    "AnswerPlan",
     "NoSourcesError",
     "UnmatchedMarker",
     "aanswer",
     "answer",
     "astream_answer",
+    "prepare_answer",
     "stream_answer",
 ]
 
@@ -76,16 +86,6 @@ logger = logging.getLogger("perplexed.answer")
 #: Telemetry event of the Agent API call: measurements ``duration_ms``, ``cost``; metadata ``model``,
 #: ``response_id``.
 ANSWER_EVENT = ("perplexed", "answer", "agent")
-
-#: What runs the request when the caller names no ``preset``, ``effort``, ``model`` or ``models``.
-DEFAULT_PRESET = "fast"
-
-OnEmpty = Literal["raise", "answer"]
-AttemptCallback = Callable[[Attempt], None]
-
-# Request fields answer() sets itself: a caller cannot override them through agent_options.
-_RESERVED = frozenset({"input", "stream", "background"})
-_SELECTORS = ("preset", "effort", "model", "models", "profile")
 
 
 class NoSourcesError(UpstreamError):
@@ -243,179 +243,6 @@ class Answer(BaseModel):
         return self.text
 
 
-# --- planning: every check before any call ----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Plan:
-    query: str
-    prepared: Search | None  # None: perplexity-agent mode
-    params: dict[str, Any]  # Agent API request fields except input (and instructions, see below)
-    instructions: str | None  # the caller's, or None for the default
-    max_source_chars: int | None
-    on_empty: OnEmpty
-    strip_unmatched: bool
-    on_attempt: AttemptCallback | None
-    client: Any  # an AsyncAgentClient (or anything with its create/stream)
-
-    @property
-    def label(self) -> str:
-        p = self.params
-        return str(p.get("model") or p.get("effort") or p.get("preset") or (p.get("models") or [""])[0])
-
-
-def _is_agent_mode(provider: Any) -> bool:
-    spec = provider
-    if spec is None:
-        from ._settings import default_chain
-
-        spec = default_chain()
-    if isinstance(spec, str):
-        names = [s.strip().lower() for s in spec.split(",") if s.strip()]
-    elif isinstance(spec, list | tuple):
-        names = [s.strip().lower() if isinstance(s, str) else "" for s in spec]
-    else:
-        return False
-    if AGENT_PROVIDER not in names:
-        return False
-    if len(names) > 1:
-        raise ConfigError(
-            f"{AGENT_PROVIDER!r} cannot be part of a chain: it is a grounding mode of answer() in which the "
-            "Agent API searches by itself; pass provider='perplexity-agent' alone"
-        )
-    return True
-
-
-def _async_client(client: Any) -> Any:
-    if client is None:
-        # From the settings; the key is checked now so a missing one fails before the search is paid for.
-        if not os.environ.get(ENV_API_KEY, "").strip():
-            raise ConfigError(
-                f"no Perplexity API key: set the {ENV_API_KEY} environment variable or pass client="
-                "AgentClient(api_key=...) (AsyncAgentClient for the async API)"
-            )
-        return AsyncAgentClient()  # PERPLEXITY_API_KEY / PERPLEXITY_BASE_URL
-    if isinstance(client, AgentClient):
-        return client.async_client
-    if isinstance(client, AsyncAgentClient):
-        return client
-    inner = getattr(client, "async_client", None)
-    if inner is not None and callable(getattr(inner, "create", None)):
-        return inner
-    if callable(getattr(client, "create", None)) and callable(getattr(client, "stream", None)):
-        return client  # duck-typed (a test double, an adapter's wrapper)
-    raise InvalidRequest(
-        f"client must be a perplexed.agent.AgentClient or AsyncAgentClient, not {type(client).__name__}",
-        param="client",
-    )
-
-
-def _plan(
-    query: object,
-    provider: Any,
-    *,
-    client: Any,
-    preset: str | None,
-    effort: str | None,
-    model: str | None,
-    models: Sequence[str] | None,
-    instructions: str | None,
-    max_output_tokens: int | None,
-    reasoning: Any,
-    agent_options: Mapping[str, Any] | None,
-    max_source_chars: int | None,
-    on_empty: str,
-    strip_unmatched: bool,
-    on_attempt: AttemptCallback | None,
-    chain_options: dict[str, Any],
-) -> _Plan:
-    cleaned = clean_query(query)
-    if on_empty not in ("raise", "answer"):
-        raise InvalidRequest(f"on_empty must be 'raise' or 'answer', got {on_empty!r}", param="on_empty")
-    if max_source_chars is not None and (
-        isinstance(max_source_chars, bool) or not isinstance(max_source_chars, int) or max_source_chars < 0
-    ):
-        raise InvalidRequest(
-            f"max_source_chars must be a non-negative integer or None, got {max_source_chars!r}",
-            param="max_source_chars",
-        )
-    if instructions is not None and not isinstance(instructions, str):
-        raise InvalidRequest("instructions must be a string", param="instructions")
-
-    agent_mode = _is_agent_mode(provider)
-    prepared: Search | None = None
-    if agent_mode:
-        chain_kw, search_kw = split_options(dict(chain_options))
-        ChainOptions.build(**chain_kw)  # validated; a chain does not run in this mode
-        options = SearchOptions.build(**search_kw)
-    else:
-        prepared = prepare(cleaned, provider, **chain_options)
-        options = prepared.options
-
-    named = {
-        "preset": preset,
-        "effort": effort,
-        "model": model,
-        "models": None if models is None else list(models),
-        "max_output_tokens": max_output_tokens,
-        "reasoning": reasoning,
-    }
-    params: dict[str, Any] = {k: v for k, v in named.items() if v is not None}
-    for key, value in dict(agent_options or {}).items():
-        if key in _RESERVED or key == "instructions":
-            hint = "pass instructions= directly" if key == "instructions" else "answer() sets it"
-            raise InvalidRequest(f"agent_options cannot set {key!r} ({hint})", param=key)
-        if key in params and value is not None and params[key] != value:
-            raise InvalidRequest(f"{key} given both as an argument and in agent_options", param=key)
-        if value is not None:
-            params[key] = value
-    if not any(params.get(k) for k in _SELECTORS):
-        params["preset"] = DEFAULT_PRESET
-
-    if agent_mode:
-        own = [t for t in params.get("tools") or () if _tool_type(t) != "web_search"]
-        mine = [t for t in params.get("tools") or () if _tool_type(t) == "web_search"]
-        params["tools"] = [*(mine or [web_search_tool(options)]), *own]
-    else:
-        params.update(search_off(params))  # the one place that keeps the model from searching
-
-    # Validate the request now, so a bad agent option fails before the search is paid for.
-    build_request(None, {**params, "input": cleaned, "instructions": instructions or ""})
-    return _Plan(
-        query=cleaned,
-        prepared=prepared,
-        params=params,
-        instructions=instructions,
-        max_source_chars=max_source_chars,
-        on_empty=on_empty,  # type: ignore[arg-type]
-        strip_unmatched=bool(strip_unmatched),
-        on_attempt=on_attempt,
-        client=_async_client(client),
-    )
-
-
-_CHAIN_ARGS = ("provider_timeout_ms", "deadline_ms", "fallback_on", "max_results")
-
-
-def _plan_call(args: dict[str, Any], *, prefer_async: bool) -> _Plan:
-    """Build the plan from a public entry point's arguments (its ``locals()``, taken first thing).
-
-    The four entry points share one signature; ``prefer_async`` says which of ``client`` / ``async_client``
-    wins when both are given (``aanswer``/``astream_answer`` prefer the async one).
-    """
-    args = dict(args)
-    client, async_client = args.pop("client"), args.pop("async_client")
-    first, second = (async_client, client) if prefer_async else (client, async_client)
-    chosen = first if first is not None else second
-    chain_options = {k: args.pop(k) for k in _CHAIN_ARGS}
-    chain_options.update(args.pop("options"))
-    return _plan(args.pop("query"), args.pop("provider"), client=chosen, chain_options=chain_options, **args)
-
-
-def _tool_type(tool: Any) -> Any:
-    return tool.get("type") if isinstance(tool, Mapping) else getattr(tool, "type", None)
-
-
 # --- running ---------------------------------------------------------------------------------------------
 
 
@@ -426,13 +253,13 @@ class _Grounded:
     request: AgentRequest
 
 
-async def _ground(plan: _Plan) -> _Grounded:
+async def _ground(plan: AnswerPlan) -> _Grounded:
     """Run the search (chain mode) and build the Agent API request."""
-    if plan.prepared is None:
+    if plan.search is None:
         instructions = AGENT_CITATION_INSTRUCTION if plan.instructions is None else plan.instructions
         request = build_request(None, {**plan.params, "input": plan.query, "instructions": instructions})
         return _Grounded(None, [], request)
-    result = await run(plan.prepared, on_attempt=plan.on_attempt)
+    result = await run(plan.search, on_attempt=plan.on_attempt)
     sources = pack_sources(result.hits, plan.max_source_chars)
     if not sources and plan.on_empty == "raise":
         tried = ", ".join(f"{a.provider}: {a.outcome.value}" for a in result.attempts) or "no provider"
@@ -459,7 +286,7 @@ def _keep_attempts(exc: PerplexedError, result: Result | None) -> None:
         exc.attempts = [*result.attempts, *(a for a in exc.attempts if a not in result.attempts)]
 
 
-def _emit(plan: _Plan, started: float, response: Response | None, span: Any) -> None:
+def _emit(plan: AnswerPlan, started: float, response: Response | None, span: Any) -> None:
     duration_ms = int((time.perf_counter() - started) * 1000)
     cost = float(response.cost or 0.0) if response is not None else 0.0
     model = (response.model if response is not None else None) or plan.label
@@ -515,7 +342,7 @@ def _strip(text: str, cites: Citations[Hit]) -> str:
     return "".join(out)
 
 
-def _finish(plan: _Plan, grounded: _Grounded, response: Response) -> Answer:
+def _finish(plan: AnswerPlan, grounded: _Grounded, response: Response) -> Answer:
     text = response.output_text
     sources = grounded.sources if grounded.result is not None else _agent_sources(response)
     cites = parse_citations(text, sources)
@@ -546,10 +373,10 @@ def _finish(plan: _Plan, grounded: _Grounded, response: Response) -> Answer:
     )
 
 
-def _span_attributes(plan: _Plan) -> dict[str, Any]:
+def _span_attributes(plan: AnswerPlan) -> dict[str, Any]:
     return {
         "perplexed.query": plan.query,
-        "perplexed.mode": "agent" if plan.prepared is None else "chain",
+        "perplexed.mode": "agent" if plan.search is None else "chain",
         "perplexed.agent": plan.label,
     }
 
@@ -564,49 +391,110 @@ def _annotate(span: Any, ans: Answer) -> None:
         span.set_attribute("perplexed.answered_by", ans.provider)
 
 
-async def _execute(plan: _Plan) -> Answer:
+class _Budget:
+    """What is left of ``deadline_ms`` (the whole answer's budget), from the start of the run; no deadline:
+    no bound beyond the search's own and the Agent API client's timeout."""
+
+    def __init__(self, deadline_ms: int | None) -> None:
+        self.deadline_ms = deadline_ms
+        self.at: float | None = None
+        if deadline_ms is not None:
+            self.at = asyncio.get_running_loop().time() + deadline_ms / 1000
+
+    def left(self) -> float | None:
+        """Seconds left (``None``: unbounded). Raises :class:`~perplexed.APITimeoutError` when none is."""
+        if self.at is None:
+            return None
+        left = self.at - asyncio.get_running_loop().time()
+        if left <= 0.001:
+            raise self.expired("ran out during the search: no time was left for the Agent API")
+        return left
+
+    def expired(self, what: str) -> APITimeoutError:
+        return APITimeoutError(f"answer() deadline_ms={self.deadline_ms} {what}")
+
+    def client_timeouts(self, client: Any, *, stream: bool) -> dict[str, float]:
+        """The Agent API client's own timeouts, capped by what is left (a duck-typed client gets none: the
+        budget still holds through :meth:`bound`)."""
+        left = self.left()
+        if left is None or not isinstance(client, AsyncAgentClient):
+            return {}
+        return {"timeout": left, "stream_timeout": left} if stream else {"timeout": left}
+
+    def bound(self) -> asyncio.Timeout:
+        """A timeout context ending at the deadline (``None``: never)."""
+        return asyncio.timeout_at(self.at)
+
+
+def _as_error(exc: Exception, budget: _Budget) -> PerplexedError:
+    """Any failure of the Agent API call as a documented PerplexedError (so it can carry the attempts)."""
+    if isinstance(exc, PerplexedError):
+        return exc
+    if isinstance(exc, TimeoutError):
+        return budget.expired("passed while the Agent API was answering")
+    if isinstance(exc, httpx.HTTPError):
+        return APIConnectionError(f"the Agent API call failed: {type(exc).__name__}: {exc}")
+    return APIError(f"the Agent API call failed unexpectedly: {type(exc).__name__}: {exc}")
+
+
+async def _execute(plan: AnswerPlan, client: Any) -> Answer:
+    budget = _Budget(plan.deadline_ms)
     with telemetry.span("perplexed.answer", _span_attributes(plan)) as answer_span:
         grounded = await _ground(plan)
         started = time.perf_counter()
         with telemetry.span("perplexed.answer.agent", {"perplexed.agent": plan.label}) as agent_span:
             try:
-                response = await plan.client.create(grounded.request)
-            except PerplexedError as exc:
-                _emit(plan, started, _failed_response(exc), agent_span)
-                _keep_attempts(exc, grounded.result)
-                raise
+                timeouts = budget.client_timeouts(client, stream=False)
+                async with budget.bound():
+                    response = await client.create(grounded.request, **timeouts)
+            except Exception as exc:
+                error = _as_error(exc, budget)
+                _emit(plan, started, _failed_response(error), agent_span)
+                _keep_attempts(error, grounded.result)
+                if error is exc:
+                    raise
+                raise error from exc
             _emit(plan, started, response, agent_span)
         ans = _finish(plan, grounded, response)
         _annotate(answer_span, ans)
         return ans
 
 
-async def _stream(plan: _Plan) -> AsyncIterator[str | Answer]:
+async def _stream(plan: AnswerPlan, client: Any) -> AsyncIterator[str | Answer]:
+    budget = _Budget(plan.deadline_ms)
     with telemetry.span("perplexed.answer", _span_attributes(plan)) as answer_span:
         grounded = await _ground(plan)
         started = time.perf_counter()
         with telemetry.span("perplexed.answer.agent", {"perplexed.agent": plan.label}) as agent_span:
-            stream = plan.client.stream(grounded.request)
+            stream: Any = None
             try:
-                async for event in stream:
+                stream = client.stream(grounded.request, **budget.client_timeouts(client, stream=True))
+                events = stream.__aiter__()
+                while True:
+                    async with budget.bound():  # each wait, never across a yield
+                        try:
+                            event = await events.__anext__()
+                        except StopAsyncIteration:
+                            break
                     if event.type == "response.output_text.delta":
                         delta = getattr(event, "delta", "")
                         if delta:
                             yield delta
-            except PerplexedError as exc:
-                _emit(plan, started, _failed_response(exc) or getattr(stream, "response", None), agent_span)
-                _keep_attempts(exc, grounded.result)
-                raise
+                response = stream.response
+                if not isinstance(response, Response):  # pragma: no cover - the client raises instead
+                    raise StreamError("the stream ended without a final response", status=200)
+            except Exception as exc:
+                error = _as_error(exc, budget)
+                _emit(plan, started, _failed_response(error) or getattr(stream, "response", None), agent_span)
+                _keep_attempts(error, grounded.result)
+                if error is exc:
+                    raise
+                raise error from exc
             finally:
                 aclose = getattr(stream, "aclose", None)
                 if aclose is not None:
                     with contextlib.suppress(Exception):
                         await aclose()
-            response = stream.response
-            if not isinstance(response, Response):  # pragma: no cover - the client raises instead
-                exc2 = StreamError("the stream ended without a final response", status=200)
-                _keep_attempts(exc2, grounded.result)
-                raise exc2
             _emit(plan, started, response, agent_span)
         ans = _finish(plan, grounded, response)
         _annotate(answer_span, ans)
@@ -616,151 +504,72 @@ async def _stream(plan: _Plan) -> AsyncIterator[str | Answer]:
 # --- public API ------------------------------------------------------------------------------------------
 
 
-async def aanswer(
-    query: str,
-    provider: Any = None,
-    *,
-    client: AsyncAgentClient | AgentClient | None = None,
-    async_client: AsyncAgentClient | None = None,
-    preset: str | None = None,
-    effort: str | None = None,
-    model: str | None = None,
-    models: Sequence[str] | None = None,
-    instructions: str | None = None,
-    max_output_tokens: int | None = None,
-    reasoning: Any = None,
-    agent_options: Mapping[str, Any] | None = None,
-    max_source_chars: int | None = DEFAULT_MAX_SOURCE_CHARS,
-    on_empty: OnEmpty = "raise",
-    strip_unmatched: bool = False,
-    provider_timeout_ms: int | None = None,
-    deadline_ms: int | None = None,
-    fallback_on: Any = None,
-    max_results: int | None = None,
-    on_attempt: AttemptCallback | None = None,
-    **options: Any,
-) -> Answer:
+def _plan_of(query: str | AnswerPlan, provider: Any, options: dict[str, Any]) -> AnswerPlan:
+    """The plan to run: ``query`` itself when it is one (nothing else may be given), else
+    :func:`prepare_answer` of the arguments."""
+    if isinstance(query, AnswerPlan):
+        extra = ["provider"] if provider is not None else []
+        extra += sorted(options)
+        if extra:
+            raise InvalidRequest(
+                f"an AnswerPlan is complete: pass it alone (got {', '.join(extra)} too); "
+                "prepare_answer() takes the options",
+                param=extra[0],
+            )
+        return query
+    return prepare_answer(query, provider, **options)
+
+
+async def aanswer(query: str | AnswerPlan, provider: Any = None, **options: Any) -> Answer:
     """Answer ``query`` from web sources, citing them with ``[n]`` markers.
 
-    ``provider`` is a provider spec or chain as for :func:`perplexed.search` (default: the settings chain),
-    or ``"perplexity-agent"`` to let the Agent API search by itself. Chain and search options
-    (``provider_timeout_ms``, ``deadline_ms``, ``fallback_on``, ``max_results``, ``include_domains``,
-    ``recency``, ... and provider-specific ``**options``) are those of :func:`perplexed.search`;
-    ``on_attempt`` is called with each search :class:`~perplexed.Attempt`.
+    Takes the arguments of :func:`perplexed.prepare_answer` (``provider``, ``client``, ``preset``,
+    ``deadline_ms``, the search options, ...), or an :class:`~perplexed.AnswerPlan` it returned
+    (``aanswer(plan)``). Prefers ``async_client`` over ``client`` when both are given.
 
-    The Agent API client is ``client`` (an :class:`~perplexed.agent.AsyncAgentClient`; ``async_client`` is
-    an alias), else one built from ``PERPLEXITY_API_KEY`` / ``PERPLEXITY_BASE_URL``. ``preset``/``effort``
-    (default ``preset="fast"``), ``model``/``models``, ``max_output_tokens`` and ``reasoning`` pass
-    through, and so do other request fields in ``agent_options`` (e.g. ``{"temperature": 0}``).
-    ``instructions`` replaces the default citation instruction.
-
-    ``max_source_chars`` (default 24000, ``None`` for no cap) caps the sources' text: the longest are cut
-    first, none is dropped, numbering is stable. ``on_empty="raise"`` (default) raises
-    :class:`NoSourcesError` when the search finds nothing; ``"answer"`` answers without sources.
-    ``strip_unmatched=True`` removes markers without a source from the text (they stay listed in
-    :attr:`Answer.unmatched`).
+    ``provider`` is a provider spec or chain as for :func:`perplexed.search`, or ``"perplexity-agent"`` to let
+    the Agent API search by itself. ``deadline_ms``, when given, bounds the whole call (search, then the
+    Agent API call with its timeout capped by what is left) within 50 ms; without it the search has its
+    30 s and the Agent API its preset-sized timeout. ``max_source_chars`` (default 24000, ``None`` for no cap)
+    caps the sources' text: the longest are cut first, none is dropped, numbering is stable.
+    ``on_empty="raise"`` (default) raises :class:`NoSourcesError` when the search finds nothing;
+    ``"answer"`` answers without sources. ``strip_unmatched=True`` removes markers without a source from
+    the text (they stay listed in :attr:`Answer.unmatched`).
 
     Raises :class:`~perplexed.UpstreamError` (``all_providers_failed``) without calling the model when no
-    provider answered; Agent API errors (:class:`~perplexed.RateLimitError`,
-    :class:`~perplexed.ResponseFailedError`, ...) carry the search attempts in ``.attempts`` (and their cost
-    in ``.cost``).
+    provider answered; every Agent API failure is a :class:`~perplexed.APIError` subclass
+    (:class:`~perplexed.RateLimitError`, :class:`~perplexed.ResponseFailedError`,
+    :class:`~perplexed.APITimeoutError`, ...) carrying the search attempts in ``.attempts`` (and their
+    cost in ``.cost``).
     """
-    plan = _plan_call(locals(), prefer_async=True)
-    return await _execute(plan)
+    plan = _plan_of(query, provider, options)
+    return await _execute(plan, plan.async_client)
 
 
-def answer(
-    query: str,
-    provider: Any = None,
-    *,
-    client: AgentClient | AsyncAgentClient | None = None,
-    async_client: AsyncAgentClient | None = None,
-    preset: str | None = None,
-    effort: str | None = None,
-    model: str | None = None,
-    models: Sequence[str] | None = None,
-    instructions: str | None = None,
-    max_output_tokens: int | None = None,
-    reasoning: Any = None,
-    agent_options: Mapping[str, Any] | None = None,
-    max_source_chars: int | None = DEFAULT_MAX_SOURCE_CHARS,
-    on_empty: OnEmpty = "raise",
-    strip_unmatched: bool = False,
-    provider_timeout_ms: int | None = None,
-    deadline_ms: int | None = None,
-    fallback_on: Any = None,
-    max_results: int | None = None,
-    on_attempt: AttemptCallback | None = None,
-    **options: Any,
-) -> Answer:
-    """Synchronous :func:`aanswer` (same arguments; ``client`` is an :class:`~perplexed.agent.AgentClient`).
+def answer(query: str | AnswerPlan, provider: Any = None, **options: Any) -> Answer:
+    """Synchronous :func:`aanswer` (same arguments, or a plan: ``answer(prepare_answer(...))``).
 
     Runs the same coroutine on perplexed's portal loop, so budgets, cancellation and events are identical.
     """
-    plan = _plan_call(locals(), prefer_async=False)
-    return _portal.run(_execute, plan)
+    plan = _plan_of(query, provider, options)
+    return _portal.run(_execute, plan, plan.client)
 
 
-def astream_answer(
-    query: str,
-    provider: Any = None,
-    *,
-    client: AsyncAgentClient | AgentClient | None = None,
-    async_client: AsyncAgentClient | None = None,
-    preset: str | None = None,
-    effort: str | None = None,
-    model: str | None = None,
-    models: Sequence[str] | None = None,
-    instructions: str | None = None,
-    max_output_tokens: int | None = None,
-    reasoning: Any = None,
-    agent_options: Mapping[str, Any] | None = None,
-    max_source_chars: int | None = DEFAULT_MAX_SOURCE_CHARS,
-    on_empty: OnEmpty = "raise",
-    strip_unmatched: bool = False,
-    provider_timeout_ms: int | None = None,
-    deadline_ms: int | None = None,
-    fallback_on: Any = None,
-    max_results: int | None = None,
-    on_attempt: AttemptCallback | None = None,
-    **options: Any,
-) -> AsyncIterator[str | Answer]:
+def astream_answer(query: str | AnswerPlan, provider: Any = None, **options: Any) -> AsyncIterator[str | Answer]:
     """Stream a grounded answer: ``async for chunk in astream_answer(...)``.
 
     Yields the answer's text deltas (``str``) as the model writes them, then the final :class:`Answer` as
-    the last item. Same arguments and errors as :func:`aanswer`; arguments are checked at call time, the
-    search starts on the first iteration. The deltas joined equal the non-stream text (before
-    ``strip_unmatched``, which only applies to the final ``Answer.text``).
+    the last item. Same arguments (or plan) and errors as :func:`aanswer`; arguments are checked at call
+    time, the search starts on the first iteration (and so does ``deadline_ms``'s budget). The deltas
+    joined equal the non-stream text (before ``strip_unmatched``, which only applies to the final
+    ``Answer.text``).
     """
-    plan = _plan_call(locals(), prefer_async=True)
-    return _stream(plan)
+    plan = _plan_of(query, provider, options)
+    return _stream(plan, plan.async_client)
 
 
-def stream_answer(
-    query: str,
-    provider: Any = None,
-    *,
-    client: AgentClient | AsyncAgentClient | None = None,
-    async_client: AsyncAgentClient | None = None,
-    preset: str | None = None,
-    effort: str | None = None,
-    model: str | None = None,
-    models: Sequence[str] | None = None,
-    instructions: str | None = None,
-    max_output_tokens: int | None = None,
-    reasoning: Any = None,
-    agent_options: Mapping[str, Any] | None = None,
-    max_source_chars: int | None = DEFAULT_MAX_SOURCE_CHARS,
-    on_empty: OnEmpty = "raise",
-    strip_unmatched: bool = False,
-    provider_timeout_ms: int | None = None,
-    deadline_ms: int | None = None,
-    fallback_on: Any = None,
-    max_results: int | None = None,
-    on_attempt: AttemptCallback | None = None,
-    **options: Any,
-) -> Iterator[str | Answer]:
+def stream_answer(query: str | AnswerPlan, provider: Any = None, **options: Any) -> Iterator[str | Answer]:
     """Synchronous :func:`astream_answer`: ``for chunk in stream_answer(...)`` gives text deltas, then the
     final :class:`Answer`. Closing the iterator early releases the connection."""
-    plan = _plan_call(locals(), prefer_async=False)
-    return _portal.iterate(_stream(plan))
+    plan = _plan_of(query, provider, options)
+    return _portal.iterate(_stream(plan, plan.client))

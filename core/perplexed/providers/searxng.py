@@ -34,6 +34,7 @@ class SearXNG(Provider):
     env_base_url = "SEARXNG_URL"
     default_price = 0.0
     native_options: ClassVar[frozenset[str]] = frozenset({"recency", "language", "safe_search"})
+    extra_options: ClassVar[tuple[str, ...]] = ("categories", "engines", "pageno", "timeout_limit")
 
     def build_request(self, query: str, options: SearchOptions) -> httpx.Request:
         params: dict[str, Any] = {"q": query, "format": "json"}
@@ -44,7 +45,7 @@ class SearXNG(Provider):
         if options.safe_search:
             params["safesearch"] = _SAFE[options.safe_search]
         extra = {**self.options, **options.extra}
-        for key in ("categories", "engines", "pageno", "timeout_limit"):
+        for key in self.extra_options:
             value = extra.get(key)
             if value is not None:
                 params[key] = ",".join(value) if isinstance(value, list | tuple) else value
