@@ -785,8 +785,9 @@ class Exchange:
 class _Recorder(httpx.AsyncBaseTransport):
     """Wraps a transport: reads each response whole (capped) and keeps the exchange."""
 
-    def __init__(self, inner: httpx.AsyncBaseTransport, max_body_bytes: int) -> None:
-        self.inner = inner
+    def __init__(self, inner: httpx.AsyncBaseTransport | None, max_body_bytes: int) -> None:
+        self.owned = inner is None  # close only a transport made here, never a caller's
+        self.inner = inner or httpx.AsyncHTTPTransport(verify=ssl_context())
         self.max_body_bytes = max_body_bytes
         self.exchanges: list[Exchange] = []
 
@@ -818,7 +819,8 @@ class _Recorder(httpx.AsyncBaseTransport):
         )
 
     async def aclose(self) -> None:
-        await self.inner.aclose()
+        if self.owned:
+            await self.inner.aclose()
 
 
 @dataclass
@@ -976,8 +978,7 @@ async def _check_provider(provider: Provider, query: str, record: Path | None) -
         env = " or ".join(v for v in (provider.env_key, provider.env_base_url) if v)
         row.error = f"not configured (set {env})" if env else "not configured"
         return row
-    inner = provider.transport or httpx.AsyncHTTPTransport(verify=ssl_context())
-    recorder = _Recorder(inner, provider.max_body_bytes)
+    recorder = _Recorder(provider.transport, provider.max_body_bytes)
     failure: BaseException | None = None
     answer = None
     started = time.monotonic()
@@ -994,6 +995,8 @@ async def _check_provider(provider: Provider, query: str, record: Path | None) -
                     break
         except (PerplexedError, httpx.HTTPError) as exc:
             failure = exc
+        except Exception as exc:  # a provider bug: a row, not a crash of the whole report
+            failure = ProviderError("unexpected", f"{type(exc).__name__}: {exc}", provider=provider.label)
         finally:
             flow.close()
     row.ms = int((time.monotonic() - started) * 1000)
@@ -1022,8 +1025,7 @@ async def _check_agent(record: Path | None, transport: httpx.AsyncBaseTransport 
     from .agent import AsyncAgentClient
 
     row = LiveRow(provider="agent", status=ERROR)
-    inner = transport or httpx.AsyncHTTPTransport(verify=ssl_context())
-    recorder = _Recorder(inner, 8 * 1024 * 1024)
+    recorder = _Recorder(transport, 8 * 1024 * 1024)
     failure: BaseException | None = None
     started = time.monotonic()
     try:
