@@ -22,6 +22,7 @@ import http.cookiejar
 import logging
 import ssl
 import threading
+import traceback
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, cast
@@ -48,22 +49,75 @@ __all__ = [
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 DEFAULT_LIMITS = httpx.Limits(max_connections=200, max_keepalive_connections=50, keepalive_expiry=30)
 
+#: loggers whose records (theirs and their children's, e.g. ``httpcore.http11``) are redacted: they print
+#: URLs with key parameters, response headers (``WWW-Authenticate``, a ``Location`` with ``user:key@``) and
+#: upstream messages
+REDACTED_LOGGERS = ("httpx", "httpcore", "perplexed")
+
+
+def scrub_record(record: logging.LogRecord) -> None:
+    """Redact a log record in place: its message (formatted once, then kept without arguments when it
+    changed), its traceback and its stack text."""
+    if getattr(record, "_perplexed_scrubbed", False):
+        return
+    record._perplexed_scrubbed = True
+    try:
+        message = record.getMessage()
+    except Exception:  # a malformed record is not ours to fix
+        return
+    clean = redact(message)
+    if clean != message:
+        record.msg, record.args = clean, None
+    if record.exc_info and not record.exc_text:
+        text = "".join(traceback.format_exception(*record.exc_info)).rstrip("\n")
+        clean = redact(text)
+        if clean != text:  # what a formatter would print; the live exception (and its repr) is dropped
+            record.exc_text, record.exc_info = clean, None
+    elif record.exc_text:
+        record.exc_text = redact(record.exc_text)
+    if record.stack_info:
+        record.stack_info = redact(record.stack_info)
+
+
+def _redacted(name: str) -> bool:
+    return name.partition(".")[0] in REDACTED_LOGGERS
+
+
 class _RedactingFilter(logging.Filter):
-    """Scrub credentials from httpx's own log lines (``HTTP Request: GET https://...?key=...``): a provider
-    that sends its key in the query string must not leak it when the application logs at INFO."""
+    """On the redacted loggers themselves: records logged on them directly (also if the record factory
+    below was replaced by the application after import)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        try:
-            message = record.getMessage()
-        except Exception:  # a malformed record is not ours to fix
-            return True
-        clean = redact(message)
-        if clean != message:
-            record.msg, record.args = clean, None
+        scrub_record(record)
         return True
 
 
-logging.getLogger("httpx").addFilter(_RedactingFilter())
+class _RedactingFactory:
+    """The log-record factory, wrapped: a record of a redacted logger (or of any of its children, which a
+    filter on the parent never sees: filters do not apply to propagated records) is redacted as it is made,
+    before any handler, on any logger, formats it."""
+
+    def __init__(self, previous: Callable[..., logging.LogRecord]) -> None:
+        self.previous = previous
+
+    def __call__(self, *args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = self.previous(*args, **kwargs)
+        if _redacted(record.name):
+            scrub_record(record)
+        return record
+
+
+def _install_log_redaction() -> None:
+    if not isinstance(logging.getLogRecordFactory(), _RedactingFactory):
+        logging.setLogRecordFactory(_RedactingFactory(logging.getLogRecordFactory()))
+    names = [n for n in list(logging.root.manager.loggerDict) if _redacted(n)] + list(REDACTED_LOGGERS)
+    for name in names:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _RedactingFilter) for f in logger.filters):
+            logger.addFilter(_RedactingFilter())
+
+
+_install_log_redaction()
 
 _ssl_lock = threading.Lock()
 _ssl_context: ssl.SSLContext | None = None

@@ -25,10 +25,10 @@ import httpx
 import perplexed
 import pytest
 import rel_bombs
-from loopback import LoopbackServer, Status, searxng_json, serve
 from perplexed._decode import accept_encoding
 from perplexed._errors import BodyTooLargeError
 from perplexed._http import DEFAULT_MAX_BODY_BYTES, get_client, read_capped
+from testkit.loopback import LoopbackServer, Status, searxng_json, serve
 
 HERE = Path(__file__).resolve().parent
 CAP = DEFAULT_MAX_BODY_BYTES  # the providers' default cap: 8 MiB
