@@ -16,7 +16,6 @@ from typing import Any
 
 import httpx
 import pytest
-from loopback import Json, Raw, Status, serve
 from perplexed import (
     APIError,
     APIStatusError,
@@ -27,6 +26,7 @@ from perplexed import (
 )
 from perplexed._errors import register_secret
 from perplexed.agent import AgentClient, AsyncAgentClient
+from testkit.loopback import Json, Raw, Status, serve
 
 KEY = "pplx-hardening-test-key-0123456789abcdef"
 DONE = {

@@ -25,9 +25,10 @@ from .._errors import (
     APITimeoutError,
     BadRequestError,
     ConfigError,
+    ContentDecodingError,
     InvalidRequest,
     MalformedResponseError,
-    ProviderError,
+    ResponseBodyError,
     register_secret,
 )
 from .._http import get_client, read_capped
@@ -212,7 +213,7 @@ class AsyncAgentClient:
             return _Failure(redirect_error(response), response.status_code, response.headers)
         try:
             body = await read_capped(response, ERROR_BODY_BYTES)
-        except (ProviderError, httpx.HTTPError):
+        except (ResponseBodyError, httpx.HTTPError):
             body = b""
         finally:
             await response.aclose()
@@ -326,13 +327,13 @@ class AsyncAgentClient:
             raise APITimeoutError(f"{what}: reading the body timed out") from exc
         except httpx.TransportError as exc:
             raise APIConnectionError(f"{what}: {type(exc).__name__}") from exc
-        except httpx.DecodingError as exc:  # e.g. a body claiming gzip that is not
+        except ContentDecodingError as exc:  # e.g. a body claiming gzip that is not
             raise MalformedResponseError(
                 f"{what}: the body could not be decoded as its Content-Encoding "
                 f"{response.headers.get('content-encoding', '')!r} claims ({exc})",
                 status=response.status_code,
             ) from None
-        except ProviderError as exc:  # body_too_large: an Agent API error, not a search provider's
+        except ResponseBodyError as exc:  # too large: an Agent API error, not a search provider's
             raise APIError(exc.message, status=response.status_code) from None
 
     # -- public API -------------------------------------------------------------------------------------
