@@ -1132,6 +1132,7 @@ def write_cassette(path: str | os.PathLike[str], exchanges: Sequence[Exchange]) 
     return target
 
 
+_RECORDED_MARK = "perplexed doctor --live --record"
 _RECORDED_README = """# Recorded {name} cassettes
 
 **Recorded** from the live API by `perplexed doctor --live --record` on {when} (host {host}).
@@ -1154,7 +1155,10 @@ def _record(folder: Path, name: str, exchanges: Sequence[Exchange], *, agent: bo
         f"| `{p.name}` | {_cassette_status(p)} |" for p in path.parent.glob("*.yaml")
     )
     host = httpx.URL(exchanges[-1].url).host
-    (path.parent / "README.md").write_text(
+    readme = path.parent / "README.md"
+    if readme.exists() and _RECORDED_MARK not in readme.read_text(encoding="utf-8"):
+        return path  # a README written by someone else (e.g. cassettes/recorded/searxng/): leave it alone
+    readme.write_text(
         _RECORDED_README.format(
             name=name,
             when=datetime.now(UTC).strftime("%Y-%m-%d"),
