@@ -23,6 +23,7 @@ import logging
 import ssl
 import threading
 import traceback
+import warnings
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, cast
@@ -231,17 +232,63 @@ class _Transport(httpx.AsyncHTTPTransport):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         pool = getattr(self, "_pool", None)
-        if type(pool) is httpcore.AsyncConnectionPool:  # same layout: only the re-planning method differs
+        if _pool_layout_ok(pool):  # same layout: only the re-planning method differs
             pool.__class__ = _ReclaimingPool
             reclaiming = cast(_ReclaimingPool, pool)
             reclaiming._requests = _Requests(reclaiming, reclaiming._requests)
+        else:
+            _patch_missing(f"its connection pool is a {type(pool).__name__} of another layout")
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         response = await super().handle_async_request(request)
         stream = response.stream
         if isinstance(stream, httpx.AsyncByteStream):
+            if not _stream_checked:
+                _check_stream(stream)
             response.stream = _ShieldedClose(stream)
         return response
+
+
+#: the httpcore versions the two fixes above were tested on (pyproject.toml pins the same range); the
+#: guard is tests/reliability/test_rel_leaks_load.py::test_a_cancellation_at_any_step_of_a_request_leaks_nothing
+HTTPCORE_TESTED = ">=1.0.3,<1.1"  # run on 1.0.3, 1.0.5 and 1.0.9
+_POOL_METHODS = ("_assign_requests_to_connections", "_close_connections")
+_warned = False
+_stream_checked = False
+
+
+def _pool_layout_ok(pool: object) -> bool:
+    """Whether ``pool`` is httpcore's own pool with the private parts the fixes rely on."""
+    return (
+        type(pool) is httpcore.AsyncConnectionPool
+        and all(callable(getattr(pool, name, None)) for name in _POOL_METHODS)
+        and isinstance(getattr(pool, "_requests", None), list)
+        and isinstance(getattr(pool, "_connections", None), list)
+    )
+
+
+def _check_stream(stream: httpx.AsyncByteStream) -> None:
+    """On the first response: does httpx's stream still wrap httpcore's pool stream as the release fix expects?"""
+    global _stream_checked
+    _stream_checked = True
+    inner = getattr(stream, "_httpcore_stream", None)
+    if inner is None or not hasattr(inner, "_pool") or not hasattr(inner, "_pool_request"):
+        _patch_missing("its response stream no longer exposes the pool request")
+
+
+def _patch_missing(why: str) -> None:
+    """Say once that the pool fixes are off (the client still works, as plain httpx does)."""
+    global _warned
+    if _warned:
+        return
+    _warned = True
+    warnings.warn(
+        f"perplexed: httpcore {httpcore.__version__} is not a version its connection-pool fixes were tested "
+        f"on ({why}; tested: httpcore{HTTPCORE_TESTED}); requests cancelled by a budget may leak pool "
+        "connections under load",
+        RuntimeWarning,
+        stacklevel=3,
+    )
 
 
 class _ShieldedClose(httpx.AsyncByteStream):
