@@ -79,6 +79,8 @@ LIVE_MAX_RESULTS = 3
 AGENT_ESTIMATE_USD = 0.01
 AGENT_PRESET = "fast"
 AGENT_INPUT = "In one word: what is the capital of France?"
+#: the label the Agent API's spend is recorded under (as answer() does)
+AGENT_SPEND_LABEL = "perplexity-agent"
 #: seconds allowed to each live call and to the offline SearXNG probe
 LIVE_TIMEOUT_S = 60.0
 #: the chain's default per-provider timeout: a live call slower than this is noted
@@ -1054,11 +1056,20 @@ async def acheck_live(
     agent_transport: httpx.AsyncBaseTransport | None = None,
 ) -> LiveReport:
     """One real query per provider (and the Agent API with ``agent=True``), one after the other; never raises
-    for a provider's failure (its row says ``error``). ``record``: a folder for redacted cassettes."""
+    for a provider's failure (its row says ``error``). ``record``: a folder for redacted cassettes. What the
+    calls cost is recorded in the state store's spend (:func:`perplexed.spend`), as a search's would be."""
+    from ._governance import arecord_spend
+
     folder = None if record is None else Path(record)
-    rows = [await _check_provider(p, query, folder) for p in providers]
+    rows = []
+    for provider in providers:
+        rows.append(await _check_provider(provider, query, folder))
+        if rows[-1].http_status is not None:  # a call was made: its cost counts in perplexed.spend()
+            await arecord_spend(provider.label, rows[-1].cost)
     if agent:
         rows.append(await _check_agent(folder, agent_transport))
+        if rows[-1].http_status is not None:
+            await arecord_spend(AGENT_SPEND_LABEL, rows[-1].cost)
     return LiveReport(rows, sum(estimate(providers, agent=agent).values()))
 
 
