@@ -9,10 +9,10 @@ from typing import Any
 
 import perplexed
 import pytest
-from doctor_support import KEYS, clean_env
-from loopback import Html, Json, searxng_json, serve
 from perplexed import doctor
 from perplexed.cli import main
+from testkit.doctor_answers import KEYS, clean_env
+from testkit.loopback import Html, Json, searxng_json, serve
 
 env = clean_env  # the fixture, by name
 pytestmark = pytest.mark.usefixtures("env")
@@ -112,6 +112,14 @@ def test_searxng_that_cannot_serve_the_chain_is_exit_1(monkeypatch: pytest.Monke
     assert check.status == "error" and words in check.detail and diagnosis.exit_code == 1
 
 
+def test_searxng_hits_without_what_the_parser_expects_is_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    with serve({"/search": Json({"results": [{"link": "https://a.example", "title": "A"}]})}) as server:
+        monkeypatch.setenv("SEARXNG_URL", server.url)
+        diagnosis = doctor.diagnose("searxng")
+    check = checks(diagnosis)["searxng"]
+    assert check.status == "warn" and "results[].url" in check.detail and diagnosis.exit_code == 0
+
+
 def test_unreachable_searxng_fails_the_default_chain_too(monkeypatch: pytest.MonkeyPatch) -> None:
     with serve() as server:
         url = server.url
@@ -176,3 +184,27 @@ def test_text_output_names_the_problems(monkeypatch: pytest.MonkeyPatch, capsys:
     monkeypatch.setenv("PERPLEXED_PROVIDER", "brave")
     code, out, _ = run_cli(capsys)
     assert code == 1 and "Not ready: key:brave" in out and "BRAVE_API_KEY is not set" in out
+
+
+def test_a_configured_chain_of_objects_is_checked_by_registry_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    from perplexed.providers import get
+
+    def my_search(query: str, options: Any) -> list[Any]:
+        return []
+
+    perplexed.configure(provider=[my_search, {"name": "tavily"}, get("exa")(api_key=KEYS["exa"])])
+    diagnosis = doctor.diagnose()
+    assert diagnosis.chain == ("tavily", "exa") and diagnosis.chain_source == "configure()"
+    found = checks(diagnosis)
+    assert found["chain"].status == "ok"  # the function is not an unknown provider
+    assert found["key:tavily"].status == "missing" and found["key:tavily"].needed
+    assert found["key:exa"].status == "ok" and "exa's api_key" in found["key:exa"].detail  # the object's key
+    assert KEYS["exa"] not in found["key:exa"].detail
+    assert diagnosis.exit_code == 1
+
+
+async def test_live_on_a_non_http_provider_is_an_error_row_not_a_crash() -> None:
+    from perplexed.providers import get
+
+    report = await doctor.acheck_live([get("local")()])
+    assert report.rows[0].status == "error" and "offline" in (report.rows[0].error or "")

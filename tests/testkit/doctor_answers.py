@@ -15,7 +15,7 @@ import yaml
 from perplexed import _settings
 from perplexed.doctor import SHAPES
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 #: provider -> the path its request goes to (after base_url)
 PATHS = {
