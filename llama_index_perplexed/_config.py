@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from perplexed import ChainOptions, InvalidRequest, SearchOptions
 from perplexed._grounding import AGENT_PROVIDER, DEFAULT_MAX_SOURCE_CHARS
+from perplexed._strategies import check_floor
 from perplexed.providers import resolve
 
 __all__ = ["SearchConfig"]
@@ -16,7 +18,9 @@ class SearchConfig:
 
     ``provider`` is any perplexed provider spec (name, dict, Provider, function, or a list = a chain; ``None``
     = the default chain; with ``answer_mode``, also ``"perplexity-agent"``, the Agent API searching by itself).
-    ``similarity_top_k`` is LlamaIndex's name for ``max_results``. Bad values raise
+    ``similarity_top_k`` is LlamaIndex's name for ``max_results``. ``strategy``, ``hedge_after_ms``,
+    ``merge_providers``, ``min_hits`` and ``accept`` are the chain's strategy and quality floor (see
+    ``docs/strategies.md``). Bad values raise
     :class:`perplexed.InvalidRequest` / :class:`perplexed.ConfigError` here, not at the first query.
     """
 
@@ -29,6 +33,11 @@ class SearchConfig:
         provider_timeout_ms: int | None = None,
         deadline_ms: int | None = None,
         fallback_on: Any = None,
+        strategy: str | None = None,
+        hedge_after_ms: int | str | None = None,
+        merge_providers: int | None = None,
+        min_hits: int | None = None,
+        accept: Callable[..., Any] | None = None,
         answer_mode: bool = False,
         **options: Any,
     ) -> None:
@@ -39,8 +48,14 @@ class SearchConfig:
                     param="similarity_top_k",
                 )
             max_results = similarity_top_k
-        ChainOptions.build(provider_timeout_ms=provider_timeout_ms, deadline_ms=deadline_ms, fallback_on=fallback_on)
-        SearchOptions.build(max_results=max_results, **options)
+        # strategies and the quality floor (docs/strategies.md)
+        self.strategy_options = {
+            "strategy": strategy, "hedge_after_ms": hedge_after_ms, "merge_providers": merge_providers,
+            "min_hits": min_hits, "accept": accept,
+        }
+        ChainOptions.build(provider_timeout_ms=provider_timeout_ms, deadline_ms=deadline_ms, fallback_on=fallback_on,
+                           **self.strategy_options)
+        check_floor(min_hits, SearchOptions.build(max_results=max_results, **options).max_results)
         agent_mode = answer_mode and isinstance(provider, str) and provider.strip().lower() == AGENT_PROVIDER
         if provider is not None and not agent_mode:
             resolve(provider)
@@ -59,6 +74,7 @@ class SearchConfig:
             "provider_timeout_ms": self.provider_timeout_ms,
             "deadline_ms": self.deadline_ms,
             "fallback_on": self.fallback_on,
+            **{k: v for k, v in self.strategy_options.items() if v is not None},
             **self.options,
         }
 

@@ -1,4 +1,5 @@
-"""Shared pytest configuration. The real-SearXNG harness is a plugin in tests/searxng_fixture.py."""
+"""Shared pytest configuration. Test support (loopback servers, the real SearXNG, fixtures) is the
+``tests/testkit`` package; its fixtures are registered here as plugins."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["searxng_fixture", "valkey_fixture"]
+pytest_plugins = ["testkit.loopback", "testkit.searxng", "valkey_fixture"]
 
 # Tests whose assertions are about wall-clock time (budgets, deadlines, overlap, back-off). They carry the
 # ``timing`` marker, so `pytest -m timing` runs them alone, e.g. five times beside two CPU-bound processes
@@ -40,6 +41,17 @@ def _isolated_local_index(tmp_path_factory: pytest.TempPathFactory, monkeypatch:
     """Tests never read or write the user's real local index (the quickstart builds one in the data dir)."""
     monkeypatch.setenv("PERPLEXED_LOCAL_INDEX", str(Path(tmp_path_factory.mktemp("index")) / "index.sqlite"))
     yield
+
+
+@pytest.fixture(autouse=True)
+def _fresh_governance() -> Iterator[None]:
+    """Governance settings and the default state store do not leak from one test into the next."""
+    yield
+    import sys
+
+    governance = sys.modules.get("perplexed._governance")
+    if governance is not None:
+        governance.reset()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

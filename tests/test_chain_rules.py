@@ -16,16 +16,12 @@ import time
 from typing import Any
 
 import httpx
-import loopback as lb
 import perplexed
 import pytest
-from loopback import HEALTHY_MS, SLACK, Hang, Json, LoopbackServer, SearchAPI, Status, searxng_json
-from mock_upstream import MockUpstream
 from perplexed import Attempt, Outcome, PerplexedError, Result, UpstreamError
 from perplexed.providers import FunctionProvider, SearXNG
-
-api = lb.api  # fixtures: every test runs through search() and asearch()
-loopback = lb.loopback
+from testkit.loopback import HEALTHY_MS, SLACK, Hang, Json, LoopbackServer, SearchAPI, Status, searxng_json
+from testkit.mock_upstream import MockUpstream
 
 
 def _routes(loopback: Any) -> None:

@@ -1,9 +1,11 @@
 """The ``perplexed`` command line (extra ``cli``: rich and platformdirs).
 
     perplexed index PATH [PATH ...] [--index FILE]       build or update the local full-text index
+    perplexed index --list | --remove F | --rebuild | --reset   manage it
     perplexed search QUERY [--provider a,b,c] [--json]   search through a provider chain
     perplexed answer QUERY [--provider ..] [--stream]    a grounded answer with cited sources
     perplexed providers                                  registered providers, configured or not, price
+    perplexed doctor [--live [PROVIDER ...] --yes]       check the configuration; --live: check for API drift
 
 Exit codes: 0 ok; 1 no results, or every provider failed (the attempts are printed); 2 usage or
 configuration error. With ``--json`` the result is printed as one JSON document on stdout, and nothing
@@ -19,6 +21,7 @@ import json
 import os
 import re
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -32,9 +35,19 @@ from ._errors import (
     PerplexedError,
     UpstreamError,
 )
-from ._index import INDEX_ENV, IndexReport, build_index, default_index_path, index_stats
+from ._index import (
+    INDEX_ENV,
+    IndexReport,
+    build_index,
+    default_index_path,
+    index_stats,
+    list_index,
+    rebuild_index,
+    remove_from_index,
+    reset_index,
+)
 from ._models import Attempt, Hit, Result
-from ._settings import default_chain
+from ._settings import configure, default_chain
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.console import Console
@@ -45,7 +58,8 @@ __all__ = ["main"]
 
 EXIT_OK, EXIT_NO_RESULTS, EXIT_USAGE = 0, 1, 2
 
-_OUTCOME_STYLE = {"ok": "green", "empty": "yellow", "timeout": "magenta", "deadline": "magenta", "error": "red"}
+_OUTCOME_STYLE = {"ok": "green", "empty": "yellow", "timeout": "magenta", "deadline": "magenta", "error": "red",
+                  "insufficient": "yellow", "cancelled": "dim", "skipped": "dim"}
 
 
 class UsageError(PerplexedError):
@@ -146,7 +160,22 @@ def _build_parser() -> _Parser:
         p.add_argument("--max-results", "-n", type=_positive_int, metavar="N", help="hits to return (1-100)")
         p.add_argument("--timeout-ms", type=_positive_int, metavar="MS", help="time limit per provider")
         p.add_argument("--deadline-ms", type=_positive_int, metavar="MS", help="time limit for the chain")
+        p.add_argument("--strategy", choices=("sequential", "hedged", "merge"),
+                       help="sequential (default): one provider at a time; hedged: start the next provider "
+                       "when the current one is slow; merge: ask several at once and fuse their hits")
+        p.add_argument("--hedge-after", type=_hedge_after, metavar="MS|auto",
+                       help="hedged: start the next provider after MS ms without an answer (default auto: the "
+                       "provider's observed p95 latency)")
+        p.add_argument("--merge-providers", type=_positive_int, metavar="N",
+                       help="merge: how many providers to ask at once (default 2)")
+        p.add_argument("--min-hits", type=_positive_int, metavar="N",
+                       help="quality floor: an answer with fewer hits is insufficient and the chain moves on")
         p.add_argument("--index", metavar="FILE", help=f"local index file for the 'local' provider (${INDEX_ENV})")
+        p.add_argument("--cache-ttl", type=_seconds, metavar="SECONDS", default=CLI_CACHE_TTL_S,
+                       help=f"reuse a provider's answer for this long (default {CLI_CACHE_TTL_S:g}; 0 = off)")
+        p.add_argument("--no-cache", action="store_true", help="do not use or fill the result cache")
+        p.add_argument("--budget", type=_usd, metavar="USD",
+                       help="most this search may spend: a paid provider that would exceed it is skipped")
         p.add_argument("--json", action="store_true", help="print one JSON document and nothing else")
 
     p_search = sub.add_parser("search", help="search through a provider chain", description=(
@@ -168,15 +197,57 @@ def _build_parser() -> _Parser:
     p_prov.add_argument("--json", action="store_true", help="print one JSON document and nothing else")
     p_prov.set_defaults(command="providers", run=_cmd_providers)
 
-    p_index = sub.add_parser("index", help="build or update the local full-text index", description=(
-        "Index the Markdown, text, HTML and reStructuredText files under each PATH for the 'local' "
-        "provider. Run it again to update: changed files are re-read, deleted files dropped."))
-    p_index.add_argument("paths", nargs="+", metavar="PATH", help="folder of documents")
+    p_index = sub.add_parser("index", help="build, update or manage the local full-text index", description=(
+        "Index the Markdown, text, HTML, reStructuredText and PDF (with the 'pdf' extra) files under each "
+        "PATH (a folder or a single file) for the 'local' provider. Run it again to update: changed files "
+        "are re-read, deleted files dropped. --list, --remove, --rebuild and --reset manage the index."))
+    p_index.add_argument("paths", nargs="*", metavar="PATH", help="folder (or single file) of documents")
     p_index.add_argument("--index", metavar="FILE",
                          help=f"index file (default: ${INDEX_ENV}, else in the user data folder)")
+    p_index.add_argument("--follow-links", action="store_true",
+                         help="also follow symbolic links that lead out of the indexed folders")
+    manage = p_index.add_mutually_exclusive_group()
+    manage.add_argument("--list", action="store_true",
+                        help="list the indexed folders: documents, last indexed, size")
+    manage.add_argument("--remove", action="append", metavar="FOLDER",
+                        help="drop an indexed folder and its documents (also one that no longer exists)")
+    manage.add_argument("--rebuild", action="store_true",
+                        help="rebuild the index from its indexed folders (and any PATH), e.g. when it is damaged")
+    manage.add_argument("--reset", action="store_true", help="delete the index and everything in it")
     p_index.add_argument("--json", action="store_true", help="print one JSON document and nothing else")
     p_index.set_defaults(command="index", run=_cmd_index)
+
+    p_doc = sub.add_parser("doctor", help="check the configuration; --live: check the APIs still match", description=(
+        "Offline (free): keys (format only), SearXNG, the local index, the state store, the chain. "
+        "--live: one cheap real query per configured provider (or each PROVIDER), checked for drift; "
+        "prints the estimated cost and sends nothing without --yes (exit 2). Exit 0 ok, 1 a problem."))
+    p_doc.add_argument("providers", nargs="*", metavar="PROVIDER", help="with --live: the providers to call")
+    p_doc.add_argument("--provider", "-p", metavar="A,B,C", help="the chain to check (default: $PERPLEXED_PROVIDER)")
+    p_doc.add_argument("--live", action="store_true", help="make one real, cheap, paid query per provider")
+    p_doc.add_argument("--agent", action="store_true", help="with --live: check the Agent API (cheapest preset)")
+    p_doc.add_argument("--yes", action="store_true", help="with --live: agree to the estimated cost")
+    p_doc.add_argument("--record", metavar="DIR", help="with --live: write the exchanges as redacted cassettes")
+    p_doc.add_argument("--json", action="store_true", help="print one JSON document and nothing else")
+    p_doc.set_defaults(command="doctor", run=_cmd_doctor)
     return parser
+
+
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    from .doctor import command
+
+    return command(args)
+
+
+def _hedge_after(text: str) -> int | str:
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of ms or 'auto', got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {value}")
+    return value
 
 
 def _positive_int(text: str) -> int:
@@ -267,7 +338,52 @@ def _chain_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         options["provider_timeout_ms"] = args.timeout_ms
     if args.deadline_ms is not None:
         options["deadline_ms"] = args.deadline_ms
+    for name in ("strategy", "hedge_after", "merge_providers", "min_hits"):  # strategies and the floor
+        value = getattr(args, name, None)
+        if value is not None:
+            options["hedge_after_ms" if name == "hedge_after" else name] = value
+    # governance: the CLI caches for an hour by default, in its SQLite store next to the local index
+    if not getattr(args, "no_cache", False) and getattr(args, "cache_ttl", None):
+        options["cache_ttl_s"] = args.cache_ttl
+    if getattr(args, "budget", None) is not None:
+        options["budget_usd"] = args.budget
+    _use_cli_store()
     return options
+
+
+CLI_CACHE_TTL_S = 3600.0
+STATE_FILE = "state.db"
+
+
+def _use_cli_store() -> None:
+    """The CLI's state store: ``PERPLEXED_STORE`` when set, else ``state.db`` beside the local index."""
+    from . import _governance
+
+    if os.environ.get(_governance.STORE_ENV, "").strip() or _governance._settings.store is not None:
+        return
+    from .store import SQLiteStore
+
+    configure(store=SQLiteStore(default_index_path().parent / STATE_FILE))
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not (value >= 0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds >= 0, got {text!r}")
+    return value
+
+
+def _usd(text: str) -> float:
+    try:
+        value = float(text.strip().lstrip("$"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an amount of USD, got {text!r}") from None
+    if not (value >= 0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(f"expected an amount of USD >= 0, got {text!r}")
+    return value
 
 
 def _provider_spec(raw: str | None) -> Any:
@@ -335,7 +451,8 @@ def _hits_table(hits: list[Hit], query: str) -> Table:
             cell.append_text(body)
         cell.append("\n")
         cell.append(hit.url, style=Style(dim=True, link=hit.url or None))
-        table.add_row(str(hit.id), cell, hit.provider)
+        sources = ", ".join(f"{s.get('provider')} #{s.get('rank')}" for s in hit.sources)  # merged hits
+        table.add_row(str(hit.id), cell, sources or hit.provider)
     return table
 
 
@@ -352,15 +469,20 @@ def _print_attempts(out: Console, result: Result, labels: list[str]) -> None:
     table.add_column("Note", overflow="fold")
     for attempt in result.attempts:
         outcome = attempt.outcome.value
+        shown = _outcome_text(attempt)
         table.add_row(
             attempt.provider,
-            Text(outcome, style=_OUTCOME_STYLE.get(outcome, "")),
+            Text(shown, style=_OUTCOME_STYLE.get(outcome, "")),
             f"{attempt.duration_ms} ms",
             _money(attempt.cost),
             Text(_attempt_note(attempt)),
         )
     answered = result.provider if result.hits else None
-    for label in labels[len(result.attempts):]:
+    called = Counter(a.provider for a in result.attempts)
+    for label in labels:
+        if called[label] > 0:
+            called[label] -= 1
+            continue
         why = f"not needed: {answered} answered" if answered else "not called: the chain stopped"
         table.add_row(label, Text("not called", style="dim"), "", "", Text(why, style="dim"))
     out.print(table)
@@ -369,8 +491,18 @@ def _print_attempts(out: Console, result: Result, labels: list[str]) -> None:
     out.print(f"Total cost: [bold]{_money(result.cost)}[/] · {hits} · {n} attempt{'s' if n != 1 else ''}")
 
 
+def _outcome_text(attempt: Attempt) -> str:
+    """``cached`` for a cache hit, ``skipped (reason)`` for a skipped provider, else the outcome."""
+    if attempt.cached:
+        return "cached"
+    if attempt.outcome.value == "skipped":
+        return f"skipped ({attempt.reason})" if attempt.reason else "skipped"
+    return attempt.outcome.value
+
+
 def _attempt_note(attempt: Attempt) -> str:
-    parts = [p for p in (attempt.error, attempt.detail) if p]
+    floor = f"below the quality floor: {attempt.reason}" if attempt.outcome.value == "insufficient" else None
+    parts = [p for p in (floor, attempt.error, attempt.detail) if p]
     return "; ".join(parts)
 
 
@@ -503,7 +635,8 @@ def _provider_rows() -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for name in providers.available():
         row: dict[str, Any] = {"name": name, "configured": False, "price": None, "paid": None,
-                               "env": [], "missing": [], "note": ""}
+                               "env": [], "missing": [], "note": "", "rate_limit": None, "cooldown": "off",
+                               "spend_today": 0.0}
         try:
             cls = providers.get(name)
             instance = cls()
@@ -513,6 +646,7 @@ def _provider_rows() -> list[dict[str, Any]]:
             continue
         env = [v for v in (cls.env_key, cls.env_base_url) if v]
         row["env"] = env
+        row.update(_governance_row(instance))
         try:
             price = float(instance.price())
         except PerplexedError as exc:
@@ -550,11 +684,27 @@ def _provider_rows() -> list[dict[str, Any]]:
     return rows
 
 
+def _governance_row(instance: Any) -> dict[str, Any]:
+    """Rate limit, cool-down state and spend today of one provider, from the state store (never raises)."""
+    from . import _governance, _portal
+
+    try:
+        status = _portal.run(_governance.provider_status, instance)
+    except Exception as exc:  # a broken store must not break the listing
+        return {"cooldown": f"unknown ({type(exc).__name__})"}
+    cooldown = status["cooldown"]
+    if status["cooldown_ends_in_s"]:
+        cooldown = f"{cooldown} ({status['cooldown_ends_in_s']:.0f} s left)"
+    return {"rate_limit": status["rate_limit"], "cooldown": cooldown, "spend_today": status["spend_today"],
+            "window_calls": status["window_calls"]}
+
+
 def _cmd_providers(args: argparse.Namespace) -> int:
     from rich import box
     from rich.table import Table
     from rich.text import Text
 
+    _use_cli_store()
     rows = _provider_rows()
     if args.json:
         _print_json(rows)
@@ -564,13 +714,21 @@ def _cmd_providers(args: argparse.Namespace) -> int:
     table.add_column("Provider", no_wrap=True, style="bold")
     table.add_column("Configured", no_wrap=True)
     table.add_column("Price / call", justify="right", no_wrap=True)
-    table.add_column("Environment", no_wrap=True)
+    table.add_column("Environment", overflow="fold")
+    table.add_column("Rate limit · cool-down · spent today", overflow="fold", min_width=22)
     table.add_column("Note", overflow="fold")
     for row in rows:
         configured = Text("yes", style="green") if row["configured"] else Text("no", style="red")
         price = row["price"]
         price_text = "?" if price is None else ("free" if price == 0 else _money(price))
-        table.add_row(row["name"], configured, price_text, ", ".join(row["env"]), Text(row["note"]))
+        rate = row.get("rate_limit") or "no limit"
+        if row.get("window_calls") is not None and row.get("rate_limit"):
+            rate = f"{rate} ({row['window_calls']} in window)"
+        cooldown = str(row.get("cooldown") or "off")
+        state = Text(f"{rate} · ")
+        state.append(f"cool-down {cooldown}", style="yellow" if cooldown.startswith(("cooling", "trial")) else "")
+        state.append(f" · {_money(float(row.get('spend_today') or 0.0))}")
+        table.add_row(row["name"], configured, price_text, ", ".join(row["env"]), state, Text(row["note"]))
     out.print(table)
     try:
         chain_names = default_chain()
@@ -587,27 +745,90 @@ def _cmd_providers(args: argparse.Namespace) -> int:
 def _cmd_index(args: argparse.Namespace) -> int:
     out, err = _consoles()
     index = os.path.expanduser(args.index) if args.index else None
-    show_progress = not args.json and err.is_terminal
-    if show_progress:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        with Progress(
-            TextColumn("Indexing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            TextColumn("[dim]{task.fields[file]}"), console=err, transient=True,
-        ) as bar:
-            task = bar.add_task("index", total=None, file="")
-
-            def progress(done: int, total: int, path: str) -> None:
-                bar.update(task, completed=done, total=total, file=os.path.basename(path))
-
-            report = build_index(args.paths, index, progress=progress)
+    if args.list or args.remove or args.reset:
+        if args.paths:
+            raise UsageError("--list, --remove and --reset take no PATH")
+        if args.list:
+            return _index_list(out, index, args.json)
+        if args.reset:
+            path = index or str(default_index_path())
+            count = reset_index(path)
+            if args.json:
+                _print_json({"index": path, "reset": True, "documents": count})
+            else:
+                out.print(f"Deleted the index {_escape(path)} ({count} document{'s' if count != 1 else ''})",
+                          soft_wrap=True)
+            return EXIT_OK
+        report = remove_from_index(args.remove, index)
     else:
-        report = build_index(args.paths, index)
+        if not args.paths and not args.rebuild:
+            raise UsageError("give a folder or file to index, or one of --list, --remove, --rebuild, --reset")
+        follow = True if args.follow_links else None
+        with _index_progress(err, enabled=not args.json and err.is_terminal) as progress:
+            if args.rebuild:
+                report = rebuild_index(index, args.paths, follow_links=follow, progress=progress)
+            else:
+                report = build_index(args.paths, index, progress=progress, follow_links=bool(follow))
     if args.json:
         _print_json(report.to_dict())
     else:
         _print_index_report(out, report)
     return EXIT_USAGE if report.missing_roots else EXIT_OK
+
+
+@contextmanager
+def _index_progress(err: Console, enabled: bool) -> Iterator[Callable[[int, int, str], None] | None]:
+    """A progress bar on stderr (in a terminal), advanced by the callback it yields."""
+    if not enabled:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("Indexing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        TextColumn("[dim]{task.fields[file]}"), console=err, transient=True,
+    ) as bar:
+        task = bar.add_task("index", total=None, file="")
+
+        def progress(done: int, total: int, path: str) -> None:
+            bar.update(task, completed=done, total=total, file=os.path.basename(path))
+
+        yield progress
+
+
+def _index_list(out: Console, index: str | None, as_json: bool) -> int:
+    from rich import box
+    from rich.table import Table
+
+    listing = list_index(index)
+    if as_json:
+        _print_json(listing.to_dict())
+        return EXIT_OK
+    out.print(f"Index {_escape(str(listing.path))}: {listing.documents} document"
+              f"{'s' if listing.documents != 1 else ''}, {_size(listing.size)}", soft_wrap=True)
+    if not listing.folders:
+        out.print("No folders indexed: run `perplexed index FOLDER`.")
+        return EXIT_OK
+    table = Table(box=box.SIMPLE_HEAD)
+    table.add_column("Folder", overflow="fold")
+    table.add_column("Documents", justify="right", no_wrap=True)
+    table.add_column("Last indexed", no_wrap=True)
+    table.add_column("Size", justify="right", no_wrap=True)
+    for folder in listing.folders:
+        when = "interrupted" if folder.indexed_at is None else folder.indexed_at.astimezone().strftime("%Y-%m-%d %H:%M")
+        name = folder.path + ("" if folder.exists else " (missing)") + (" (file)" if folder.kind == "file" else "")
+        table.add_row(_escape(name), str(folder.documents), when, _size(folder.bytes))
+    out.print(table)
+    return EXIT_OK
+
+
+def _size(count: int) -> str:
+    size = float(count)
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{count} B"  # pragma: no cover
 
 
 def _shown_path(path: str) -> str:
@@ -622,8 +843,11 @@ def _shown_path(path: str) -> str:
 def _print_index_report(out: Console, report: IndexReport) -> None:
     from rich.text import Text
 
-    roots = ", ".join(str(r) for r in report.roots) or "nothing"
-    out.print(f"Indexed {_escape(roots)} into {_escape(str(report.index))}", soft_wrap=True)
+    roots = ", ".join(report.to_dict()["roots"]) or "nothing"
+    if report.roots or not report.removed:
+        out.print(f"Indexed {_escape(roots)} into {_escape(str(report.index))}", soft_wrap=True)
+    else:
+        out.print(f"Removed from {_escape(str(report.index))}", soft_wrap=True)
     out.print(
         f"  {len(report.added)} added, {len(report.updated)} updated, {len(report.unchanged)} unchanged, "
         f"{len(report.removed)} removed, {len(report.errors)} problem{'s' if len(report.errors) != 1 else ''}"
@@ -637,11 +861,16 @@ def _print_index_report(out: Console, report: IndexReport) -> None:
             line.append(": ")
             line.append(problem.reason, style="red")
             out.print(line, soft_wrap=True)
-    if report.skipped:
-        names = [os.path.basename(p.path) for p in report.skipped]
+    by_reason: dict[str, list[str]] = {}
+    for problem in report.skipped:
+        by_reason.setdefault(problem.reason, []).append(os.path.basename(problem.path))
+    for reason, names in by_reason.items():
         listed = ", ".join(names[:8]) + (f", … ({len(names) - 8} more)" if len(names) > 8 else "")
-        out.print(Text(f"Skipped {len(names)} file{'s' if len(names) != 1 else ''} of unsupported types: "
-                       f"{listed}", style="dim"))
+        what = "of unsupported types" if reason == "unsupported file type" else f"- {reason}"
+        out.print(Text(f"Skipped {len(names)} file{'s' if len(names) != 1 else ''} {what}: {listed}",
+                       style="dim"), soft_wrap=True)
+    for note in report.notes:
+        out.print(Text(note, style="dim"), soft_wrap=True)
     if report.documents and report.roots:
         hint = "" if report.index == default_index_path() else f" --index {report.index}"
         out.print(f"Search it: perplexed search QUERY --provider local{_escape(hint)}")

@@ -12,9 +12,7 @@ from perplexed.agent import (
     AsyncAgentClient,
     BadRequestError,
     InputMessage,
-    OutputItemAddedEvent,
     RateLimitError,
-    ReasoningEvent,
     ResponseCancelledError,
     ResponseFailedError,
     ResponseIncompleteError,
@@ -23,6 +21,7 @@ from perplexed.agent import (
     UnknownOutputItem,
     WebSearch,
 )
+from perplexed.agent._response import OutputItemAddedEvent, ReasoningEvent
 
 ISSUE_REQUEST = dict(
     preset="fast",

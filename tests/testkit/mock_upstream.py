@@ -18,7 +18,8 @@ from typing import Any
 from urllib.parse import parse_qs
 
 import httpx
-from loopback import Hang, Status
+
+from testkit.loopback import Hang, Status
 
 __all__ = ["MockRequest", "MockUpstream"]
 
