@@ -220,7 +220,7 @@ SHAPES: dict[str, Shape] = {
             Field("data", "dict"),
             Field("data.web", "list"),
             Field("data.news", "list", "optional"),
-            Field("creditsUsed", "num"),
+            Field("creditsUsed", "num", "optional"),  # a self-hosted instance may not report it
             Field("warning", "str|null", "optional"),
         ),
         item=(
@@ -1214,6 +1214,8 @@ def command(args: Any) -> int:
         else:
             _print_diagnosis(diagnosis)
         return diagnosis.exit_code
+    if not names and args.provider:  # --provider A,B with --live: check those
+        names = [n.strip() for n in args.provider.split(",") if n.strip() and n.strip() != "local"]
     targets = [] if args.agent and not names else live_targets(names)
     if not targets and not args.agent:
         message = "no configured provider to check: set a provider's key (see `perplexed doctor`) or name one"
