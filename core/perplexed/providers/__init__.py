@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import ConfigError
 from ._base import CallableProvider, FunctionProvider, Provider, parse_published, parse_retry_after
-from ._credentials import with_credentials
+from ._credentials import describe, with_credentials
 from ._table import support_table
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -42,6 +42,7 @@ __all__ = [
     "SearXNG",
     "Tavily",
     "available",
+    "describe",
     "get",
     "parse_published",
     "parse_retry_after",

@@ -23,7 +23,7 @@ from pydantic import SecretStr
 from .._errors import ConfigError
 from ._base import CallableProvider, Provider
 
-__all__ = ["missing_setup", "with_credentials"]
+__all__ = ["describe", "missing_setup", "with_credentials"]
 
 
 def _fold(spec: Any, api_key: str | SecretStr | None, base_url: str | None, owner: str) -> Any:
@@ -92,3 +92,22 @@ def with_credentials(
         stacklevel=3,
     )
     return spec
+
+
+def describe(spec: Any) -> str:
+    """A provider spec as a short, safe string for reprs: names, dicts with credential values masked,
+    Provider objects by their own repr (which never shows a key), functions by name; a chain joined by
+    ``" → "``. ``None`` is ``"default"``."""
+    if spec is None:
+        return "default"
+    if isinstance(spec, str):
+        return spec
+    if isinstance(spec, Mapping):
+        from . import _masked
+
+        return _masked(spec)
+    if isinstance(spec, Sequence):
+        return " → ".join(describe(item) for item in spec)
+    if isinstance(spec, Provider):
+        return repr(spec)
+    return str(getattr(spec, "__name__", type(spec).__name__))
