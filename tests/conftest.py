@@ -1,4 +1,5 @@
-"""Shared pytest configuration. The real-SearXNG harness is a plugin in tests/searxng_fixture.py."""
+"""Shared pytest configuration. Test support (loopback servers, the real SearXNG, fixtures) is the
+``tests/testkit`` package; its fixtures are registered here as plugins."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["searxng_fixture"]
+pytest_plugins = ["testkit.searxng", "testkit.loopback", "valkey_fixture"]
 
 # Tests whose assertions are about wall-clock time (budgets, deadlines, overlap, back-off). They carry the
 # ``timing`` marker, so `pytest -m timing` runs them alone, e.g. five times beside two CPU-bound processes

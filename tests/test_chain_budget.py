@@ -17,14 +17,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-import loopback as lb
 import pytest
-from loopback import HEALTHY_MS, SLACK, Drip, Hang, Json, LoopbackServer, SearchAPI, searxng_json
 from perplexed import Outcome, Result, UpstreamError
 from perplexed.providers import FunctionProvider, SearXNG
-
-api = lb.api
-loopback = lb.loopback
+from testkit import loopback as lb
+from testkit.loopback import HEALTHY_MS, SLACK, Drip, Hang, Json, LoopbackServer, SearchAPI, searxng_json
 
 
 def sx(server: LoopbackServer, path: str, name: str | None = None) -> SearXNG:

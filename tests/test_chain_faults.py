@@ -8,9 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import loopback as lb
 import pytest
-from loopback import (
+from perplexed import Outcome
+from perplexed.providers import SearXNG
+from testkit.loopback import (
     HEALTHY_MS,
     SLACK,
     Close,
@@ -27,11 +28,6 @@ from loopback import (
     searxng_json,
     sequence,
 )
-from perplexed import Outcome
-from perplexed.providers import SearXNG
-
-api = lb.api
-loopback = lb.loopback
 
 
 @dataclass(frozen=True)

@@ -6,17 +6,13 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
-import loopback as lb
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from loopback import Json, LoopbackServer, SearchAPI, searxng_json
 from perplexed import Hit, Outcome, SearchOptions, UpstreamError
 from perplexed.chain import _norm_url, finalize_hits
 from perplexed.providers import FunctionProvider, SearXNG
-
-api = lb.api
-loopback = lb.loopback
+from testkit.loopback import Json, LoopbackServer, SearchAPI, searxng_json
 
 
 def hit(url: str, **kw: Any) -> Hit:

@@ -1,8 +1,10 @@
 """The chain rules (README, "The fallback chain"), one test per rule and behaviour, each run through
 ``perplexed.search`` and ``perplexed.asearch`` (the ``api`` fixture).
 
-Providers are real :class:`~perplexed.providers.SearXNG` instances pointed at loopback servers that answer
-ok, empty, fail, hang or drip slowly (``tests/loopback.py``), or at an ``httpx.MockTransport``.
+Providers are real :class:`~perplexed.providers.SearXNG` instances whose upstream answers ok, empty, fail or
+hangs: an in-process ``httpx.MockTransport`` (``tests/mock_upstream.py``), since these rules are about what
+the chain does, not about sockets. Socket-level behaviour (closed connections, drips, resets) is covered in
+``test_chain_budget.py`` and ``tests/reliability/`` on real loopback sockets.
 Rule 4 (budgets, cancellation, closed connections) is in ``test_chain_budget.py``, rule 8 (telemetry) in
 ``test_telemetry.py``.
 """
@@ -14,34 +16,44 @@ import time
 from typing import Any
 
 import httpx
-import loopback as lb
 import perplexed
 import pytest
-from loopback import HEALTHY_MS, SLACK, Hang, Json, LoopbackServer, SearchAPI, Status, searxng_json
 from perplexed import Attempt, Outcome, PerplexedError, Result, UpstreamError
 from perplexed.providers import FunctionProvider, SearXNG
+from testkit.loopback import HEALTHY_MS, SLACK, Hang, Json, LoopbackServer, SearchAPI, Status, searxng_json
+from testkit.mock_upstream import MockUpstream
 
-api = lb.api  # fixtures: every test runs through search() and asearch()
-loopback = lb.loopback
 
-
-@pytest.fixture
-def upstream(loopback: LoopbackServer) -> LoopbackServer:
-    """One loopback server with a SearXNG endpoint per behaviour: /ok, /ok2, /empty, /fail, /hang."""
+def _routes(loopback: Any) -> None:
     loopback.route("/ok/search", Json(searxng_json(3, prefix="https://ok.example/")))
     loopback.route("/ok2/search", Json(searxng_json(2, prefix="https://ok2.example/")))
     loopback.route("/empty/search", Json(searxng_json(0)))
     loopback.route("/fail/search", Status(500, "internal error"))
     loopback.route("/hang/search", Hang())
+
+
+@pytest.fixture
+def upstream() -> MockUpstream:
+    """One upstream with a SearXNG endpoint per behaviour: /ok, /ok2, /empty, /fail, /hang."""
+    mock = MockUpstream()
+    _routes(mock)
+    return mock
+
+
+@pytest.fixture
+def socket_upstream(loopback: LoopbackServer) -> LoopbackServer:
+    """The same endpoints on a real loopback server, for providers resolved by name or from the environment
+    (no transport can be handed to them)."""
+    _routes(loopback)
     return loopback
 
 
-def sx(server: LoopbackServer, behaviour: str, name: str | None = None, **kw: Any) -> SearXNG:
+def sx(server: MockUpstream, behaviour: str, name: str | None = None, **kw: Any) -> SearXNG:
     """A SearXNG provider on ``server``'s ``/{behaviour}`` endpoint, labelled ``name`` (default: behaviour)."""
-    return SearXNG(base_url=f"{server.url}/{behaviour}", name=name or behaviour, **kw)
+    return SearXNG(base_url=f"{server.url}/{behaviour}", name=name or behaviour, transport=server.transport, **kw)
 
 
-def hits_of(server: LoopbackServer, behaviour: str) -> int:
+def hits_of(server: MockUpstream | LoopbackServer, behaviour: str) -> int:
     """How many requests the ``/{behaviour}`` endpoint received."""
     return sum(1 for r in server.requests if r.path == f"/{behaviour}/search")
 
@@ -53,7 +65,7 @@ def outcomes(result: Result | PerplexedError) -> list[tuple[str, Outcome]]:
 # --- rule 1: a single provider is a plain call ---------------------------------------------------------
 
 
-async def test_rule1_single_provider_is_one_attempt(api: SearchAPI, upstream: LoopbackServer) -> None:
+async def test_rule1_single_provider_is_one_attempt(api: SearchAPI, upstream: MockUpstream) -> None:
     result = await api("zoning setbacks", sx(upstream, "ok"))
 
     assert isinstance(result, Result)
@@ -67,7 +79,7 @@ async def test_rule1_single_provider_is_one_attempt(api: SearchAPI, upstream: Lo
 
 
 async def test_rule1_single_failing_provider_raises_with_its_one_attempt(
-    api: SearchAPI, upstream: LoopbackServer
+    api: SearchAPI, upstream: MockUpstream
 ) -> None:
     with pytest.raises(UpstreamError) as info:
         await api("zoning", sx(upstream, "fail"))
@@ -79,22 +91,22 @@ async def test_rule1_single_failing_provider_raises_with_its_one_attempt(
 
 @pytest.mark.parametrize("spec_kind", ["name", "dict", "instance"])
 async def test_rule1_every_single_spec_kind_is_one_plain_call(
-    api: SearchAPI, upstream: LoopbackServer, monkeypatch: pytest.MonkeyPatch, spec_kind: str
+    api: SearchAPI, socket_upstream: LoopbackServer, monkeypatch: pytest.MonkeyPatch, spec_kind: str
 ) -> None:
-    monkeypatch.setenv("SEARXNG_URL", f"{upstream.url}/ok")
+    monkeypatch.setenv("SEARXNG_URL", f"{socket_upstream.url}/ok")
     spec: Any = {
         "name": "searxng",
-        "dict": {"name": "searxng", "base_url": f"{upstream.url}/ok"},
-        "instance": SearXNG(base_url=f"{upstream.url}/ok"),
+        "dict": {"name": "searxng", "base_url": f"{socket_upstream.url}/ok"},
+        "instance": SearXNG(base_url=f"{socket_upstream.url}/ok"),
     }[spec_kind]
 
     result = await api("zoning", spec)
 
     assert outcomes(result) == [("searxng", Outcome.OK)]
-    assert hits_of(upstream, "ok") == 1
+    assert hits_of(socket_upstream, "ok") == 1
 
 
-async def test_rule1_a_list_of_one_is_a_chain_of_one(api: SearchAPI, upstream: LoopbackServer) -> None:
+async def test_rule1_a_list_of_one_is_a_chain_of_one(api: SearchAPI, upstream: MockUpstream) -> None:
     result = await api("zoning", [sx(upstream, "empty")])
 
     assert result.provider == "empty"
@@ -106,7 +118,7 @@ async def test_rule1_a_list_of_one_is_a_chain_of_one(api: SearchAPI, upstream: L
 
 
 async def test_rule2_providers_are_tried_in_order_and_the_first_ok_ends_the_chain(
-    api: SearchAPI, upstream: LoopbackServer
+    api: SearchAPI, upstream: MockUpstream
 ) -> None:
     chain = [sx(upstream, "fail"), sx(upstream, "empty"), sx(upstream, "ok"), sx(upstream, "ok2")]
 
@@ -119,7 +131,7 @@ async def test_rule2_providers_are_tried_in_order_and_the_first_ok_ends_the_chai
     assert all(h.provider == "ok" for h in result.hits)
 
 
-async def test_rule2_the_order_given_is_the_order_used(api: SearchAPI, upstream: LoopbackServer) -> None:
+async def test_rule2_the_order_given_is_the_order_used(api: SearchAPI, upstream: MockUpstream) -> None:
     result = await api("zoning", [sx(upstream, "ok2"), sx(upstream, "ok")])
 
     assert result.provider == "ok2"
@@ -128,7 +140,7 @@ async def test_rule2_the_order_given_is_the_order_used(api: SearchAPI, upstream:
 
 
 async def test_rule2_comma_separated_names_are_a_chain(
-    api: SearchAPI, upstream: LoopbackServer, monkeypatch: pytest.MonkeyPatch
+    api: SearchAPI, upstream: MockUpstream, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("SEARXNG_URL", f"{upstream.url}/fail")
 
@@ -139,21 +151,21 @@ async def test_rule2_comma_separated_names_are_a_chain(
 
 
 async def test_rule2_default_chain_comes_from_PERPLEXED_PROVIDER(
-    api: SearchAPI, upstream: LoopbackServer, monkeypatch: pytest.MonkeyPatch
+    api: SearchAPI, socket_upstream: LoopbackServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PERPLEXED_PROVIDER", "searxng")
-    monkeypatch.setenv("SEARXNG_URL", f"{upstream.url}/ok")
+    monkeypatch.setenv("SEARXNG_URL", f"{socket_upstream.url}/ok")
 
     result = await api("zoning")
 
     assert outcomes(result) == [("searxng", Outcome.OK)]
-    assert hits_of(upstream, "ok") == 1
+    assert hits_of(socket_upstream, "ok") == 1
 
 
 # --- rule 3: fallback_on --------------------------------------------------------------------------------
 
 
-async def test_rule3_by_default_error_and_empty_move_on(api: SearchAPI, upstream: LoopbackServer) -> None:
+async def test_rule3_by_default_error_and_empty_move_on(api: SearchAPI, upstream: MockUpstream) -> None:
     result = await api("zoning", [sx(upstream, "empty"), sx(upstream, "fail"), sx(upstream, "ok")])
 
     assert result.provider == "ok"
@@ -161,7 +173,7 @@ async def test_rule3_by_default_error_and_empty_move_on(api: SearchAPI, upstream
 
 
 async def test_rule3_with_fallback_on_error_an_empty_answer_ends_the_chain(
-    api: SearchAPI, upstream: LoopbackServer
+    api: SearchAPI, upstream: MockUpstream
 ) -> None:
     result = await api("zoning", [sx(upstream, "empty"), sx(upstream, "ok")], fallback_on=("error",))
 
@@ -172,7 +184,7 @@ async def test_rule3_with_fallback_on_error_an_empty_answer_ends_the_chain(
 
 
 async def test_rule3_with_fallback_on_error_an_error_still_moves_on(
-    api: SearchAPI, upstream: LoopbackServer
+    api: SearchAPI, upstream: MockUpstream
 ) -> None:
     result = await api("zoning", [sx(upstream, "fail"), sx(upstream, "ok")], fallback_on=["error"])
 
@@ -180,7 +192,7 @@ async def test_rule3_with_fallback_on_error_an_error_still_moves_on(
     assert outcomes(result) == [("fail", Outcome.ERROR), ("ok", Outcome.OK)]
 
 
-async def test_rule3_timeout_counts_as_error(api: SearchAPI, upstream: LoopbackServer) -> None:
+async def test_rule3_timeout_counts_as_error(api: SearchAPI, upstream: MockUpstream) -> None:
     result = await api(
         "zoning", [sx(upstream, "hang"), sx(upstream, "ok")], fallback_on=("error",), provider_timeout_ms=HEALTHY_MS
     )
@@ -190,7 +202,7 @@ async def test_rule3_timeout_counts_as_error(api: SearchAPI, upstream: LoopbackS
 
 
 async def test_rule3_with_fallback_on_empty_an_error_ends_the_chain(
-    api: SearchAPI, upstream: LoopbackServer
+    api: SearchAPI, upstream: MockUpstream
 ) -> None:
     with pytest.raises(UpstreamError) as info:
         await api("zoning", [sx(upstream, "fail"), sx(upstream, "ok")], fallback_on=("empty",))
@@ -200,7 +212,7 @@ async def test_rule3_with_fallback_on_empty_an_error_ends_the_chain(
 
 
 async def test_rule3_with_fallback_on_empty_a_timeout_ends_the_chain(
-    api: SearchAPI, upstream: LoopbackServer
+    api: SearchAPI, upstream: MockUpstream
 ) -> None:
     with pytest.raises(UpstreamError) as info:
         await api(
@@ -211,7 +223,7 @@ async def test_rule3_with_fallback_on_empty_a_timeout_ends_the_chain(
     assert hits_of(upstream, "ok") == 0
 
 
-async def test_rule3_empty_fallback_on_never_moves_on(api: SearchAPI, upstream: LoopbackServer) -> None:
+async def test_rule3_empty_fallback_on_never_moves_on(api: SearchAPI, upstream: MockUpstream) -> None:
     with pytest.raises(UpstreamError) as info:
         await api("zoning", [sx(upstream, "fail"), sx(upstream, "ok")], fallback_on=())
 
@@ -219,7 +231,7 @@ async def test_rule3_empty_fallback_on_never_moves_on(api: SearchAPI, upstream: 
 
 
 async def test_rule3_fallback_on_accepts_a_single_name_and_outcome_members(
-    api: SearchAPI, upstream: LoopbackServer
+    api: SearchAPI, upstream: MockUpstream
 ) -> None:
     single = await api("zoning", [sx(upstream, "empty"), sx(upstream, "ok")], fallback_on="error")
     members = await api(
@@ -234,7 +246,7 @@ async def test_rule3_fallback_on_accepts_a_single_name_and_outcome_members(
 
 
 async def test_rule5_providers_after_the_deadline_are_recorded_and_not_called(
-    api: SearchAPI, upstream: LoopbackServer
+    api: SearchAPI, upstream: MockUpstream
 ) -> None:
     chain = [sx(upstream, "hang"), sx(upstream, "ok"), sx(upstream, "ok2", cost=0.01)]
 
@@ -252,7 +264,7 @@ async def test_rule5_providers_after_the_deadline_are_recorded_and_not_called(
     assert 0.25 <= elapsed < 0.25 + SLACK
 
 
-async def test_rule5_deadline_spent_by_earlier_failures(api: SearchAPI, upstream: LoopbackServer) -> None:
+async def test_rule5_deadline_spent_by_earlier_failures(api: SearchAPI, upstream: MockUpstream) -> None:
     upstream.route("/slowfail/search", Status(503, "busy", delay=0.3))
     chain = [sx(upstream, "slowfail"), sx(upstream, "ok")]
 
@@ -264,7 +276,7 @@ async def test_rule5_deadline_spent_by_earlier_failures(api: SearchAPI, upstream
 
 
 async def test_rule5_deadline_attempts_survive_with_an_earlier_empty_answer(
-    api: SearchAPI, upstream: LoopbackServer
+    api: SearchAPI, upstream: MockUpstream
 ) -> None:
     upstream.route("/slowempty/search", Json(searxng_json(0), delay=0.3))
     chain = [sx(upstream, "slowempty"), sx(upstream, "ok")]
@@ -284,7 +296,7 @@ async def test_rule5_deadline_attempts_survive_with_an_earlier_empty_answer(
 
 
 async def test_rule6_every_attempt_carries_its_cost_and_the_result_sums_them(
-    api: SearchAPI, upstream: LoopbackServer
+    api: SearchAPI, upstream: MockUpstream
 ) -> None:
     chain = [
         sx(upstream, "fail", cost=0.05),
@@ -305,7 +317,7 @@ async def test_rule6_every_attempt_carries_its_cost_and_the_result_sums_them(
     assert result.model_dump()["cost"] == pytest.approx(0.012)
 
 
-async def test_rule6_a_paid_empty_answer_bills(api: SearchAPI, upstream: LoopbackServer) -> None:
+async def test_rule6_a_paid_empty_answer_bills(api: SearchAPI, upstream: MockUpstream) -> None:
     result = await api("zoning", sx(upstream, "empty", cost=0.008))
 
     assert result.provider == "empty"
@@ -314,7 +326,7 @@ async def test_rule6_a_paid_empty_answer_bills(api: SearchAPI, upstream: Loopbac
     assert result.cost == pytest.approx(0.008)
 
 
-async def test_rule6_errors_timeouts_and_deadlines_bill_nothing(api: SearchAPI, upstream: LoopbackServer) -> None:
+async def test_rule6_errors_timeouts_and_deadlines_bill_nothing(api: SearchAPI, upstream: MockUpstream) -> None:
     chain = [
         sx(upstream, "fail", cost=0.05),
         sx(upstream, "hang", cost=0.05),
@@ -360,18 +372,18 @@ async def test_rule6_a_cost_reported_with_the_answer_wins_over_the_price(api: Se
 
 
 async def test_rule6_price_overrides_from_the_environment_are_billed(
-    api: SearchAPI, upstream: LoopbackServer, monkeypatch: pytest.MonkeyPatch
+    api: SearchAPI, socket_upstream: LoopbackServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PERPLEXED_PRICE_SEARXNG", "0.0031")
 
-    result = await api("zoning", SearXNG(base_url=f"{upstream.url}/ok"))
+    result = await api("zoning", SearXNG(base_url=f"{socket_upstream.url}/ok"))
 
     assert result.attempts[0].cost == pytest.approx(0.0031)
     assert result.attempts[0].billable
 
 
 async def test_rule7_an_earlier_empty_answer_is_the_result_when_an_error_ends_the_chain(
-    api: SearchAPI, upstream: LoopbackServer
+    api: SearchAPI, upstream: MockUpstream
 ) -> None:
     result = await api(
         "zoning", [sx(upstream, "empty", cost=0.01), sx(upstream, "fail"), sx(upstream, "ok")], fallback_on=("empty",)
@@ -384,7 +396,7 @@ async def test_rule7_an_earlier_empty_answer_is_the_result_when_an_error_ends_th
 
 
 async def test_rule6_paid_attempts_before_a_failure_are_on_the_error(
-    api: SearchAPI, upstream: LoopbackServer
+    api: SearchAPI, upstream: MockUpstream
 ) -> None:
     def paid_error(query: str, options: Any) -> Any:
         raise perplexed.ProviderError("soft_failure", "200 with an error body", cost=0.02)
@@ -401,7 +413,7 @@ async def test_rule6_paid_attempts_before_a_failure_are_on_the_error(
 
 
 async def test_rule7_an_empty_answer_is_returned_when_every_provider_fails(
-    api: SearchAPI, upstream: LoopbackServer
+    api: SearchAPI, upstream: MockUpstream
 ) -> None:
     result = await api("zoning", [sx(upstream, "fail", name="a"), sx(upstream, "empty"), sx(upstream, "fail", name="b")])
 
@@ -410,7 +422,7 @@ async def test_rule7_an_empty_answer_is_returned_when_every_provider_fails(
     assert outcomes(result) == [("a", Outcome.ERROR), ("empty", Outcome.EMPTY), ("b", Outcome.ERROR)]
 
 
-async def test_rule7_the_first_empty_answer_is_the_result(api: SearchAPI, upstream: LoopbackServer) -> None:
+async def test_rule7_the_first_empty_answer_is_the_result(api: SearchAPI, upstream: MockUpstream) -> None:
     result = await api("zoning", [sx(upstream, "empty", name="e1"), sx(upstream, "empty", name="e2")])
 
     assert result.provider == "e1"
@@ -418,7 +430,7 @@ async def test_rule7_the_first_empty_answer_is_the_result(api: SearchAPI, upstre
 
 
 async def test_rule7_no_answer_at_all_raises_all_providers_failed(
-    api: SearchAPI, upstream: LoopbackServer
+    api: SearchAPI, upstream: MockUpstream
 ) -> None:
     chain = [sx(upstream, "fail"), sx(upstream, "hang")]
 
@@ -438,7 +450,7 @@ async def test_rule7_no_answer_at_all_raises_all_providers_failed(
     assert "HTTP 500" in message and f"no answer within {HEALTHY_MS} ms" in message
 
 
-async def test_rule7_the_last_provider_failure_is_the_cause(api: SearchAPI, upstream: LoopbackServer) -> None:
+async def test_rule7_the_last_provider_failure_is_the_cause(api: SearchAPI, upstream: MockUpstream) -> None:
     with pytest.raises(UpstreamError) as info:
         await api("zoning", [sx(upstream, "hang"), sx(upstream, "fail")], provider_timeout_ms=HEALTHY_MS)
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from loopback import Json, searxng_json, serve
 from perplexed import providers
+from testkit.loopback import Json, searxng_json, serve
 
 SAMPLE = Path(__file__).resolve().parent.parent / "examples" / "corpus"
 SEARCH_KEYS = {"query", "provider", "hits", "attempts", "cost"}

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from loopback import Json, LoopbackServer, Raw, Request, serve
 from perplexed import providers
 from test_answer_fakes import response_json, sse_bytes, sse_events
+from testkit.loopback import Json, LoopbackServer, Raw, Request, serve
 
 SAMPLE = Path(__file__).resolve().parent.parent / "examples" / "corpus"
 FAKE_KEY = "pplx-cli-test-not-a-real-key"

@@ -212,12 +212,13 @@ def test_a_file_that_turns_bad_is_dropped_and_reported(corpus: Path, index: Path
 
 def test_a_missing_folder_is_reported_and_the_other_folders_indexed(corpus: Path, index: Path, tmp_path: Path) -> None:
     missing = tmp_path / "no-such-folder"
-    a_file = corpus / "rag-overview.md"
-    report = build_index([missing, a_file, corpus], index)
-    assert report.missing_roots == [str(missing), str(a_file)]
+    unsupported = tmp_path / "data.csv"
+    unsupported.write_text("a,b\n", encoding="utf-8")
+    report = build_index([missing, unsupported, corpus], index)
+    assert report.missing_roots == [str(missing), str(unsupported)]
     reasons = {p.path: p.reason for p in report.errors}
     assert reasons[str(missing)] == "folder not found"
-    assert "not a folder" in reasons[str(a_file)]
+    assert "unsupported file type" in reasons[str(unsupported)]
     assert report.documents == len(list(corpus.iterdir()))
 
 

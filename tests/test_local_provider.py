@@ -296,7 +296,8 @@ def big_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("big")
     (root / "docs").mkdir()
     for i in range(200):
-        words = " ".join(f"term{j % 89} alpha beta gamma topic{i % 7}" for j in range(150))
+        # distinct contents (a search returns one hit per content hash)
+        words = f"document{i} " + " ".join(f"term{j % 89} alpha beta gamma topic{i % 7}" for j in range(150))
         (root / "docs" / f"doc{i}.txt").write_text(words, encoding="utf-8")
     build_index([root / "docs"], root / "big.sqlite3")
     return root / "big.sqlite3"

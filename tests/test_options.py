@@ -9,16 +9,12 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Any
 
-import loopback as lb
 import perplexed
 import pytest
-from loopback import Json, LoopbackServer, SearchAPI, searxng_json
 from perplexed import ChainOptions, ConfigError, InvalidRequest, PerplexedError, SearchOptions
 from perplexed._settings import reset as reset_settings
 from perplexed.providers import FunctionProvider, SearXNG
-
-api = lb.api
-loopback = lb.loopback
+from testkit.loopback import Json, LoopbackServer, SearchAPI, searxng_json
 
 
 class Spy:

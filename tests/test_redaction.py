@@ -9,18 +9,14 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import httpx
-import loopback as lb
 import pytest
-from loopback import Json, LoopbackServer, Request, SearchAPI, Status
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from perplexed import ConfigError, Hit, Outcome, ProviderAnswer, SearchOptions, UpstreamError, telemetry
 from perplexed.providers import FunctionProvider, Provider, register, unregister
-
-api = lb.api
-loopback = lb.loopback
+from testkit.loopback import Json, LoopbackServer, Request, SearchAPI, Status
 
 # no well-known key prefix: only the "known secrets" mechanism can catch these
 SECRET = "zq9Secret4242XYZ"

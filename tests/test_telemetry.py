@@ -15,9 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import loopback as lb
 import pytest
-from loopback import Hang, Json, LoopbackServer, SearchAPI, Status, searxng_json
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -26,9 +24,7 @@ from opentelemetry.trace import StatusCode
 from perplexed import Outcome, UpstreamError, telemetry
 from perplexed.chain import ATTEMPT_EVENT
 from perplexed.providers import FunctionProvider, SearXNG
-
-api = lb.api
-loopback = lb.loopback
+from testkit.loopback import Hang, Json, LoopbackServer, SearchAPI, Status, searxng_json
 
 Event = tuple[tuple[str, ...], dict[str, Any], dict[str, Any]]
 

@@ -1,20 +1,39 @@
-"""Plain text and a title from a document's bytes: Markdown, plain text, HTML, reStructuredText.
+"""Plain text and a title from a document's bytes: Markdown, plain text, HTML, reStructuredText, PDF.
 
 Pure functions, no I/O: :func:`extract` takes the file's bytes and name and returns a :class:`Document`, or
 raises :class:`DocumentError` saying why the file cannot be indexed (binary, not UTF-8). The title is the
-document's first heading (``<title>`` for HTML, ``title:`` front matter for Markdown), else the file name.
-The text keeps the words and drops the markup, so that full-text search and snippets read naturally.
+document's first heading (``<title>`` for HTML, ``title:`` front matter for Markdown, the document title
+for PDF), else the file name. The text keeps the words and drops the markup, so that full-text search and
+snippets read naturally. PDFs need the optional ``pdf`` extra (pypdf); their text keeps page boundaries
+(:attr:`Document.pages`).
+
+:func:`cjk_terms` turns the Chinese, Japanese and Korean runs of a text into overlapping character bigrams
+and unigrams, the form the index stores them in so that any substring of one or more characters is found.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import io
 import re
 from dataclasses import dataclass
 from html.parser import HTMLParser
 
 from ._errors import PerplexedError
 
-__all__ = ["EXTRACTOR_VERSION", "KINDS", "Document", "DocumentError", "decode", "extract", "kind_of"]
+__all__ = [
+    "CJK_RUN",
+    "EXTRACTOR_VERSION",
+    "KINDS",
+    "PDF_HINT",
+    "Document",
+    "DocumentError",
+    "cjk_terms",
+    "decode",
+    "extract",
+    "kind_of",
+    "pdf_supported",
+]
 
 #: bumped whenever extraction changes, so that the index re-reads files it had already indexed
 EXTRACTOR_VERSION = "2"
@@ -32,7 +51,11 @@ KINDS: dict[str, str] = {
     ".html": "html",
     ".htm": "html",
     ".xhtml": "html",
+    ".pdf": "pdf",
 }
+
+#: what to install to index PDFs (shown when a PDF is skipped)
+PDF_HINT = "install the 'pdf' extra to index PDFs: pip install 'perplexed-search[pdf]'"
 
 
 class DocumentError(PerplexedError):
@@ -41,11 +64,20 @@ class DocumentError(PerplexedError):
 
 @dataclass(frozen=True)
 class Document:
-    """A document's title and plain text, and its kind (``markdown``, ``text``, ``rst``, ``html``)."""
+    """A document's title and plain text, and its kind (``markdown``, ``text``, ``rst``, ``html``, ``pdf``).
+
+    ``pages``: for a PDF, the offset in ``text`` where each page starts (page 1 at 0); empty otherwise.
+    """
 
     title: str
     text: str
     kind: str
+    pages: tuple[int, ...] = ()
+
+
+def pdf_supported() -> bool:
+    """Whether PDFs can be indexed here (the ``pdf`` extra, pypdf, is installed)."""
+    return importlib.util.find_spec("pypdf") is not None
 
 
 def kind_of(filename: str) -> str | None:
@@ -71,6 +103,8 @@ def decode(data: bytes) -> str:
 def extract(data: bytes, filename: str, kind: str | None = None) -> Document:
     """Title and plain text of a document. ``kind`` defaults to the one implied by ``filename``'s suffix."""
     kind = kind or kind_of(filename) or "text"
+    if kind == "pdf":
+        return _pdf(data, filename)
     text = decode(data).replace("\r\n", "\n").replace("\r", "\n")
     if kind == "markdown":
         title, body = _markdown(text)
@@ -88,6 +122,96 @@ def extract(data: bytes, filename: str, kind: str | None = None) -> Document:
             underline, _, after = rest.partition("\n")
             body = (after if _is_adornment(underline) else rest).lstrip("\n")
     return Document(title=title or filename, text=body, kind=kind)
+
+
+# --- PDF ----------------------------------------------------------------------------------------------
+
+
+def _pdf(data: bytes, filename: str) -> Document:
+    try:
+        import pypdf
+    except ImportError:
+        raise DocumentError(f"PDF: {PDF_HINT}") from None
+    if not data.lstrip()[:5] == b"%PDF-":
+        raise DocumentError("not a PDF file (no %PDF- header)")
+    pages: list[str] = []
+    title = ""
+    try:
+        reader = pypdf.PdfReader(io.BytesIO(data))
+        if reader.is_encrypted and not reader.decrypt(""):
+            raise DocumentError("encrypted PDF (a password is needed to read it)")
+        for page in reader.pages:
+            pages.append(_tidy(page.extract_text() or ""))
+        meta = reader.metadata
+        if meta is not None and isinstance(meta.title, str):
+            title = _squash(meta.title)
+    except DocumentError:
+        raise
+    except Exception as exc:  # pypdf raises many kinds of errors on damaged or hostile files
+        raise DocumentError(f"cannot read the PDF ({type(exc).__name__}: {str(exc)[:200]})") from None
+    offsets: list[int] = []
+    text = ""
+    for page_text in pages:
+        offsets.append(len(text))
+        text += page_text + "\n\n"
+    if not text.strip():
+        raise DocumentError("no text in the PDF (scanned pages? run OCR on it first)")
+    if not title:
+        first = next((line for line in text.split("\n") if line.strip()), "")
+        title = _squash(first) if 0 < len(first) <= 120 else ""
+    return Document(title=title or filename, text=text.rstrip(), kind="pdf", pages=tuple(offsets))
+
+
+# --- CJK --------------------------------------------------------------------------------------------
+
+_CJK_CHARS = (
+    "\u1100-\u11ff"  # Hangul Jamo
+    "\u3005-\u3007"  # iteration and closing marks, ideographic zero
+    "\u3040-\u309f"  # Hiragana
+    "\u30a0-\u30ff"  # Katakana (with ー)
+    "\u3130-\u318f"  # Hangul compatibility Jamo
+    "\u31f0-\u31ff"  # Katakana phonetic extensions
+    "\u3400-\u4dbf"  # CJK extension A
+    "\u4e00-\u9fff"  # CJK unified ideographs
+    "\uac00-\ud7af"  # Hangul syllables
+    "\uf900-\ufaff"  # CJK compatibility ideographs
+    "\uff66-\uff9f"  # half-width Katakana
+    "\U00020000-\U0003134f"  # CJK extensions B-G
+)
+#: a run of Chinese, Japanese or Korean characters
+CJK_RUN = re.compile(f"[{_CJK_CHARS}]+")
+# a word that holds CJK characters, with the letters or digits glued to it ("Python编程")
+_CJK_WORD = re.compile(f"[^\\W{_CJK_CHARS}]{{0,64}}(?:[{_CJK_CHARS}]+[^\\W{_CJK_CHARS}]{{0,64}})+")
+
+
+def cjk_grams(run: str) -> list[str]:
+    """A CJK run as overlapping bigrams, then its unigrams (``番茄和`` -> ``番茄 茄和 番 茄 和``)."""
+    if len(run) == 1:
+        return [run]
+    return [run[i : i + 2] for i in range(len(run) - 1)] + list(run)
+
+
+def cjk_terms(text: str) -> str:
+    """The CJK runs of ``text`` as space-separated bigrams and unigrams ('' when there are none).
+
+    Letters and digits glued to a run (``Python编程``) are kept as words of their own, so that they can be
+    found too. The default tokenizer sees a whole run as one word; these terms let the index find any
+    substring of a run, one character or more.
+    """
+    if not CJK_RUN.search(text):
+        return ""
+    out: list[str] = []
+    for word in _CJK_WORD.finditer(text):
+        pos = 0
+        token = word.group()
+        for run in CJK_RUN.finditer(token):
+            if run.start() > pos:
+                out.append(token[pos : run.start()])
+            out.extend(cjk_grams(run.group()))
+            pos = run.end()
+        if pos < len(token):
+            out.append(token[pos:])
+    return " ".join(out)
 
 
 # --- whitespace ----------------------------------------------------------------------------------------

@@ -22,7 +22,9 @@ __all__ = [
     "BadRequestError",
     "ConfigError",
     "ConflictError",
+    "CorruptIndexError",
     "InvalidRequest",
+    "MalformedResponseError",
     "NotFoundError",
     "PermissionDeniedError",
     "PerplexedError",
@@ -83,6 +85,14 @@ class PerplexedError(Exception):
 
 class ConfigError(PerplexedError, ValueError):
     """Perplexed is misconfigured: unknown provider, missing API key or base URL, bad setting."""
+
+
+class CorruptIndexError(ConfigError):
+    """The local index file is damaged; the message names the file and the remedy (``perplexed index --rebuild``)."""
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 class InvalidRequest(PerplexedError, ValueError):
@@ -154,7 +164,8 @@ def _describe_attempts(reason: str, attempts: Sequence[Attempt]) -> str:
 class APIError(PerplexedError):
     """An error talking to an HTTP API (the Perplexity Agent API).
 
-    Exposes ``status``, ``type``, ``code``, ``param`` and ``retry_after`` (seconds) when known.
+    Exposes ``status``, ``type``, ``code``, ``param`` and ``retry_after`` (seconds) when known, and ``reason``
+    when perplexed classified the failure (e.g. ``"redirect"``: the API answered 3xx, which is never followed).
     """
 
     def __init__(
@@ -168,8 +179,10 @@ class APIError(PerplexedError):
         retry_after: float | None = None,
         body: Any = None,
         attempts: Sequence[Attempt] | None = None,
+        reason: str | None = None,
     ) -> None:
         super().__init__(message, attempts=attempts)
+        self.reason = reason
         self.status = status
         self.type = type
         self.code = code
@@ -230,9 +243,8 @@ class ResponseFailedError(APIError):
     def __init__(
         self, message: str, *, response: Any = None, reason: str | None = None, **kwargs: Any
     ) -> None:
-        super().__init__(message, **kwargs)
+        super().__init__(message, reason=reason, **kwargs)
         self.response = response
-        self.reason = reason
 
 
 class StreamError(APIError):
@@ -248,6 +260,11 @@ class ResponseIncompleteError(ResponseFailedError):
 
 class ResponseCancelledError(ResponseFailedError):
     """The run was cancelled."""
+
+
+class MalformedResponseError(APIError):
+    """The API answered with a body that is not what it should be: not JSON, not a response object (e.g.
+    ``{}``: no id, no status), or not decodable as its ``Content-Encoding`` claims."""
 
 
 # --- end of the Agent API errors --------------------------------------------------------------------------

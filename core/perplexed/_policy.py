@@ -23,6 +23,7 @@ __all__ = [
     "CoolState",
     "Health",
     "RateLimit",
+    "check_provider_settings",
     "cool_admit",
     "cool_record",
     "health_of",
@@ -92,6 +93,38 @@ def parse_spend_limits(value: object) -> dict[str, float]:
         if isinstance(limit, bool) or not isinstance(limit, int | float) or not math.isfinite(limit) or limit < 0:
             raise ConfigError(f"spend_limits[{window!r}] must be a non-negative number of USD, got {limit!r}")
         out[window] = float(limit)
+    return out
+
+
+def check_provider_settings(
+    *,
+    rate_limit: object = None,
+    rate_limit_wait_ms: object = None,
+    cooldown_after: object = None,
+    cooldown_s: object = None,
+    owner: str = "provider",
+) -> dict[str, object]:
+    """Validate a provider's governance settings (None = unset); the set ones, parsed. ConfigError naming
+    the setting otherwise."""
+    out: dict[str, object] = {}
+    if rate_limit is not None:
+        out["rate_limit"] = parse_rate_limit(rate_limit, f"rate_limit of {owner}")
+    if rate_limit_wait_ms is not None:
+        if isinstance(rate_limit_wait_ms, bool) or not isinstance(rate_limit_wait_ms, int | float) or not (
+            math.isfinite(rate_limit_wait_ms) and rate_limit_wait_ms >= 0
+        ):
+            raise ConfigError(f"rate_limit_wait_ms of {owner} must be a non-negative number of ms, got {rate_limit_wait_ms!r}")
+        out["rate_limit_wait_ms"] = int(rate_limit_wait_ms)
+    if cooldown_after is not None:
+        if isinstance(cooldown_after, bool) or not isinstance(cooldown_after, int) or cooldown_after < 1:
+            raise ConfigError(f"cooldown_after of {owner} must be a positive integer (or None = off), got {cooldown_after!r}")
+        out["cooldown_after"] = cooldown_after
+    if cooldown_s is not None:
+        if isinstance(cooldown_s, bool) or not isinstance(cooldown_s, int | float) or not (
+            math.isfinite(cooldown_s) and cooldown_s > 0
+        ):
+            raise ConfigError(f"cooldown_s of {owner} must be a positive number of seconds, got {cooldown_s!r}")
+        out["cooldown_s"] = min(float(cooldown_s), MAX_COOLDOWN_S)
     return out
 
 

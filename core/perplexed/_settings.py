@@ -31,20 +31,52 @@ DEFAULT_CHAIN = "local,searxng"
 _overrides: dict[str, Any] = {}
 
 
-def configure(*, provider: Any = None, prices: dict[str, float] | None = None) -> None:
-    """Set the default provider chain and/or price overrides (USD per call) for this process."""
+def configure(
+    *,
+    provider: Any = None,
+    prices: dict[str, float] | None = None,
+    store: Any = None,
+    rate_limits: dict[str, str] | None = None,
+    rate_limit_wait_ms: Any = None,
+    cooldown_after: Any = None,
+    cooldown_s: Any = None,
+    spend_limits: dict[str, float] | None = None,
+) -> None:
+    """Set process-wide defaults (None = leave as is).
+
+    ``provider``: the default chain. ``prices``: USD per call by provider name. Governance (see
+    docs/production.md): ``store`` (a :class:`perplexed.store.Store`, ``"memory"`` = a fresh in-process
+    store, or a URL like ``"sqlite:////var/lib/app/state.db"``), ``rate_limits`` (``{"brave": "1/s"}``),
+    ``rate_limit_wait_ms``, ``cooldown_after``, ``cooldown_s`` (a value for every provider, or a dict keyed
+    by registry names or labels, a label winning; a provider's own constructor argument wins over both),
+    and ``spend_limits`` (``{"day": 5.0, "hour": 1.0}``, replacing earlier limits). Everything is validated
+    before anything changes: a bad value is a :class:`ConfigError`.
+    """
+    for name, value in (prices or {}).items():
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            raise ConfigError(f"price for {name!r} must be a non-negative number of USD, got {value!r}")
+    if any(v is not None for v in (store, rate_limits, rate_limit_wait_ms, cooldown_after, cooldown_s,
+                                    spend_limits)):
+        from . import _governance
+
+        _governance.configure(
+            store=store, rate_limits=rate_limits, rate_limit_wait_ms=rate_limit_wait_ms,
+            cooldown_after=cooldown_after, cooldown_s=cooldown_s, spend_limits=spend_limits,
+        )
     if provider is not None:
         _overrides["provider"] = provider
     if prices is not None:
-        for name, value in prices.items():
-            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-                raise ConfigError(f"price for {name!r} must be a non-negative number of USD, got {value!r}")
         _overrides.setdefault("prices", {}).update({k.lower(): float(v) for k, v in prices.items()})
 
 
 def reset() -> None:
-    """Forget everything :func:`configure` set."""
+    """Forget everything :func:`configure` set (governance settings and the store included)."""
     _overrides.clear()
+    import sys
+
+    governance = sys.modules.get(f"{__package__}._governance")
+    if governance is not None:
+        governance.reset()
 
 
 def default_chain() -> Any:

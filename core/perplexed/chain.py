@@ -34,7 +34,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from . import _portal, telemetry
+from . import _governance, _portal, telemetry
 from ._errors import ConfigError, PerplexedError, ProviderError, UpstreamError, redact
 from ._http import get_client, read_capped
 from ._keywords import check_search_options
@@ -91,7 +91,12 @@ def prepare_with(query: str, provider: Any, options: dict[str, Any], also: tuple
     opts = SearchOptions.build(**search_kw)
     providers, is_chain = resolve(provider)
     check_search_options(opts, providers, also=also)
-    return Search(query, providers, is_chain, chain, opts)
+    prepared = Search(query, providers, is_chain, chain, opts)
+    if chain.min_hits is not None:
+        from ._strategies import validate
+
+        validate(prepared)
+    return prepared
 
 
 def check_options(provider: Any = None, **options: Any) -> None:
@@ -186,16 +191,23 @@ def search(
 async def run(prepared: Search, *, on_attempt: AttemptCallback | None = None) -> Result:
     """Run a prepared search down its providers (the engine)."""
     chain = prepared.chain
+    if chain.strategy != "sequential" or chain.min_hits is not None or chain.accept is not None:
+        from . import _strategies  # hedged, merge, the quality floor
+
+        return await _strategies.run(prepared, on_attempt)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + chain.deadline_ms / 1000
     provider_budget = chain.provider_timeout_ms / 1000
     attempts: list[Attempt] = []
     empty: Provider | None = None
     last_error: BaseException | None = None
+    # governance (cache, cool-downs, rate limits, budgets): None when nothing is configured = the plain chain
+    gov = _governance.plan(prepared, _attempt)
     with telemetry.span(
         "perplexed.search",
         {"perplexed.query": prepared.query, "perplexed.providers": ",".join(p.label for p in prepared.providers)},
     ) as chain_span:
+        reached_end = True
         for provider in prepared.providers:
             remaining = deadline - loop.time()
             if remaining <= 0:
@@ -204,7 +216,12 @@ async def run(prepared: Search, *, on_attempt: AttemptCallback | None = None) ->
                         prepared.query, on_attempt)
                 continue
             capped = remaining < provider_budget
-            attempt, hits, exc = await _attempt(provider, prepared, remaining if capped else provider_budget, capped)
+            if gov is None:
+                attempt, hits, exc = await _attempt(provider, prepared, remaining if capped else provider_budget, capped)
+                if attempt.cost > 0:
+                    _governance.note_spend(attempt.provider, attempt.cost)
+            else:
+                attempt, hits, exc = await gov.attempt(provider, remaining if capped else provider_budget, capped)
             if exc is not None:
                 last_error = exc
             _record(attempts, attempt, prepared.query, on_attempt)
@@ -216,7 +233,25 @@ async def run(prepared: Search, *, on_attempt: AttemptCallback | None = None) ->
             if outcome is Outcome.EMPTY and empty is None:
                 empty = provider
             if not chain.moves_on(outcome.value):
+                reached_end = False
                 break
+        if gov is not None and reached_end and empty is None:
+            # no answer: the provider whose cool-down ends first gets its trial call now (one at a time)
+            remaining = deadline - loop.time()
+            trial = await gov.early_trial(min(remaining, provider_budget), remaining < provider_budget)
+            if trial is not None:
+                attempt, hits, exc = trial
+                if exc is not None:
+                    last_error = exc
+                _record(attempts, attempt, prepared.query, on_attempt)
+                if attempt.outcome is Outcome.OK:
+                    if chain_span is not None:
+                        _annotate(chain_span, attempt.provider, attempts)
+                    return Result(query=prepared.query, provider=attempt.provider, hits=hits, attempts=attempts)
+                if attempt.outcome is Outcome.EMPTY:
+                    if chain_span is not None:
+                        _annotate(chain_span, attempt.provider, attempts)
+                    return Result(query=prepared.query, provider=attempt.provider, hits=[], attempts=attempts)
         if empty is not None:
             if chain_span is not None:
                 _annotate(chain_span, empty.label, attempts)
@@ -419,6 +454,8 @@ def _record(
                 "error": attempt.error,
                 "detail": attempt.detail,
                 "query": query,
+                "cached": attempt.cached,
+                "reason": attempt.reason,
             },
         )
     if on_attempt is not None:

@@ -1,6 +1,7 @@
 """The ``perplexed`` command line (extra ``cli``: rich and platformdirs).
 
     perplexed index PATH [PATH ...] [--index FILE]       build or update the local full-text index
+    perplexed index --list | --remove F | --rebuild | --reset   manage it
     perplexed search QUERY [--provider a,b,c] [--json]   search through a provider chain
     perplexed answer QUERY [--provider ..] [--stream]    a grounded answer with cited sources
     perplexed providers                                  registered providers, configured or not, price
@@ -32,7 +33,17 @@ from ._errors import (
     PerplexedError,
     UpstreamError,
 )
-from ._index import INDEX_ENV, IndexReport, build_index, default_index_path, index_stats
+from ._index import (
+    INDEX_ENV,
+    IndexReport,
+    build_index,
+    default_index_path,
+    index_stats,
+    list_index,
+    rebuild_index,
+    remove_from_index,
+    reset_index,
+)
 from ._models import Attempt, Hit, Result
 from ._settings import default_chain
 
@@ -168,12 +179,23 @@ def _build_parser() -> _Parser:
     p_prov.add_argument("--json", action="store_true", help="print one JSON document and nothing else")
     p_prov.set_defaults(command="providers", run=_cmd_providers)
 
-    p_index = sub.add_parser("index", help="build or update the local full-text index", description=(
-        "Index the Markdown, text, HTML and reStructuredText files under each PATH for the 'local' "
-        "provider. Run it again to update: changed files are re-read, deleted files dropped."))
-    p_index.add_argument("paths", nargs="+", metavar="PATH", help="folder of documents")
+    p_index = sub.add_parser("index", help="build, update or manage the local full-text index", description=(
+        "Index the Markdown, text, HTML, reStructuredText and PDF (with the 'pdf' extra) files under each "
+        "PATH (a folder or a single file) for the 'local' provider. Run it again to update: changed files "
+        "are re-read, deleted files dropped. --list, --remove, --rebuild and --reset manage the index."))
+    p_index.add_argument("paths", nargs="*", metavar="PATH", help="folder (or single file) of documents")
     p_index.add_argument("--index", metavar="FILE",
                          help=f"index file (default: ${INDEX_ENV}, else in the user data folder)")
+    p_index.add_argument("--follow-links", action="store_true",
+                         help="also follow symbolic links that lead out of the indexed folders")
+    manage = p_index.add_mutually_exclusive_group()
+    manage.add_argument("--list", action="store_true",
+                        help="list the indexed folders: documents, last indexed, size")
+    manage.add_argument("--remove", action="append", metavar="FOLDER",
+                        help="drop an indexed folder and its documents (also one that no longer exists)")
+    manage.add_argument("--rebuild", action="store_true",
+                        help="rebuild the index from its indexed folders (and any PATH), e.g. when it is damaged")
+    manage.add_argument("--reset", action="store_true", help="delete the index and everything in it")
     p_index.add_argument("--json", action="store_true", help="print one JSON document and nothing else")
     p_index.set_defaults(command="index", run=_cmd_index)
     return parser
@@ -587,27 +609,90 @@ def _cmd_providers(args: argparse.Namespace) -> int:
 def _cmd_index(args: argparse.Namespace) -> int:
     out, err = _consoles()
     index = os.path.expanduser(args.index) if args.index else None
-    show_progress = not args.json and err.is_terminal
-    if show_progress:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        with Progress(
-            TextColumn("Indexing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            TextColumn("[dim]{task.fields[file]}"), console=err, transient=True,
-        ) as bar:
-            task = bar.add_task("index", total=None, file="")
-
-            def progress(done: int, total: int, path: str) -> None:
-                bar.update(task, completed=done, total=total, file=os.path.basename(path))
-
-            report = build_index(args.paths, index, progress=progress)
+    if args.list or args.remove or args.reset:
+        if args.paths:
+            raise UsageError("--list, --remove and --reset take no PATH")
+        if args.list:
+            return _index_list(out, index, args.json)
+        if args.reset:
+            path = index or str(default_index_path())
+            count = reset_index(path)
+            if args.json:
+                _print_json({"index": path, "reset": True, "documents": count})
+            else:
+                out.print(f"Deleted the index {_escape(path)} ({count} document{'s' if count != 1 else ''})",
+                          soft_wrap=True)
+            return EXIT_OK
+        report = remove_from_index(args.remove, index)
     else:
-        report = build_index(args.paths, index)
+        if not args.paths and not args.rebuild:
+            raise UsageError("give a folder or file to index, or one of --list, --remove, --rebuild, --reset")
+        follow = True if args.follow_links else None
+        with _index_progress(err, enabled=not args.json and err.is_terminal) as progress:
+            if args.rebuild:
+                report = rebuild_index(index, args.paths, follow_links=follow, progress=progress)
+            else:
+                report = build_index(args.paths, index, progress=progress, follow_links=bool(follow))
     if args.json:
         _print_json(report.to_dict())
     else:
         _print_index_report(out, report)
     return EXIT_USAGE if report.missing_roots else EXIT_OK
+
+
+@contextmanager
+def _index_progress(err: Console, enabled: bool) -> Iterator[Callable[[int, int, str], None] | None]:
+    """A progress bar on stderr (in a terminal), advanced by the callback it yields."""
+    if not enabled:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("Indexing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        TextColumn("[dim]{task.fields[file]}"), console=err, transient=True,
+    ) as bar:
+        task = bar.add_task("index", total=None, file="")
+
+        def progress(done: int, total: int, path: str) -> None:
+            bar.update(task, completed=done, total=total, file=os.path.basename(path))
+
+        yield progress
+
+
+def _index_list(out: Console, index: str | None, as_json: bool) -> int:
+    from rich import box
+    from rich.table import Table
+
+    listing = list_index(index)
+    if as_json:
+        _print_json(listing.to_dict())
+        return EXIT_OK
+    out.print(f"Index {_escape(str(listing.path))}: {listing.documents} document"
+              f"{'s' if listing.documents != 1 else ''}, {_size(listing.size)}", soft_wrap=True)
+    if not listing.folders:
+        out.print("No folders indexed: run `perplexed index FOLDER`.")
+        return EXIT_OK
+    table = Table(box=box.SIMPLE_HEAD)
+    table.add_column("Folder", overflow="fold")
+    table.add_column("Documents", justify="right", no_wrap=True)
+    table.add_column("Last indexed", no_wrap=True)
+    table.add_column("Size", justify="right", no_wrap=True)
+    for folder in listing.folders:
+        when = "interrupted" if folder.indexed_at is None else folder.indexed_at.astimezone().strftime("%Y-%m-%d %H:%M")
+        name = folder.path + ("" if folder.exists else " (missing)") + (" (file)" if folder.kind == "file" else "")
+        table.add_row(_escape(name), str(folder.documents), when, _size(folder.bytes))
+    out.print(table)
+    return EXIT_OK
+
+
+def _size(count: int) -> str:
+    size = float(count)
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{count} B"  # pragma: no cover
 
 
 def _shown_path(path: str) -> str:
@@ -622,8 +707,11 @@ def _shown_path(path: str) -> str:
 def _print_index_report(out: Console, report: IndexReport) -> None:
     from rich.text import Text
 
-    roots = ", ".join(str(r) for r in report.roots) or "nothing"
-    out.print(f"Indexed {_escape(roots)} into {_escape(str(report.index))}", soft_wrap=True)
+    roots = ", ".join(report.to_dict()["roots"]) or "nothing"
+    if report.roots or not report.removed:
+        out.print(f"Indexed {_escape(roots)} into {_escape(str(report.index))}", soft_wrap=True)
+    else:
+        out.print(f"Removed from {_escape(str(report.index))}", soft_wrap=True)
     out.print(
         f"  {len(report.added)} added, {len(report.updated)} updated, {len(report.unchanged)} unchanged, "
         f"{len(report.removed)} removed, {len(report.errors)} problem{'s' if len(report.errors) != 1 else ''}"
@@ -637,11 +725,16 @@ def _print_index_report(out: Console, report: IndexReport) -> None:
             line.append(": ")
             line.append(problem.reason, style="red")
             out.print(line, soft_wrap=True)
-    if report.skipped:
-        names = [os.path.basename(p.path) for p in report.skipped]
+    by_reason: dict[str, list[str]] = {}
+    for problem in report.skipped:
+        by_reason.setdefault(problem.reason, []).append(os.path.basename(problem.path))
+    for reason, names in by_reason.items():
         listed = ", ".join(names[:8]) + (f", … ({len(names) - 8} more)" if len(names) > 8 else "")
-        out.print(Text(f"Skipped {len(names)} file{'s' if len(names) != 1 else ''} of unsupported types: "
-                       f"{listed}", style="dim"))
+        what = "of unsupported types" if reason == "unsupported file type" else f"- {reason}"
+        out.print(Text(f"Skipped {len(names)} file{'s' if len(names) != 1 else ''} {what}: {listed}",
+                       style="dim"), soft_wrap=True)
+    for note in report.notes:
+        out.print(Text(note, style="dim"), soft_wrap=True)
     if report.documents and report.roots:
         hint = "" if report.index == default_index_path() else f" --index {report.index}"
         out.print(f"Search it: perplexed search QUERY --provider local{_escape(hint)}")

@@ -12,9 +12,7 @@ from perplexed.agent import (
     AsyncAgentClient,
     BadRequestError,
     InputMessage,
-    OutputItemAddedEvent,
     RateLimitError,
-    ReasoningEvent,
     ResponseCancelledError,
     ResponseFailedError,
     ResponseIncompleteError,
@@ -23,6 +21,7 @@ from perplexed.agent import (
     UnknownOutputItem,
     WebSearch,
 )
+from perplexed.agent._response import OutputItemAddedEvent, ReasoningEvent
 
 ISSUE_REQUEST = dict(
     preset="fast",
@@ -193,7 +192,8 @@ def test_bad_request_unknown_field():
     assert cas.play_count == 1
     err = info.value
     assert (err.status, err.type, err.code, err.param) == (400, "invalid_request", 400, "foo")
-    assert str(err) == 'invalid request body: json: unknown field "foo"'
+    # issue 16: the message says which option sent the unknown field
+    assert str(err) == 'invalid request body: json: unknown field "foo" (sent by extra_body)'
 
 
 def test_input_items_over_cassette():

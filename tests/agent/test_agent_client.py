@@ -311,7 +311,8 @@ async def test_wait_times_out():
 
 
 def test_default_timeouts_sized_by_preset():
-    from perplexed.agent import AgentRequest, default_timeout
+    from perplexed.agent import AgentRequest
+    from perplexed.agent._policy import default_timeout
 
     assert default_timeout(AgentRequest(input="x", preset="fast")) < default_timeout(
         AgentRequest(input="x", preset="high")

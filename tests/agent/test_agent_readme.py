@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from loopback import Raw, serve
+from testkit.loopback import Raw, serve
 
 ROOT = Path(__file__).resolve().parents[2]
 CASSETTES = ROOT / "cassettes" / "synthesized" / "agent"

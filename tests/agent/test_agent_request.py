@@ -23,9 +23,8 @@ from perplexed.agent import (
     Sandbox,
     UserLocation,
     WebSearch,
-    build_request,
-    to_mdy,
 )
+from perplexed.agent._request import build_request, to_mdy
 from pydantic import BaseModel
 
 

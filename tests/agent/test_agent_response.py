@@ -4,22 +4,24 @@ from __future__ import annotations
 
 from agent_helpers import RESPONSE_COMPLETED, cassette_events
 from perplexed.agent import (
-    ErrorEvent,
     FunctionCallItem,
     MessageItem,
+    Response,
+    SearchResult,
+    SearchResultsItem,
+    UnknownEvent,
+    UnknownOutputItem,
+)
+from perplexed.agent._response import (
+    ErrorEvent,
     OutputItemAddedEvent,
     OutputTextDeltaEvent,
     ReasoningEvent,
-    Response,
     ResponseCompletedEvent,
     ResponseCreatedEvent,
     ResponseFailedEvent,
     ResponseIncompleteEvent,
-    SearchResult,
-    SearchResultsItem,
     StreamAssembler,
-    UnknownEvent,
-    UnknownOutputItem,
     parse_event,
     parse_output_item,
 )

@@ -17,12 +17,9 @@ from perplexed.agent import (
     PermissionDeniedError,
     RateLimitError,
     ServerError,
-    backoff_delay,
-    error_from_response,
-    parse_retry_after,
-    retry_delay,
-    should_retry,
 )
+from perplexed.agent._outcome import error_from_response
+from perplexed.agent._policy import backoff_delay, parse_retry_after, retry_delay, should_retry
 
 
 @pytest.mark.parametrize("status", [408, 409, 429, 500, 502, 503, 504, 599])

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 from perplexed import InvalidRequest, PerplexedError
-from perplexed.agent import SKILL_PRESET_MAP, AgentRequest, MigrationWarning, from_sonar
+from perplexed.agent import AgentRequest, MigrationWarning, from_sonar
+from perplexed.agent.sonar import SKILL_PRESET_MAP
 
 USER = [{"role": "user", "content": "What is new in fusion energy?"}]
 

@@ -8,7 +8,8 @@ import json
 
 from agent_helpers import FAKE_KEY, cassette_events
 from agent_sse_server import Reply, serve
-from perplexed.agent import AgentClient, StreamAssembler, UnknownEvent, parse_event
+from perplexed.agent import AgentClient, UnknownEvent
+from perplexed.agent._response import StreamAssembler, parse_event
 
 
 def _assemble(events: list[dict]) -> StreamAssembler:

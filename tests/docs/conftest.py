@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 from docs_env import AGENT_CASSETTES, ROOT, STAND_IN_KEY, STRIPPED_ENV, DocEnv
-from loopback import Raw, serve
+from testkit.loopback import Raw, serve
 
 
 def _body(name: str) -> tuple[str, str]:

@@ -13,7 +13,7 @@ import httpx
 import pytest
 import vcr
 import yaml
-from searxng_fixture import JSON_ENGINE, SQLITE_ENGINE
+from testkit.searxng import JSON_ENGINE, SQLITE_ENGINE
 
 CASSETTES = Path(__file__).resolve().parent.parent.parent / "cassettes" / "recorded" / "searxng"
 BASE = "http://127.0.0.1:18888"

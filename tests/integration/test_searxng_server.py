@@ -1,6 +1,6 @@
 """The real-SearXNG harness itself, exercised with plain httpx (no perplexed code).
 
-These prove that the server started by ``searxng_fixture`` behaves as providers.md §1.4 / §11.6
+These prove that the server started by ``testkit.searxng`` behaves as providers.md §1.4 / §11.6
 describe, so provider tests built on it test perplexed and not the harness.
 """
 
@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from searxng_fixture import CORPUS, ENGINE_TIMEOUT, JSON_ENGINE, SQLITE_ENGINE, SearxngServer, Upstream
+from testkit.searxng import CORPUS, ENGINE_TIMEOUT, JSON_ENGINE, SQLITE_ENGINE, SearxngServer, Upstream
 
 pytestmark = pytest.mark.integration
 

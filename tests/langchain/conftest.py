@@ -1,4 +1,4 @@
-"""Fixtures for the LangChain adapter tests (the SearXNG fixtures come from ``tests/searxng_fixture.py``)."""
+"""Fixtures for the LangChain adapter tests (the SearXNG fixtures come from ``tests/testkit/searxng.py``)."""
 
 from __future__ import annotations
 

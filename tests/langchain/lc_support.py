@@ -147,7 +147,7 @@ class FakeAgentAPI:
     """
 
     def __init__(self) -> None:
-        from loopback import Json, LoopbackServer
+        from testkit.loopback import Json, LoopbackServer
 
         self._json = Json
         self._status: int | None = None

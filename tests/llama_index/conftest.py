@@ -12,7 +12,6 @@ from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events import BaseEvent
 from llama_index.core.instrumentation.span_handlers import SimpleSpanHandler
-from loopback import loopback  # noqa: F401  (the shared loopback-server fixture, used by name)
 
 
 class Recorder(BaseEventHandler):

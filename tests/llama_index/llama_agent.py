@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from loopback import Drip, Json, LoopbackServer, Request, serve
 from perplexed.agent import AgentClient, AsyncAgentClient
+from testkit.loopback import Drip, Json, LoopbackServer, Request, serve
 
 FAKE_KEY = "pplx-test-not-a-real-key"
 MODEL = "openai/gpt-5.1"

@@ -1,4 +1,4 @@
-"""The LlamaIndex adapter against the real local SearXNG started by the test run (searxng_fixture)."""
+"""The LlamaIndex adapter against the real local SearXNG started by the test run (testkit.searxng)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from llama_fakes import aweb
 from llama_index.core import VectorStoreIndex
 from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.schema import MetadataMode, TextNode
-from searxng_fixture import CORPUS, JSON_ENGINE, SQLITE_ENGINE, SearxngServer
+from testkit.searxng import CORPUS, JSON_ENGINE, SQLITE_ENGINE, SearxngServer
 
 from llama_index_perplexed import (
     PerplexedAttemptEvent,

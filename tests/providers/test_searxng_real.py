@@ -1,5 +1,5 @@
 """The SearXNG provider and a mixed chain against a REAL SearXNG on 127.0.0.1 (the ``searxng`` fixture from
-``tests/searxng_fixture.py``), whose upstream engine a test switches between ok / empty / 429 / 500 / hang."""
+``tests/testkit/searxng.py``), whose upstream engine a test switches between ok / empty / 429 / 500 / hang."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import vcr
 from conftest import FAKE_KEYS, combined_cassette
 from perplexed import Outcome, UpstreamError
 from perplexed.providers import SearXNG
-from searxng_fixture import SearxngServer
+from testkit.searxng import SearxngServer
 
 pytestmark = pytest.mark.integration
 

@@ -18,7 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
-from loopback import (
+from perplexed import Outcome, ProviderAnswer, SearchOptions
+from perplexed.providers import SearXNG
+from testkit.loopback import (
     Drip,
     Hang,
     Html,
@@ -32,8 +34,6 @@ from loopback import (
     searxng_json,
     serve,
 )
-from perplexed import Outcome, ProviderAnswer, SearchOptions
-from perplexed.providers import SearXNG
 
 __all__ = [
     "DEADLINE_SLACK_S",

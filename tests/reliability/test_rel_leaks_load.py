@@ -28,12 +28,12 @@ import perplexed
 import perplexed._http
 import psutil
 import pytest
-from loopback import Close, Hang, serve
 from perplexed import Attempt, Outcome, Result, UpstreamError
 from perplexed._http import DEFAULT_LIMITS, aclose_clients
 from perplexed.providers import SearXNG
 from rel_faults import FAULTS, Fault
 from rel_server_proc import fault_servers
+from testkit.loopback import Close, Hang, serve
 
 LOAD_RUNS = int(os.environ.get("PERPLEXED_LOAD_RUNS", "10000"))
 IN_FLIGHT = 200

@@ -15,7 +15,6 @@ from typing import Any
 
 import perplexed
 import pytest
-from loopback import Hang, LoopbackServer, serve
 from perplexed import Attempt, Outcome, PerplexedError, Result, UpstreamError
 from perplexed.providers import SearXNG
 from rel_faults import (
@@ -34,6 +33,7 @@ from rel_faults import (
     measure,
     metered_soft_failure,
 )
+from testkit.loopback import Hang, LoopbackServer, serve
 
 SHAPES = ("single", "fallback", "exhausted")
 #: single provider: the provider budget binds (the deadline is a little later, so it does not cap it)

@@ -20,9 +20,9 @@ from typing import Any
 
 import perplexed
 import pytest
-from loopback import Html, Json, LoopbackServer, Raw, Request, Status, searxng_json, serve
 from perplexed import PerplexedError, telemetry
 from perplexed.providers import get
+from testkit.loopback import Html, Json, LoopbackServer, Raw, Request, Status, searxng_json, serve
 
 REPO = Path(__file__).resolve().parents[2]
 

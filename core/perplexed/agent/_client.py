@@ -9,8 +9,10 @@ coroutines on perplexed's portal loop. Decisions live elsewhere and are pure: ti
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import os
+import weakref
 from collections.abc import Mapping
 from typing import Any, NamedTuple, NotRequired, Unpack
 from urllib.parse import quote
@@ -21,14 +23,23 @@ from pydantic import SecretStr
 from .._errors import (
     APIConnectionError,
     APIError,
+    APIStatusError,
     APITimeoutError,
+    BadRequestError,
     ConfigError,
     InvalidRequest,
+    MalformedResponseError,
     ProviderError,
     register_secret,
 )
 from .._http import get_client, read_capped
-from ._outcome import error_from_response, parse_json, parse_response, raise_for_status
+from ._outcome import (
+    error_from_response,
+    explain_unknown_field,
+    parse_json,
+    parse_response,
+    raise_for_status,
+)
 from ._policy import (
     CONNECT_TIMEOUT,
     CONTROL_TIMEOUT,
@@ -37,11 +48,13 @@ from ._policy import (
     ERROR_BODY_BYTES,
     MAX_BODY_BYTES,
     MAX_RETRY_AFTER,
+    check_count,
+    check_seconds,
     default_timeout,
     retry_delay,
     stream_timeouts,
 )
-from ._request import AgentRequest, RequestParams, build_request
+from ._request import AgentRequest, RequestParams, build_request, encode_body
 from ._response import CancelResult, Response
 from ._stream import AsyncAgentStream
 
@@ -64,18 +77,69 @@ class CreateParams(RequestParams, total=False):
     extra_headers: NotRequired[Mapping[str, str] | None]
 
 
-def _check_stream_timeout(value: float | None) -> float | None:
-    if value is not None and value <= 0:
-        raise ConfigError("stream_timeout must be positive")
-    return value
-
-
 def _split(params: Mapping[str, Any]) -> tuple[dict[str, Any], float | None, float | None, dict[str, str]]:
+    """``create``/``stream`` keywords: (request fields, timeout, stream_timeout, extra headers), checked."""
     rest = dict(params)
-    timeout = rest.pop("timeout", None)
-    stream_timeout = _check_stream_timeout(rest.pop("stream_timeout", None))
-    headers = rest.pop("extra_headers", None) or {}
-    return rest, timeout, stream_timeout, dict(headers)
+    timeout = check_seconds(rest.pop("timeout", None), "timeout")
+    stream_timeout = check_seconds(rest.pop("stream_timeout", None), "stream_timeout")
+    return rest, timeout, stream_timeout, _check_headers(rest.pop("extra_headers", None), "extra_headers")
+
+
+def _check_headers(value: object, name: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise ConfigError(f"{name} must be a mapping of str to str")
+    return dict(value)
+
+
+def _check_key(value: object) -> SecretStr | None:
+    """``api_key=`` as a SecretStr (``None``/empty: read the environment at the first call)."""
+    if value is None:
+        return None
+    if isinstance(value, SecretStr):
+        key = value.get_secret_value()
+    elif isinstance(value, str):
+        key = value
+    else:
+        raise ConfigError(f"api_key must be a str or a pydantic SecretStr, not {type(value).__name__}")
+    if not key:
+        return None
+    register_secret(key)
+    _check_key_text(key, "api_key")
+    return SecretStr(key)
+
+
+def _check_key_text(key: str, source: str) -> None:
+    # A key goes into an HTTP header: printable ASCII without whitespace. The message never shows it.
+    if not all("!" <= c <= "~" for c in key):
+        raise ConfigError(
+            f"{source} is not a valid API key: it must be printable ASCII without spaces "
+            "(check for a stray space, newline or non-ASCII character)"
+        )
+
+
+def _check_base_url(value: object) -> str:
+    """``base_url=`` (or ``$PERPLEXITY_BASE_URL``) as ``scheme://host[:port][/path]`` without a trailing slash."""
+    if value is not None and not isinstance(value, str):
+        raise ConfigError(f"base_url must be a str, not {type(value).__name__}")
+    url = (value or os.environ.get(ENV_BASE_URL) or DEFAULT_BASE_URL).strip().rstrip("/")
+    if url.endswith("/v1"):  # an OpenAI-style base URL
+        url = url[:-3]
+    if not url.startswith(("http://", "https://")):
+        raise ConfigError(f"base_url must be an http(s) URL, got {url!r}")
+    try:
+        parsed = httpx.URL(url)
+        port = parsed.port
+    except (httpx.InvalidURL, ValueError) as exc:
+        raise ConfigError(f"base_url is not a valid URL ({exc}): {url!r}") from None
+    if not parsed.host:
+        raise ConfigError(f"base_url has no host: {url!r}")
+    if port is not None and not 0 < port < 65536:
+        raise ConfigError(f"base_url has an invalid port {port} (1-65535): {url!r}")
+    return url
 
 
 class _Failure(NamedTuple):
@@ -117,31 +181,28 @@ class AsyncAgentClient:
         max_stream_resumes: int = 5,
         api_path: str = DEFAULT_API_PATH,
     ) -> None:
-        if isinstance(api_key, str):
-            api_key = SecretStr(api_key) if api_key else None
-        if api_key is not None:
-            register_secret(api_key.get_secret_value())
-        self._api_key: SecretStr | None = api_key
-        url = (base_url or os.environ.get(ENV_BASE_URL) or DEFAULT_BASE_URL).strip().rstrip("/")
-        if url.endswith("/v1"):  # an OpenAI-style base URL
-            url = url[:-3]
-        if not url.startswith(("http://", "https://")):
-            raise ConfigError(f"base_url must be an http(s) URL, got {url!r}")
-        self.base_url = url
-        if timeout is not None and timeout <= 0:
-            raise ConfigError("timeout must be positive")
-        if max_retries < 0:
-            raise ConfigError("max_retries must be >= 0")
-        self.timeout = timeout
-        self.stream_timeout = _check_stream_timeout(stream_timeout)
-        self.max_retries = max_retries
-        self.connect_timeout = connect_timeout
-        self.max_retry_after = max_retry_after
-        self.max_stream_resumes = max_stream_resumes
+        self._api_key = _check_key(api_key)
+        self.base_url = _check_base_url(base_url)
+        self.timeout = check_seconds(timeout, "timeout")
+        self.stream_timeout = check_seconds(stream_timeout, "stream_timeout")
+        self.max_retries = check_count(max_retries, "max_retries")
+        self.connect_timeout = check_seconds(connect_timeout, "connect_timeout") or CONNECT_TIMEOUT
+        self.max_retry_after = check_seconds(max_retry_after, "max_retry_after", zero_ok=True) or 0.0
+        self.max_stream_resumes = check_count(max_stream_resumes, "max_stream_resumes")
+        if not isinstance(api_path, str) or not api_path.strip("/") or any(c in api_path for c in "?# "):
+            raise ConfigError(f"api_path must be a URL path such as '/v1/agent', got {api_path!r}")
         self.api_path = "/" + api_path.strip("/")
+        if transport is not None and not isinstance(transport, httpx.AsyncBaseTransport):
+            raise ConfigError(
+                f"transport must be an httpx.AsyncBaseTransport, not {type(transport).__name__}"
+            )
+        if http_client is not None and not isinstance(http_client, httpx.AsyncClient):
+            raise ConfigError(f"http_client must be an httpx.AsyncClient, not {type(http_client).__name__}")
         self._transport = transport
         self._http_client = http_client
-        self._default_headers = dict(default_headers or {})
+        self._default_headers = _check_headers(default_headers, "default_headers")
+        # streams opened by this client and not finished: aclose() releases their connections
+        self._streams: weakref.WeakSet[AsyncAgentStream] = weakref.WeakSet()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(base_url={self.base_url!r}, max_retries={self.max_retries})"
@@ -157,6 +218,7 @@ class AsyncAgentClient:
                     f"no Perplexity API key: pass api_key= or set the {ENV_API_KEY} environment variable"
                 )
             register_secret(env)
+            _check_key_text(env, f"${ENV_API_KEY}")
             return env
         return key.get_secret_value()
 
@@ -185,7 +247,8 @@ class AsyncAgentClient:
         """Send ``request`` once: the open 2xx response, or the failure (an error response is read, closed)."""
         what = f"{request.method} {request.url.path}"
         try:
-            response = await client.send(request, stream=True)
+            # never follow a redirect, whatever ``http_client`` says: the key must not reach another origin
+            response = await client.send(request, stream=True, follow_redirects=False)
         except httpx.TimeoutException as exc:
             error: APIError = APITimeoutError(f"{what} timed out: {type(exc).__name__}")
             error.__cause__ = exc
@@ -196,6 +259,9 @@ class AsyncAgentClient:
             return _Failure(error)
         if response.is_success:
             return response
+        if 300 <= response.status_code < 400:
+            await response.aclose()
+            return _Failure(redirect_error(response), response.status_code, response.headers)
         try:
             body = await read_capped(response, ERROR_BODY_BYTES)
         except (ProviderError, httpx.HTTPError):
@@ -210,7 +276,7 @@ class AsyncAgentClient:
         method: str,
         url: str,
         *,
-        json_body: Any = None,
+        content: bytes | None = None,
         params: Mapping[str, str] | None = None,
         stream: bool,
         timeout: float,  # noqa: ASYNC109 - a per-call budget, applied with asyncio.timeout
@@ -225,13 +291,15 @@ class AsyncAgentClient:
         """
         client = self._client()
         headers = self._headers(stream, extra_headers)
+        if content is not None:
+            headers["Content-Type"] = "application/json"
         loop = asyncio.get_running_loop()
         retry = 0
         while True:
             request = client.build_request(
                 method,
                 url,
-                json=json_body,
+                content=content,
                 params=params,
                 headers=headers,
                 timeout=httpx.Timeout(timeout, connect=min(self.connect_timeout, timeout)),
@@ -270,9 +338,10 @@ class AsyncAgentClient:
         url: str,
         *,
         timeout: float,  # noqa: ASYNC109 - a per-call budget, applied with asyncio.timeout
-        json_body: Any = None,
+        content: bytes | None = None,
         extra_headers: Mapping[str, str] | None = None,
     ) -> Any:
+        """Send with retries within ``timeout`` and return the body parsed as JSON."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         failures: list[APIError] = []
@@ -281,7 +350,7 @@ class AsyncAgentClient:
                 response = await self._send(
                     method,
                     url,
-                    json_body=json_body,
+                    content=content,
                     stream=False,
                     timeout=timeout,
                     deadline=deadline,
@@ -289,27 +358,34 @@ class AsyncAgentClient:
                     failures=failures,
                 )
                 try:
-                    body = await read_capped(response, MAX_BODY_BYTES)
-                except httpx.TimeoutException as exc:
-                    raise APITimeoutError(
-                        f"{method} {response.url.path}: reading the body timed out"
-                    ) from exc
-                except httpx.TransportError as exc:
-                    raise APIConnectionError(f"{method} {response.url.path}: {type(exc).__name__}") from exc
-                except ProviderError as exc:
-                    raise APIError(exc.message, status=response.status_code) from None
+                    body = await self._read_body(response)
                 finally:
                     await response.aclose()
         except TimeoutError:
             if failures:  # the budget ran out while retrying: what the API answered is the real error
-                last = failures[-1]
-                last.message = f"{last.message} (retrying it ran past the {timeout:g}s timeout)"
-                last.args = (last.message,)
-                raise last from None
+                raise _noted(failures[-1], f"retrying it ran past the {timeout:g}s timeout") from None
             raise APITimeoutError(
                 f"{method} {url.removeprefix(self.base_url)} took longer than {timeout:g}s"
             ) from None
         return parse_json(response.status_code, body)
+
+    async def _read_body(self, response: httpx.Response) -> bytes:
+        """A 2xx body, capped; failures while reading are typed errors."""
+        what = f"{response.request.method} {response.url.path}"
+        try:
+            return await read_capped(response, MAX_BODY_BYTES)
+        except httpx.TimeoutException as exc:
+            raise APITimeoutError(f"{what}: reading the body timed out") from exc
+        except httpx.TransportError as exc:
+            raise APIConnectionError(f"{what}: {type(exc).__name__}") from exc
+        except httpx.DecodingError as exc:  # e.g. a body claiming gzip that is not
+            raise MalformedResponseError(
+                f"{what}: the body could not be decoded as its Content-Encoding "
+                f"{response.headers.get('content-encoding', '')!r} claims ({exc})",
+                status=response.status_code,
+            ) from None
+        except ProviderError as exc:  # body_too_large: an Agent API error, not a search provider's
+            raise APIError(exc.message, status=response.status_code) from None
 
     # -- public API -------------------------------------------------------------------------------------
 
@@ -330,9 +406,13 @@ class AsyncAgentClient:
             stream = self._open_stream(req, timeout, stream_timeout, extra_headers)
             return await stream.get_final_response()
         total = timeout or self.timeout or default_timeout(req)
-        data = await self._request_json(
-            "POST", self._path(), timeout=total, json_body=req.to_body(), extra_headers=extra_headers
-        )
+        content = encode_body(req)
+        try:
+            data = await self._request_json(
+                "POST", self._path(), timeout=total, content=content, extra_headers=extra_headers
+            )
+        except BadRequestError as exc:
+            raise explain_unknown_field(exc, req) from exc.__cause__
         return raise_for_status(parse_response(data))
 
     def stream(
@@ -367,7 +447,11 @@ class AsyncAgentClient:
             client_timeout=self.timeout,
             client_stream_timeout=self.stream_timeout,
         )
-        return AsyncAgentStream(self, req, timeout=idle, stream_timeout=total, extra_headers=extra_headers)
+        stream = AsyncAgentStream(
+            self, req, timeout=idle, stream_timeout=total, extra_headers=extra_headers, body=encode_body(req)
+        )
+        self._streams.add(stream)
+        return stream
 
     def resume(
         self,
@@ -383,14 +467,19 @@ class AsyncAgentClient:
         client's, else 30 minutes, as :meth:`wait`).
         """
         self._path(response_id)  # validates the id
+        if isinstance(starting_after, bool) or not isinstance(starting_after, int) or starting_after < 0:
+            raise InvalidRequest(
+                f"starting_after must be a sequence_number (an int >= 0), got {starting_after!r}",
+                param="starting_after",
+            )
         idle, total = stream_timeouts(
             None,
-            timeout=timeout,
-            stream_timeout=_check_stream_timeout(stream_timeout),
+            timeout=check_seconds(timeout, "timeout"),
+            stream_timeout=check_seconds(stream_timeout, "stream_timeout"),
             client_timeout=self.timeout,
             client_stream_timeout=self.stream_timeout,
         )
-        return AsyncAgentStream(
+        stream = AsyncAgentStream(
             self,
             None,
             timeout=idle,
@@ -398,6 +487,8 @@ class AsyncAgentClient:
             extra_headers=None,
             resume=(response_id, starting_after),
         )
+        self._streams.add(stream)
+        return stream
 
     async def retrieve(
         self,
@@ -406,7 +497,8 @@ class AsyncAgentClient:
         timeout: float | None = None,  # noqa: ASYNC109
     ) -> Response:
         """Fetch a response by id (``GET /v1/agent/{id}``), whatever its status (no exception for failed)."""
-        data = await self._request_json("GET", self._path(response_id), timeout=timeout or CONTROL_TIMEOUT)
+        limit = check_seconds(timeout, "timeout") or CONTROL_TIMEOUT
+        data = await self._request_json("GET", self._path(response_id), timeout=limit)
         return parse_response(data)
 
     async def cancel(
@@ -416,11 +508,12 @@ class AsyncAgentClient:
         timeout: float | None = None,  # noqa: ASYNC109
     ) -> CancelResult:
         """Ask to cancel a background run. Asynchronous: the status is ``cancelling`` until it ends."""
-        data = await self._request_json(
-            "POST", self._path(response_id, "/cancel"), timeout=timeout or CONTROL_TIMEOUT
-        )
+        limit = check_seconds(timeout, "timeout") or CONTROL_TIMEOUT
+        data = await self._request_json("POST", self._path(response_id, "/cancel"), timeout=limit)
         if not isinstance(data, dict):
-            raise APIError("the API answered cancel with something that is not an object", status=200)
+            raise MalformedResponseError(
+                "the API answered cancel with something that is not an object", status=200
+            )
         return CancelResult.model_validate(data)
 
     async def wait(
@@ -436,7 +529,13 @@ class AsyncAgentClient:
         Polls with backoff (``poll_interval`` growing 1.5-fold up to ``max_poll_interval``) for at most
         ``timeout`` seconds (default 30 minutes), then raises :class:`perplexed.APITimeoutError`.
         """
-        response = await self._poll(response_id, timeout, poll_interval, max_poll_interval)
+        self._path(response_id)  # validates the id
+        response = await self._poll(
+            response_id,
+            check_seconds(timeout, "timeout"),
+            check_seconds(poll_interval, "poll_interval", zero_ok=True) or 0.0,
+            check_seconds(max_poll_interval, "max_poll_interval", zero_ok=True) or 0.0,
+        )
         return raise_for_status(response)
 
     async def _poll(
@@ -468,10 +567,55 @@ class AsyncAgentClient:
             interval = min(max(interval * 1.5, 0.05), max_poll_interval)
 
     async def aclose(self) -> None:
-        """Nothing to release: HTTP connections belong to the shared pool (or to your ``http_client``)."""
+        """Release what this client holds: the connections of its streams that are still open (they end).
+
+        HTTP connections otherwise belong to perplexed's shared pool (or to your ``http_client``, which you
+        close), so the client stays usable afterwards.
+        """
+        for stream in list(self._streams):
+            await stream.aclose()
 
     async def __aenter__(self) -> AsyncAgentClient:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def _noted(error: APIError, note: str) -> APIError:
+    """A copy of ``error`` whose message ends with ``note`` (the caught exception itself is left as it is)."""
+    noted = copy.copy(error)
+    noted.message = f"{error.message} ({note})"
+    noted.args = (noted.message,)
+    noted.__cause__ = error
+    return noted
+
+
+def redirect_error(response: httpx.Response) -> APIStatusError:
+    """The error for a 3xx: redirects are never followed; the message names the target's origin only."""
+    target = _origin(response)
+    where = f"to {target}" if target else "without a Location"
+    return APIStatusError(
+        f"the API answered HTTP {response.status_code}, redirecting {where}; perplexed does not follow "
+        "redirects (the API key must not reach another origin): check base_url",
+        status=response.status_code,
+        reason="redirect",
+    )
+
+
+def _origin(response: httpx.Response) -> str | None:
+    """``scheme://host:port`` of a redirect's target (never its path or query)."""
+    location = response.headers.get("location")
+    if not location:
+        return None
+    try:
+        url = response.url.join(location)
+        scheme, host = url.scheme, url.host
+        port = url.port or {"http": 80, "https": 443}.get(scheme)
+    except (httpx.InvalidURL, ValueError):
+        return "an unparseable location"
+    if not scheme or not host:
+        return "an unparseable location"
+    if ":" in host:
+        host = f"[{host}]"
+    return f"{scheme}://{host}:{port}"

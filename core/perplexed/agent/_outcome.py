@@ -7,17 +7,18 @@ client and the stream engine.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ValidationError
 
 from .._errors import (
-    APIError,
     APIStatusError,
     AuthenticationError,
     BadRequestError,
     ConflictError,
+    MalformedResponseError,
     NotFoundError,
     PermissionDeniedError,
     RateLimitError,
@@ -29,6 +30,7 @@ from .._errors import (
 )
 from .._models import Attempt, Outcome
 from ._policy import parse_retry_after
+from ._request import AgentRequest
 from ._response import (
     FAILED_STATUSES,
     Response,
@@ -41,6 +43,7 @@ from ._response import (
 
 __all__ = [
     "error_from_response",
+    "explain_unknown_field",
     "not_json",
     "parse_json",
     "parse_response",
@@ -114,7 +117,8 @@ def error_from_response(
         elif isinstance(payload.get("message"), str):
             message = payload["message"]
     elif isinstance(payload, str) and payload.strip():
-        message = payload.strip()[:BODY_EXCERPT]
+        payload = redact(payload.strip())[:BODY_EXCERPT]  # redact first, then cut (a cut key is not matched)
+        message = payload
     if not message:
         message = f"HTTP {status}"
     cls = _STATUS_ERRORS.get(status) or (ServerError if status >= 500 else APIStatusError)
@@ -133,12 +137,13 @@ def _str_or_none(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-def not_json(status: int, body: bytes) -> APIError:
-    """The error for a success status whose body is not JSON (an excerpt of it kept, redacted)."""
-    return APIError(
+def not_json(status: int, body: bytes) -> MalformedResponseError:
+    """The error for a success status whose body is not JSON (an excerpt of it kept: redacted, then cut)."""
+    head = body[: BODY_EXCERPT * 4].decode("utf-8", "replace")  # enough for the excerpt after redaction
+    return MalformedResponseError(
         f"the API answered HTTP {status} with a body that is not JSON",
         status=status,
-        body=redact(body[:BODY_EXCERPT].decode("utf-8", "replace")),
+        body=redact(head)[:BODY_EXCERPT],
     )
 
 
@@ -153,11 +158,20 @@ def parse_json(status: int, body: bytes) -> Any:
 def parse_response(data: Any) -> Response:
     """A parsed JSON body as a :class:`Response` (or an :class:`APIError` saying why it is not one)."""
     if not isinstance(data, dict):
-        raise APIError("the API answered with something that is not a response object", status=200)
+        raise MalformedResponseError(
+            "the API answered with something that is not a response object", status=200
+        )
+    missing = [name for name in ("id", "status") if not isinstance(data.get(name), str) or not data[name]]
+    if missing:
+        raise MalformedResponseError(
+            f"the API answered with an object that is not a response (no {' and no '.join(missing)})",
+            status=200,
+            body=scrub({k: v for k, v in list(data.items())[:20] if k != "output"}),
+        )
     try:
         return Response.model_validate(data)
     except ValidationError as exc:
-        raise APIError(
+        raise MalformedResponseError(
             f"could not parse the API's response: {exc.error_count()} errors", status=200
         ) from None
 
@@ -225,3 +239,39 @@ def terminal_event_for(response: Response) -> StreamEvent | None:
     if response.status == "failed":
         return ResponseFailedEvent(response=response, error=response.error)
     return None
+
+
+# the Agent API's strict decoder: ``invalid request body: json: unknown field "store"``
+_UNKNOWN_FIELD = re.compile(r'unknown field\s*\\?"([^"\\]+)\\?"')
+
+
+def explain_unknown_field(error: BadRequestError, request: AgentRequest) -> BadRequestError:
+    """A 400 naming an unknown body field, with who sent that field (``error`` itself for any other 400).
+
+    The note comes from ``request.sent_by`` (e.g. ``perplexed.answer(): grounding with a preset sends
+    max_tool_calls=0``), else from where the field came from: ``extra_body`` or a request field. A new
+    exception is returned (``error`` is left as it is); ``param`` names the field.
+    """
+    found = _UNKNOWN_FIELD.search(error.message)
+    field = found.group(1) if found else (error.param if "unknown field" in error.message else None)
+    if not field:
+        return error
+    note = (request.sent_by or {}).get(field)
+    if note is None:
+        if request.extra_body and field in request.extra_body:
+            note = "extra_body"
+        elif field in type(request).model_fields and getattr(request, field) is not None:
+            value = json.dumps(request.to_body().get(field), default=str)
+            note = f"the request field {field}={value}" if len(value) <= 40 else f"the request field {field}"
+        else:
+            return error
+    return BadRequestError(
+        f"{error.message} (sent by {note})",
+        status=error.status,
+        type=error.type,
+        code=error.code,
+        param=field,
+        retry_after=error.retry_after,
+        body=error.body,
+        attempts=error.attempts,
+    )

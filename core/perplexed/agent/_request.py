@@ -3,7 +3,7 @@
 The Agent API is strict: an unknown field anywhere in the body is a 400. So :meth:`AgentRequest.to_body`
 sends only fields it knows, and only those that are set (not ``None``); fields this module does not type
 (the ⚠ ones of the reference: ``metadata``, ``parallel_tool_calls``, ``truncation``, ``stream_options``,
-``service_tier``, ``prompt_cache_key``, ``step_budget_reminder``, ...) go through ``extra_body``, merged
+``step_budget_reminder``, ...) go through ``extra_body``, merged
 last at the top level. Tools and input items may also be given as plain dicts: a dict of a known ``type``
 is validated through its model, one of an unknown ``type`` is sent verbatim.
 
@@ -13,6 +13,7 @@ anything is sent.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from datetime import date, datetime
@@ -72,7 +73,9 @@ RESERVED_FUNCTION_NAMES = frozenset(
 MAX_DOMAIN_FILTER = 20
 MAX_DOMAIN_LENGTH = 253
 MAX_IMAGE_URL_LENGTH = 2048
-REASONING_EFFORTS = frozenset({"none", "minimal", "low", "medium", "high", "xhigh", "max"})
+#: ``reasoning.effort`` values the API accepts (a live probe, 2026-08: ``none`` is rejected). Not the top-level
+#: ``effort=`` (preset levels ``fast`` ... ``xhigh``), which is a different thing.
+REASONING_EFFORTS = ("minimal", "low", "medium", "high", "xhigh", "max")
 
 
 def invalid_request(exc: ValidationError) -> InvalidRequest:
@@ -85,10 +88,13 @@ def invalid_request(exc: ValidationError) -> InvalidRequest:
         msg = str(cause) if isinstance(cause, Exception) else str(err.get("msg", "invalid value"))
         where = loc
         if isinstance(cause, InvalidRequest) and cause.param:
-            where = f"{loc}.{cause.param}" if loc and loc != cause.param else cause.param
+            inner = cause.param
+            # the inner error already names the full path (or its tail is this field): keep it as it is
+            same = not loc or inner == loc or inner.endswith("." + loc) or inner.startswith(loc + ".")
+            where = inner if same else f"{loc}.{inner}"
             if not loc:
-                loc = cause.param
-        parts.append(msg if not loc or msg.startswith(loc) else f"{loc}: {msg}")
+                loc = inner
+        parts.append(msg if not loc or msg.startswith((loc, where)) else f"{loc}: {msg}")
         if param is None and where:
             param = where
     return InvalidRequest("; ".join(parts), param=param)
@@ -598,7 +604,8 @@ ToolValue = Annotated[Tool | dict[str, Any], PlainValidator(_coerce_tool)]
 
 
 class Reasoning(_Model):
-    """``reasoning`` options: ``effort`` (model-dependent; ⚠ the enum differs between sources)."""
+    """``reasoning`` options: ``effort``, one of ``minimal``, ``low``, ``medium``, ``high``, ``xhigh``, ``max``
+    (what the API accepts; ``reasoning="low"`` is short for ``Reasoning(effort="low")``)."""
 
     effort: str
 
@@ -607,7 +614,7 @@ class Reasoning(_Model):
     def _effort(cls, value: str) -> str:
         if value not in REASONING_EFFORTS:
             raise InvalidRequest(
-                f"reasoning.effort must be one of {sorted(REASONING_EFFORTS)}, got {value!r}",
+                f"reasoning.effort must be one of {', '.join(REASONING_EFFORTS)}, got {value!r}",
                 param="reasoning.effort",
             )
         return value
@@ -705,9 +712,14 @@ class AgentRequest(_Model):
     previous_response_id: str | None = None
     language_preference: str | None = None
     skills: list[dict[str, Any]] | None = None
+    prompt_cache_key: str | None = Field(default=None, min_length=1)
+    service_tier: Literal["auto", "default", "flex", "priority", "fast"] | None = None
     extra_body: dict[str, Any] | None = None
+    #: never sent: body field -> who sent it, quoted when the API rejects that field as unknown (a 400), e.g.
+    #: ``{"max_tool_calls": "perplexed.answer(): grounding with a preset sends max_tool_calls=0"}``
+    sent_by: dict[str, str] | None = None
 
-    _NOT_SENT: ClassVar[frozenset[str]] = frozenset({"extra_body"})
+    _NOT_SENT: ClassVar[frozenset[str]] = frozenset({"extra_body", "sent_by"})
 
     @model_validator(mode="after")
     def _consistent(self) -> AgentRequest:
@@ -753,6 +765,30 @@ class AgentRequest(_Model):
         return body
 
 
+def encode_body(request: AgentRequest) -> bytes:
+    """The request's JSON body as UTF-8 bytes, or :class:`InvalidRequest` naming the field that cannot be sent
+    (a lone surrogate such as ``"\\ud800"`` has no UTF-8 form; NaN and infinity have no JSON form)."""
+    body = request.to_body()
+    try:
+        return json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8")
+    except (UnicodeEncodeError, ValueError, TypeError) as exc:
+        field = next((k for k, v in body.items() if not _encodable(v)), None)
+        what = (
+            type(exc).__name__ if not isinstance(exc, UnicodeEncodeError) else "a lone surrogate, not UTF-8"
+        )
+        raise InvalidRequest(
+            f"{field or 'the request'} cannot be sent as JSON ({what})", param=field
+        ) from None
+
+
+def _encodable(value: Any) -> bool:
+    try:
+        json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except (UnicodeEncodeError, ValueError, TypeError):
+        return False
+    return True
+
+
 def _wire(value: Any) -> Any:
     if isinstance(value, _Model):
         return value.to_wire()
@@ -788,7 +824,10 @@ class RequestParams(TypedDict, total=False):
     previous_response_id: str | None
     language_preference: str | None
     skills: Sequence[Mapping[str, Any]] | None
+    prompt_cache_key: str | None
+    service_tier: Literal["auto", "default", "flex", "priority", "fast"] | None
     extra_body: Mapping[str, Any] | None
+    sent_by: Mapping[str, str] | None
 
 
 def build_request(
@@ -810,4 +849,8 @@ def build_request(
         data.update(params)
     if "extra_body" in data and data["extra_body"] is not None:
         data["extra_body"] = dict(data["extra_body"])
+    if request is not None and request.sent_by and params and params.get("sent_by") is not None:
+        data["sent_by"] = {**request.sent_by, **params["sent_by"]}
+    elif data.get("sent_by") is not None:
+        data["sent_by"] = dict(data["sent_by"])
     return AgentRequest(**data)

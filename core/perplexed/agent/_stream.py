@@ -26,15 +26,21 @@ from .._errors import (
     APITimeoutError,
     BadRequestError,
     ConflictError,
+    MalformedResponseError,
     NotFoundError,
-    ProviderError,
     ServerError,
     StreamError,
 )
-from .._http import read_capped
-from ._outcome import parse_json, parse_response, raise_for_status, scrub, terminal_event_for
-from ._policy import MAX_BODY_BYTES, backoff_delay
-from ._request import AgentRequest
+from ._outcome import (
+    explain_unknown_field,
+    parse_json,
+    parse_response,
+    raise_for_status,
+    scrub,
+    terminal_event_for,
+)
+from ._policy import backoff_delay
+from ._request import AgentRequest, encode_body
 from ._response import (
     TERMINAL_EVENTS,
     ErrorEvent,
@@ -134,9 +140,11 @@ class AsyncAgentStream:
         extra_headers: Mapping[str, str] | None,
         resume: tuple[str, int] | None = None,
         stream_timeout: float | None = None,
+        body: bytes | None = None,
     ) -> None:
         self._client = client
         self._request = request
+        self._body = body  # the encoded request (encode_body), for the POST
         self._timeout = timeout
         self._stream_timeout = timeout if stream_timeout is None else stream_timeout
         self._deadline = 0.0  # loop time; set when the stream starts
@@ -240,6 +248,12 @@ class AsyncAgentStream:
                 )
             except (httpx.TransportError, TimeoutError) as exc:
                 drop = self._drop_error(exc)
+            except httpx.DecodingError as exc:  # garbage under a Content-Encoding: resuming would not help
+                raise MalformedResponseError(
+                    f"the stream could not be decoded as its Content-Encoding "
+                    f"{source.headers.get('content-encoding', '')!r} claims ({exc})",
+                    status=source.status_code,
+                ) from None
             finally:
                 await source.aclose()
             failures = 0 if progressed else failures + 1
@@ -263,7 +277,9 @@ class AsyncAgentStream:
         client = self._client
         if response_id is None:
             assert self._request is not None
-            method, url, body, params = "POST", client._path(), self._request.to_body(), None
+            if self._body is None:
+                self._body = encode_body(self._request)
+            method, url, body, params = "POST", client._path(), self._body, None
         else:
             method, url, body = "GET", client._path(response_id), None
             params = {"stream": "true", "starting_after": str(after)}
@@ -272,7 +288,7 @@ class AsyncAgentStream:
                 return await client._send(
                     method,
                     url,
-                    json_body=body,
+                    content=body,
                     params=params,
                     stream=True,
                     timeout=self._timeout,
@@ -280,6 +296,10 @@ class AsyncAgentStream:
                 )
         except TimeoutError:
             raise self._overdue() from None
+        except BadRequestError as exc:
+            if self._request is None or response_id is not None:
+                raise
+            raise explain_unknown_field(exc, self._request) from exc.__cause__
 
     def _drop_error(self, exc: BaseException) -> APIError:
         """Why the connection dropped, as the error raised if the stream cannot go on."""
@@ -408,13 +428,11 @@ class AsyncAgentStream:
         loop = asyncio.get_running_loop()
         try:  # a dripped body must not outlive the timeout
             async with asyncio.timeout_at(min(loop.time() + self._timeout, self._deadline)):
-                body = await read_capped(source, MAX_BODY_BYTES)
+                body = await self._client._read_body(source)
         except TimeoutError:
             if loop.time() >= self._deadline:
                 raise self._overdue() from None
             raise
-        except ProviderError as exc:  # body_too_large: an Agent API error, not a search provider's
-            raise APIError(exc.message, status=source.status_code) from None
         response = parse_response(parse_json(source.status_code, body))
         whole = terminal_event_for(response)
         if whole is None:

@@ -200,7 +200,9 @@ class AgentClient:
         )
 
     def close(self) -> None:
-        """Nothing to release (connections are pooled)."""
+        """Release what this client holds: the connections of its streams still open (see
+        :meth:`AsyncAgentClient.aclose`); the client stays usable."""
+        _portal.run(self._async.aclose)
 
     def __enter__(self) -> AgentClient:
         return self

@@ -23,6 +23,7 @@ from .._errors import ConfigError, ProviderError, register_secret
 from .._http import DEFAULT_MAX_BODY_BYTES
 from .._models import Hit, ProviderAnswer
 from .._options import SearchOptions
+from .._policy import check_provider_settings
 from .._settings import env_secret, env_str, price_override
 
 __all__ = [
@@ -50,6 +51,12 @@ class Provider:
     Constructor: ``base_url``, ``api_key`` (kept as SecretStr), ``cost`` (USD per call, overrides the price
     table), ``name`` (a label for attempts, default the registry name), ``transport`` (an httpx transport,
     for tests), ``max_body_bytes`` (response cap, default 8 MB) and provider-specific ``**options``.
+
+    Governance settings (see docs/production.md; unset = ``perplexed.configure(...)``'s default for this
+    label or registry name): ``rate_limit`` (``"N/s"``, ``"N/min"``, ``"N/hour"``, ``"N/day"``: at most N
+    admitted calls in any rolling window), ``rate_limit_wait_ms`` (default 1000: how long an attempt may wait
+    for a slot), ``cooldown_after`` (consecutive unhealthy failures that start a cool-down; None = off) and
+    ``cooldown_s`` (default 30: the first cool-down's length).
     """
 
     name: ClassVar[str] = ""
@@ -72,8 +79,17 @@ class Provider:
         name: str | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        rate_limit: str | None = None,
+        rate_limit_wait_ms: int | None = None,
+        cooldown_after: int | None = None,
+        cooldown_s: float | None = None,
         **options: Any,
     ) -> None:
+        self._gov = check_provider_settings(
+            rate_limit=rate_limit, rate_limit_wait_ms=rate_limit_wait_ms, cooldown_after=cooldown_after,
+            cooldown_s=cooldown_s, owner=f"provider {name or self.name!r}",
+        )
+        self._gov_cache: Any = None
         if cost is not None and (isinstance(cost, bool) or not isinstance(cost, int | float) or cost < 0):
             raise ConfigError(f"cost for provider {self.name!r} must be a non-negative number of USD")
         if isinstance(api_key, str):
@@ -213,7 +229,9 @@ class Provider:
         if status == 404:
             raise self.fail("not_found", f"HTTP 404 {detail}", response)
         if status >= 500:
-            raise self.fail("upstream", f"HTTP {status} {detail}", response)
+            retry = self.retry_after(response) if status == 503 else None
+            note = "" if retry is None else f" (retry after {retry:g} s)"
+            raise self.fail("upstream", f"HTTP {status} {detail}{note}", response, retry_after=retry)
         raise self.fail("bad_request", f"HTTP {status} {detail}", response)
 
     def retry_after(self, response: httpx.Response) -> float | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._errors import ConfigError
 from ._base import (
@@ -25,7 +25,9 @@ from ._base import (
     encode_answer,
 )
 from .memory import MemoryStore
-from .sqlite import SQLiteStore
+
+if TYPE_CHECKING:
+    from .sqlite import SQLiteStore
 
 __all__ = [
     "Admission",
@@ -54,6 +56,10 @@ _SCHEMES: dict[str, str | Callable[[str], Store]] = {
 
 def __getattr__(name: str) -> Any:
     # the Redis store needs the optional redis extra: import it only when asked for
+    if name == "SQLiteStore":  # sqlite3 is imported only when a SQLite store is wanted
+        from .sqlite import SQLiteStore
+
+        return SQLiteStore
     if name == "RedisStore":
         return importlib.import_module(f"{__name__}.redis").RedisStore
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -93,6 +99,8 @@ def open_store(spec: Any) -> Store:
     scheme, sep, _ = text.partition("://")
     scheme = scheme.lower()
     if sep and scheme == "sqlite":
+        from .sqlite import SQLiteStore
+
         return SQLiteStore(_sqlite_path(text))
     factory = _SCHEMES.get(scheme) if sep else None
     if factory is None:

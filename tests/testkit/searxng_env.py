@@ -7,8 +7,8 @@ or declared as a dependency of perplexed.
 
 Usage::
 
-    python tests/searxng_env.py          # create or reuse, print the venv's python
-    python tests/searxng_env.py --force  # rebuild from scratch
+    python tests/testkit/searxng_env.py          # create or reuse, print the venv's python
+    python tests/testkit/searxng_env.py --force  # rebuild from scratch
 
 or from Python: ``ensure_venv() -> Path`` (the venv directory); ``venv_python()``.
 
@@ -31,7 +31,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 SEARXNG_HOME = REPO_ROOT / ".searxng"
 VENV_DIR = SEARXNG_HOME / "venv"
 STAMP_NAME = "perplexed-searxng-stamp.json"

@@ -1,0 +1,701 @@
+"""Governance at the edge of the chain: result cache, single flight, cool-downs, rate limits, budgets, spend.
+
+The chain (``chain.run``) asks :func:`plan` once per search; ``None`` means nothing is configured and the
+search runs exactly as the seed's chain did (no store is touched). Otherwise each provider attempt goes
+through :meth:`Governor.attempt`, which asks the store for ONE decision before the call (``admit``) and
+records ONE after it (``record``), and :meth:`Governor.early_trial` gives a chain that ended without an
+answer the early trial call of the provider whose cool-down ends first.
+
+The rules themselves are pure (``_policy``); the state lives in a :class:`~perplexed.store.Store`. A store
+failure never fails a search: it is logged and the call goes ahead as if nothing were configured.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import math
+import os
+import time
+import weakref
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from . import _portal
+from ._errors import ConfigError, InvalidRequest, ProviderError
+from ._models import Attempt, Hit, Outcome
+from ._policy import (
+    SPEND_WINDOWS,
+    RateLimit,
+    check_provider_settings,
+    health_of,
+    parse_rate_limit,
+    parse_spend_limits,
+)
+from .store._base import Admission, CachedAnswer, Decision, Record, Store
+from .store.memory import MemoryStore
+
+if TYPE_CHECKING:
+    from .chain import Search
+    from .providers import Provider
+
+__all__ = [
+    "STORE_ENV",
+    "Governor",
+    "aspend",
+    "configure",
+    "current_store",
+    "latency_p95",
+    "plan",
+    "provider_identity",
+    "provider_status",
+    "record_spend",
+    "reset",
+    "settings_for",
+    "spend",
+]
+
+logger = logging.getLogger("perplexed.governance")
+
+STORE_ENV = "PERPLEXED_STORE"
+DEFAULT_RATE_LIMIT_WAIT_MS = 1000
+DEFAULT_COOLDOWN_S = 30.0
+
+AttemptResult = tuple[Attempt, list[Hit], BaseException | None]
+AttemptFn = Callable[["Provider", "Search", float, bool], Awaitable[AttemptResult]]
+
+
+class _Settings:
+    """Process-wide governance defaults set by :func:`configure`, and the store."""
+
+    def __init__(self) -> None:
+        self.store: Store | None = None  # configured explicitly
+        self.env_store: tuple[str, Store] | None = None  # opened from PERPLEXED_STORE (spec, store)
+        self.default_store: Store | None = None  # the lazily created MemoryStore
+        self.rate_limits: dict[str, RateLimit] = {}
+        self.wait_ms: dict[str, int] | int | None = None
+        self.cooldown_after: dict[str, int] | int | None = None
+        self.cooldown_s: dict[str, float] | float | None = None
+        self.spend_limits: tuple[tuple[float, float], ...] = ()
+        self.version = 0
+        self.active = False  # anything here that governs every search (limits, cool-downs)
+
+    def changed(self) -> None:
+        self.version += 1
+        self.active = bool(self.rate_limits or self.cooldown_after or self.spend_limits)
+
+
+_settings = _Settings()
+
+
+def _per_name(value: Any, param: str, check: Callable[[Any, str], Any]) -> Any:
+    """A scalar (every provider) or a dict keyed by registry names or labels; each value checked."""
+    if isinstance(value, Mapping):
+        out = {}
+        for key, item in value.items():
+            if not isinstance(key, str) or not key.strip():
+                raise ConfigError(f"{param}: keys must be provider names or labels, got {key!r}")
+            out[key.strip()] = check(item, f"{param}[{key!r}]")
+        return out
+    return check(value, param)
+
+
+def configure(
+    *,
+    store: Any = None,
+    rate_limits: Mapping[str, str] | None = None,
+    rate_limit_wait_ms: Any = None,
+    cooldown_after: Any = None,
+    cooldown_s: Any = None,
+    spend_limits: Mapping[str, float] | None = None,
+) -> None:
+    """The governance part of :func:`perplexed.configure` (None = leave as is). Validates everything first."""
+    from .store import open_store
+
+    new_store = open_store(store) if store is not None else None
+    limits = None
+    if rate_limits is not None:
+        if not isinstance(rate_limits, Mapping):
+            raise ConfigError(f"rate_limits must be a dict like {{'brave': '1/s'}}, got {rate_limits!r}")
+        limits = _per_name(rate_limits, "rate_limits", lambda v, p: parse_rate_limit(v, p))
+    wait = None if rate_limit_wait_ms is None else _per_name(
+        rate_limit_wait_ms, "rate_limit_wait_ms",
+        lambda v, p: check_provider_settings(rate_limit_wait_ms=v, owner=p)["rate_limit_wait_ms"])
+    after = None if cooldown_after is None else _per_name(
+        cooldown_after, "cooldown_after",
+        lambda v, p: check_provider_settings(cooldown_after=v, owner=p)["cooldown_after"])
+    period = None if cooldown_s is None else _per_name(
+        cooldown_s, "cooldown_s", lambda v, p: check_provider_settings(cooldown_s=v, owner=p)["cooldown_s"])
+    spend = None if spend_limits is None else parse_spend_limits(spend_limits)
+    # everything valid: apply
+    if new_store is not None:
+        old = _settings.store
+        _settings.store = new_store
+        if old is not None and old is not new_store:
+            _close_quietly(old)
+    if limits is not None:
+        _settings.rate_limits = {k: v for k, v in limits.items() if v is not None}
+    if wait is not None:
+        _settings.wait_ms = wait
+    if after is not None:
+        _settings.cooldown_after = after
+    if period is not None:
+        _settings.cooldown_s = period
+    if spend is not None:
+        _settings.spend_limits = tuple((SPEND_WINDOWS[w], usd) for w, usd in spend.items())
+    _settings.changed()
+
+
+def reset() -> None:
+    """Forget every governance setting and store (the next search opens a fresh default store)."""
+    global _settings
+    for store in (_settings.store, _settings.env_store[1] if _settings.env_store else None):
+        if store is not None:
+            _close_quietly(store)
+    _settings = _Settings()
+
+
+def _close_quietly(store: Store) -> None:
+    try:
+        store.close()
+    except Exception:  # a store failure never fails anything
+        logger.debug("closing %r failed", store, exc_info=True)
+
+
+def current_store() -> Store:
+    """The store in use: :func:`configure`'s, else ``PERPLEXED_STORE``'s, else a per-process MemoryStore.
+
+    Raises :class:`~perplexed.ConfigError` for an unknown ``PERPLEXED_STORE``.
+    """
+    if _settings.store is not None:
+        return _settings.store
+    spec = os.environ.get(STORE_ENV, "").strip()
+    if spec and spec.lower() != "memory":
+        cached = _settings.env_store
+        if cached is not None and cached[0] == spec:
+            return cached[1]
+        from .store import open_store
+
+        try:
+            store = open_store(spec)
+        except ConfigError as exc:
+            raise ConfigError(f"{STORE_ENV}: {exc}") from None
+        if cached is not None:
+            _close_quietly(cached[1])
+        _settings.env_store = (spec, store)
+        return store
+    if _settings.default_store is None:
+        _settings.default_store = MemoryStore()
+    return _settings.default_store
+
+
+# -- per-provider settings ---------------------------------------------------------------------------------
+
+
+class ProviderSettings:
+    """A provider's effective governance settings (constructor, else configure()'s label, else its name)."""
+
+    __slots__ = ("cooldown_after", "cooldown_s", "rate_limit", "wait_ms")
+
+    def __init__(self, rate_limit: RateLimit | None, wait_ms: int, cooldown_after: int | None,
+                 cooldown_s: float) -> None:
+        self.rate_limit = rate_limit
+        self.wait_ms = wait_ms
+        self.cooldown_after = cooldown_after
+        self.cooldown_s = cooldown_s
+
+    @property
+    def governed(self) -> bool:
+        return self.rate_limit is not None or self.cooldown_after is not None
+
+
+def _lookup(table: Any, provider: Provider) -> Any:
+    if not isinstance(table, dict):
+        return table
+    if provider.label in table:
+        return table[provider.label]
+    return table.get(provider.name)
+
+
+def settings_for(provider: Provider) -> ProviderSettings:
+    """The effective settings of ``provider`` (memoised per provider until :func:`configure` changes)."""
+    cached = getattr(provider, "_gov_cache", None)
+    version = _settings.version
+    if cached is not None and cached[0] == version:
+        return cached[1]  # type: ignore[no-any-return]
+    own: dict[str, Any] = getattr(provider, "_gov", None) or {}
+    rate = own.get("rate_limit", _lookup(_settings.rate_limits, provider))
+    wait = own.get("rate_limit_wait_ms", _lookup(_settings.wait_ms, provider))
+    after = own.get("cooldown_after", _lookup(_settings.cooldown_after, provider))
+    period = own.get("cooldown_s", _lookup(_settings.cooldown_s, provider))
+    result = ProviderSettings(
+        rate, DEFAULT_RATE_LIMIT_WAIT_MS if wait is None else int(wait), after,
+        DEFAULT_COOLDOWN_S if period is None else float(period),
+    )
+    try:
+        provider._gov_cache = (version, result)
+    except AttributeError:  # a provider class with __slots__ and no room: recompute next time
+        pass
+    return result
+
+
+def _governed(provider: Provider) -> bool:
+    own: dict[str, Any] | None = getattr(provider, "_gov", None)
+    return own is not None and ("rate_limit" in own or "cooldown_after" in own)
+
+
+# -- identities and keys (hashed; never a key in the clear) ---------------------------------------------------
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.blake2b("\0".join(parts).encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+def provider_identity(provider: Provider) -> str:
+    """A stable hash naming ``provider`` across processes: registry name, base URL and a hash of its key
+    (HTTP providers); label and the function's qualified name (function providers)."""
+    from .providers import CallableProvider, FunctionProvider
+
+    if isinstance(provider, FunctionProvider):
+        fn = provider._fn
+        qual = f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', type(fn).__qualname__)}"
+        return _digest("fn", provider.label, qual)
+    if isinstance(provider, CallableProvider):
+        cls = type(provider)
+        return _digest("callable", provider.name, provider.label, f"{cls.__module__}.{cls.__qualname__}",
+                       str(getattr(provider, "_base_url", "") or ""), str(getattr(provider, "path", "") or ""))
+    try:
+        base_url = provider.base_url
+    except ConfigError:
+        base_url = ""
+    key_hash = ""
+    if provider.env_key:
+        try:
+            key_hash = hashlib.sha256(provider.api_key().encode()).hexdigest()
+        except ConfigError:
+            key_hash = ""
+    return _digest("http", provider.name, base_url, key_hash)
+
+
+def _options_key(options: Any) -> str:
+    from ._options import _DEFAULT_SEARCH_OPTIONS
+
+    if options is _DEFAULT_SEARCH_OPTIONS:
+        return ""
+    return json.dumps(options.model_dump(mode="json"), sort_keys=True, default=repr, separators=(",", ":"))
+
+
+def cache_key(provider: Provider, identity: str, query: str, options_key: str) -> str:
+    """The cache key of one provider's answer to ``query`` (identity, query, result-changing options)."""
+    extra = ""
+    if provider.options:
+        extra = json.dumps(provider.options, sort_keys=True, default=repr, separators=(",", ":"))
+    return _digest("cache", identity, query, options_key, extra)
+
+
+# -- the per-search governor ----------------------------------------------------------------------------------
+
+
+def plan(prepared: Search, attempt: AttemptFn) -> Governor | None:
+    """A :class:`Governor` for this search, or None when nothing is configured (the plain chain).
+
+    Raises :class:`~perplexed.ConfigError` (before any call) when ``PERPLEXED_STORE`` is not a store.
+    """
+    chain = prepared.chain
+    if (
+        chain.cache_ttl_s is None
+        and chain.budget_usd is None
+        and not _settings.active
+        and not any(_governed(p) for p in prepared.providers)
+    ):
+        return None
+    return Governor(prepared, current_store(), attempt)
+
+
+_flights: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Future[CachedAnswer | None]]] = (
+    weakref.WeakKeyDictionary()
+)
+_background: set[asyncio.Task[Any]] = set()
+_last_warning = [0.0]
+
+
+def _store_failed(what: str, exc: BaseException) -> None:
+    now = time.monotonic()
+    if now - _last_warning[0] > 10:  # do not flood the log when the store is down
+        _last_warning[0] = now
+        logger.warning("state store %s failed (%s: %s); going ahead without it", what, type(exc).__name__, exc)
+    else:
+        logger.debug("state store %s failed", what, exc_info=True)
+
+
+class Governor:
+    """Governance of one search: per-call budget, cooling-down providers seen, the store."""
+
+    __slots__ = ("_attempt", "_cooling", "_options_key", "chain", "prepared", "spent", "store")
+
+    def __init__(self, prepared: Search, store: Store, attempt: AttemptFn) -> None:
+        self.prepared = prepared
+        self.chain = prepared.chain
+        self.store = store
+        self._attempt = attempt
+        self.spent = 0.0
+        self._cooling: list[tuple[float, int, Provider]] = []
+        self._options_key: str | None = None
+
+    # -- one provider ----------------------------------------------------------------------------------------
+
+    async def attempt(self, provider: Provider, budget: float, capped: bool = False,
+                      *, early: bool = False) -> AttemptResult:
+        """The governed attempt of ``provider`` within ``budget`` seconds: a cache hit, a skip (cooling
+        down, rate limited, over budget) or a real call through the chain's attempt, then recorded.
+
+        Same shape as ``chain._attempt``: ``(attempt, hits, failure)``; never raises for provider failures.
+        """
+        start = time.perf_counter()
+        chain = self.chain
+        prepared = self.prepared
+        settings = settings_for(provider)
+        identity = provider_identity(provider)
+        ttl = chain.cache_ttl_s
+        key: str | None = None
+        if ttl and provider.name != "local" and not early:
+            if self._options_key is None:
+                self._options_key = _options_key(prepared.options)
+            key = cache_key(provider, identity, prepared.query, self._options_key)
+        lookup = key
+        flight: asyncio.Future[CachedAnswer | None] | None = None
+        flights: dict[str, asyncio.Future[CachedAnswer | None]] | None = None
+        if key is not None and chain.cache_single_flight:
+            loop = asyncio.get_running_loop()
+            flights = _flights.get(loop)
+            if flights is None:
+                flights = _flights[loop] = {}
+            leader = flights.get(key)
+            if leader is not None:
+                try:
+                    async with asyncio.timeout(budget):
+                        shared = await asyncio.shield(leader)
+                except TimeoutError:
+                    return self._timeout(provider, budget, capped, start), [], None
+                if shared is not None:
+                    return self._cached(provider, shared, start), list(shared.hits), None
+                lookup = None  # the shared call was not ok: call the provider ourselves
+            else:
+                flight = flights[key] = asyncio.get_running_loop().create_future()
+        filled: CachedAnswer | None = None
+        try:
+            result, filled = await self._admit_and_call(
+                provider, identity, settings, key, lookup, budget, capped, start, early
+            )
+            return result
+        finally:
+            if flight is not None and flights is not None:
+                if not flight.done():
+                    flight.set_result(filled)
+                if flights.get(key or "") is flight:
+                    del flights[key or ""]
+
+    async def _admit_and_call(
+        self, provider: Provider, identity: str, settings: ProviderSettings, key: str | None,
+        lookup: str | None, budget: float, capped: bool, start: float, early: bool,
+    ) -> tuple[AttemptResult, CachedAnswer | None]:
+        chain = self.chain
+        store = self.store
+        try:
+            price = provider.price(self.prepared.options)
+        except Exception:  # a pricing bug: treat as free here; the attempt prices itself again
+            price = 0.0
+        over_call_budget = (
+            chain.budget_usd is not None and price > 0 and self.spent + price > chain.budget_usd + 1e-12
+        )
+        rate = settings.rate_limit
+        request = Admission(
+            provider=identity,
+            label=provider.label,
+            cache_key=lookup,
+            claim_fill=bool(lookup) and chain.cache_single_flight and store.shared,
+            fill_lease_s=budget,
+            over_call_budget=over_call_budget,
+            cooldown=settings.cooldown_after is not None,
+            trial_lease_s=budget,
+            early_trial=early,
+            rate_limit=None if rate is None else (rate.limit, rate.window_s),
+            price=price,
+            spend_limits=_settings.spend_limits,
+        )
+        loop = asyncio.get_running_loop()
+        ends = loop.time() + budget
+        while True:
+            decision = await self._admit(request)
+            verdict = decision.verdict
+            if verdict == "call":
+                break
+            if verdict == "cached" and decision.answer is not None:
+                return (self._cached(provider, decision.answer, start), list(decision.answer.hits), None), None
+            if verdict == "fill_pending" and lookup is not None:
+                try:
+                    answer = await store.wait_fill(lookup, max(0.0, ends - loop.time()), provider=identity)
+                except Exception as exc:
+                    _store_failed("wait_fill", exc)
+                    answer = None
+                if answer is not None:
+                    return (self._cached(provider, answer, start), list(answer.hits), None), None
+                request = _replace(request, cache_key=None, claim_fill=False)
+                continue
+            if verdict == "rate_limited":
+                wait = decision.wait_s
+                left = ends - loop.time()
+                if wait * 1000 <= settings.wait_ms and wait < left:
+                    await asyncio.sleep(wait + 0.0005)
+                    request = _replace(request, cache_key=None, claim_fill=False)
+                    continue
+                return (self._skipped(provider, "rate_limited", start, decision,
+                                      f"rate limit {rate.text if rate else ''} reached; "
+                                      f"next slot in {wait * 1000:.0f} ms"), [], None), None
+            if verdict == "cooling_down":
+                self._cooling.append((decision.wait_s, len(self._cooling), provider))
+                return (self._skipped(provider, "cooling_down", start, decision,
+                                      f"cooling down after failures; {decision.wait_s:.1f} s left"), [], None), None
+            # over_budget (or an unknown verdict from a third-party store: skip, never call blindly)
+            why = (f"price ${price:g} would exceed budget_usd ${chain.budget_usd:g} (spent ${self.spent:g})"
+                   if over_call_budget else "price would exceed a spend limit")
+            return (self._skipped(provider, "over_budget", start, decision, why), [], None), None
+        remaining = ends - loop.time()
+        if remaining <= 0:
+            remaining = 0.001
+        try:
+            attempt, hits, failure = await self._attempt(provider, self.prepared, remaining, capped)
+        except asyncio.CancelledError:
+            self._record_later(Record(
+                provider=identity, label=provider.label, health="neutral", trial=decision.trial,
+                cooldown_after=settings.cooldown_after, cooldown_s=settings.cooldown_s,
+                ticket=decision.ticket, cost=price, cache_key=key, release_fill=decision.fill_claimed,
+            ))
+            raise
+        waited_ms = int((time.perf_counter() - start) * 1000) - attempt.duration_ms
+        if waited_ms > 0:
+            attempt = attempt.model_copy(update={"duration_ms": attempt.duration_ms + waited_ms})
+        self.spent += attempt.cost
+        outcome = attempt.outcome
+        health = health_of(outcome.value, attempt.reason)
+        retry_after = None
+        if isinstance(failure, ProviderError) and failure.retry_after is not None and failure.status in (429, 503):
+            retry_after = failure.retry_after
+        filled = CachedAnswer(hits, attempt.detail) if (key is not None and outcome is Outcome.OK) else None
+        record = Record(
+            provider=identity,
+            label=provider.label,
+            health=health,
+            trial=decision.trial,
+            cooldown_after=settings.cooldown_after,
+            cooldown_s=settings.cooldown_s,
+            retry_after_s=retry_after,
+            ticket=decision.ticket,
+            cost=attempt.cost,
+            cache_key=key,
+            answer=filled,
+            ttl_s=self.chain.cache_ttl_s,
+            release_fill=decision.fill_claimed,
+            latency_ms=float(attempt.duration_ms) if health == "answer" else None,
+        )
+        if (
+            settings.cooldown_after is not None or decision.ticket is not None or filled is not None
+            or decision.fill_claimed or attempt.cost > 0 or health == "answer"
+        ):
+            try:
+                await store.record(record)
+            except Exception as exc:
+                _store_failed("record", exc)
+        return (attempt, hits, failure), filled
+
+    async def _admit(self, request: Admission) -> Decision:
+        try:
+            return await self.store.admit(request)
+        except Exception as exc:
+            _store_failed("admit", exc)
+            return Decision("call")
+
+    def _record_later(self, record: Record) -> None:
+        async def run() -> None:
+            try:
+                await self.store.record(record)
+            except Exception as exc:
+                _store_failed("record", exc)
+
+        try:
+            task = asyncio.get_running_loop().create_task(run())
+        except RuntimeError:
+            return
+        _background.add(task)
+        task.add_done_callback(_background.discard)
+
+    # -- the end of the chain -----------------------------------------------------------------------------
+
+    def trial_candidate(self) -> Provider | None:
+        """The provider skipped as cooling down whose cool-down ends first (None when none was)."""
+        if not self._cooling:
+            return None
+        return min(self._cooling, key=lambda item: (item[0], item[1]))[2]
+
+    async def early_trial(self, budget: float, capped: bool = False) -> AttemptResult | None:
+        """When the chain ended without an answer: the early trial call of the cooling-down provider whose
+        cool-down ends first, unless a trial of it is in flight (then None: nothing was tried)."""
+        provider = self.trial_candidate()
+        if provider is None or budget <= 0:
+            return None
+        self._cooling.clear()
+        attempt, hits, failure = await self.attempt(provider, budget, capped, early=True)
+        if attempt.outcome is Outcome.SKIPPED and attempt.reason == "cooling_down":
+            return None  # another search's trial is in flight: this one keeps its skipped attempt
+        return attempt, hits, failure
+
+    # -- attempts that are not calls ----------------------------------------------------------------------
+
+    @staticmethod
+    def _cached(provider: Provider, answer: CachedAnswer, start: float) -> Attempt:
+        return Attempt(provider=provider.label, outcome=Outcome.OK, cost=0.0, billable=False, cached=True,
+                       duration_ms=int((time.perf_counter() - start) * 1000), detail=answer.detail)
+
+    @staticmethod
+    def _skipped(provider: Provider, reason: str, start: float, decision: Decision, why: str) -> Attempt:
+        return Attempt(provider=provider.label, outcome=Outcome.SKIPPED, reason=reason, cost=0.0,
+                       billable=False, duration_ms=int((time.perf_counter() - start) * 1000),
+                       error=why, detail=decision.detail)
+
+    @staticmethod
+    def _timeout(provider: Provider, budget: float, capped: bool, start: float) -> Attempt:
+        why = "; capped by the chain deadline" if capped else ""
+        return Attempt(provider=provider.label, outcome=Outcome.TIMEOUT, reason="timeout",
+                       duration_ms=int((time.perf_counter() - start) * 1000),
+                       error=f"no answer within {int(budget * 1000)} ms (waiting for an identical search{why})")
+
+
+def _replace(request: Admission, **changes: Any) -> Admission:
+    from dataclasses import replace
+
+    return replace(request, **changes)
+
+
+# -- spend and status, for perplexed.spend(), answer() and the CLI ---------------------------------------------
+
+
+def _window_s(window: object) -> float:
+    if isinstance(window, str) and window in SPEND_WINDOWS:
+        return SPEND_WINDOWS[window]
+    known = ", ".join(repr(w) for w in SPEND_WINDOWS)
+    raise InvalidRequest(f"window must be one of {known}, got {window!r}", param="window")
+
+
+async def aspend(window: str = "day") -> dict[str, float]:
+    """Spend per provider (the name attempts show) over the rolling ``window`` (``"minute"``, ``"hour"``,
+    ``"day"`` = the last 24 hours, ``"week"``), across everything sharing the store; Agent API calls made by
+    ``answer()`` are included as ``perplexity-agent``."""
+    window_s = _window_s(window)
+    store = current_store()
+    try:
+        totals = await store.spend(window_s)
+    except Exception as exc:
+        _store_failed("spend", exc)
+        return {}
+    return {label: round(amount, 10) for label, amount in sorted(totals.items()) if amount > 0}
+
+
+def spend(window: str = "day") -> dict[str, float]:
+    """Synchronous :func:`aspend`."""
+    _window_s(window)
+    return _portal.run(aspend, window)
+
+
+async def arecord_spend(label: str, cost: float | None) -> None:
+    """Record ``cost`` USD spent outside a chain under ``label`` (e.g. the Agent API under
+    ``"perplexity-agent"``). Never raises for a store failure; ignores None / 0 / non-finite costs."""
+    if cost is None or isinstance(cost, bool) or not isinstance(cost, int | float):
+        return
+    if not math.isfinite(cost) or cost <= 0:
+        return
+    try:
+        await current_store().add_spend(label, float(cost))
+    except Exception as exc:
+        _store_failed("add_spend", exc)
+
+
+def record_spend(label: str, cost: float | None) -> None:
+    """Synchronous :func:`arecord_spend` (safe to call from any thread or inside a running event loop:
+    inside one, the write is scheduled on it and this returns at once)."""
+    if cost is None or isinstance(cost, bool) or not isinstance(cost, int | float) or not cost > 0:
+        return
+    try:
+        store = current_store()
+    except ConfigError as exc:
+        _store_failed("open", exc)
+        return
+    if isinstance(store, MemoryStore):
+        try:
+            store.record_now(Record(provider="", label=label, cost=float(cost)))
+        except Exception as exc:
+            _store_failed("add_spend", exc)
+        return
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        loop = None
+    if loop is None:
+        _portal.run(arecord_spend, label, cost)
+        return
+    task = loop.create_task(arecord_spend(label, cost))
+    _background.add(task)
+    task.add_done_callback(_background.discard)
+
+
+def note_spend(label: str, cost: float) -> None:
+    """The plain chain's spend bookkeeping (nothing configured): add a paid attempt's cost to the store so
+    ``perplexed.spend()`` reports it. Never blocks and never raises."""
+    try:
+        record_spend(label, cost)
+    except Exception as exc:  # pragma: no cover - defensive
+        _store_failed("spend", exc)
+
+
+async def latency_p95(provider: Provider) -> float | None:
+    """``provider``'s observed p95 latency in ms from the store (None: too few answers yet, or no store)."""
+    try:
+        return await current_store().latency_p95(provider_identity(provider))
+    except Exception as exc:
+        _store_failed("latency_p95", exc)
+        return None
+
+
+async def provider_status(provider: Provider) -> dict[str, Any]:
+    """What ``perplexed providers`` shows: rate limit, cool-down state, window usage, spend today."""
+    settings = settings_for(provider)
+    rate = settings.rate_limit
+    out: dict[str, Any] = {
+        "rate_limit": rate.text if rate else None,
+        "cooldown_after": settings.cooldown_after,
+        "cooldown": "off" if settings.cooldown_after is None else "ok",
+        "cooldown_ends_in_s": None,
+        "window_calls": None,
+        "spend_today": 0.0,
+    }
+    try:
+        store = current_store()
+        state = await store.state(provider_identity(provider), rate.window_s if rate else None)
+        today = await store.spend(SPEND_WINDOWS["day"])
+    except Exception as exc:
+        _store_failed("state", exc)
+        out["cooldown"] = "unknown"
+        return out
+    if settings.cooldown_after is not None or state.cooling_down:
+        if state.cooling_down:
+            ends = state.cooldown_ends_in_s or 0.0
+            out["cooldown"] = ("trial in flight" if state.trial_in_flight
+                               else "cooling down" if ends > 0 else "trial due")
+            out["cooldown_ends_in_s"] = round(ends, 1)
+        elif state.failures:
+            out["cooldown"] = f"ok ({state.failures} failure{'s' if state.failures != 1 else ''})"
+    if rate is not None:
+        out["window_calls"] = state.window_calls
+    out["spend_today"] = round(today.get(provider.label, 0.0), 6)
+    return out

@@ -1,0 +1,534 @@
+"""A Redis / Valkey state store for fleets: every worker on every host shares the cache, the cool-downs, the
+rolling rate-limit windows and the spend of the provider accounts.
+
+    from perplexed.store import RedisStore
+    perplexed.configure(store=RedisStore("redis://cache.internal:6379/0", fleet_size=8))
+    # or: perplexed.configure(store="redis://cache.internal:6379/0?fleet_size=8"), or PERPLEXED_STORE
+
+URLs: ``redis://[user:password@]host:port/db``, ``rediss://`` (TLS; redis-py's ``ssl_*`` query options
+pass through, e.g. ``?ssl_ca_certs=/path/ca.pem``), ``unix:///path/to/socket?db=0``. perplexed's own query
+options: ``prefix`` (default ``perplexed:``), ``cluster`` (``true`` = Redis Cluster / Valkey cluster),
+``timeout_ms`` (default 50) and ``fleet_size`` (default 1); the constructor's arguments win over the URL.
+
+Every state change is one Lua script run with EVALSHA (re-sent with EVAL after a ``NOSCRIPT``), atomic on the
+server (see :mod:`perplexed.store._redis_lua`): an admission is one round trip (two in cluster mode when a
+spend limit must be checked, since the spend keys have their own hash tag). Provider identities are hashed
+again before they become key names; cached answers are scrubbed of registered secrets and capped at 1 MiB
+each (larger answers are not cached).
+
+The store works from any event loop and from the sync API: it keeps one client (and connection pool) per
+event loop. It is never a new way to fail: see :class:`~perplexed.store._resilient.ResilientStore` for the
+degraded mode (store timeout, in-process state with limits divided by ``fleet_size``, spend failing closed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import itertools
+import os
+import threading
+import time
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any, Final
+from urllib.parse import SplitResult, parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
+
+from .._errors import _SECRETS, ConfigError, register_secret
+from .._policy import LATENCY_SAMPLES, p95
+from ._base import (
+    CALL,
+    Admission,
+    CachedAnswer,
+    Decision,
+    ProviderState,
+    Record,
+    Store,
+    decode_answer,
+    encode_answer,
+)
+from ._redis_lua import ADMIT, POLL_FILL, RECORD, SPEND_REPORT, SPEND_RESERVE, STATE, UNDO, Script
+from ._resilient import ResilientStore
+
+__all__ = ["DEFAULT_PREFIX", "DEFAULT_TIMEOUT_MS", "MAX_CACHE_BYTES", "RedisStore"]
+
+DEFAULT_PREFIX: Final = "perplexed:"
+DEFAULT_TIMEOUT_MS: Final = 50
+MAX_CACHE_BYTES: Final = 1024 * 1024
+"""A cached answer larger than this (serialized) is not cached."""
+
+_SCHEMES = ("redis", "rediss", "unix")
+_OWN_QUERY = ("prefix", "cluster", "timeout_ms", "fleet_size")
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+_P95_FRESH_S = 1.0
+_FILL_POLL_MIN_S = 0.005
+_FILL_POLL_MAX_S = 0.05
+
+
+def _nano(usd: float) -> str:
+    return str(round(usd * 1e9))
+
+
+def _f(value: float) -> str:
+    return repr(float(value))
+
+
+def _glob_escape(text: str) -> str:
+    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
+
+
+class _RedisBackend(Store):
+    """The Redis store without its safety net: every method raises what redis-py raises."""
+
+    shared = True
+
+    def __init__(self, url: str, options: dict[str, Any], *, prefix: str, cluster: bool, timeout_s: float,
+                 clock: Callable[[], float]) -> None:
+        import redis.asyncio  # noqa: F401 - fail here, not on first use
+        from redis.exceptions import NoScriptError
+
+        self._url = url
+        self._options = options
+        self.prefix = prefix
+        self.cluster = cluster
+        self._timeout_s = timeout_s
+        self.clock = clock
+        self._no_script = NoScriptError
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
+        self._clients_lock = threading.Lock()
+        self._last: tuple[weakref.ref[asyncio.AbstractEventLoop] | None, Any] = (None, None)
+        self._tags: dict[str, str] = {}
+        self._spend_keys = tuple(f"{prefix}{{spend}}:{part}" for part in "eabskn")
+        self._spend_dummy = tuple(f"{prefix}{{spend}}:x{i}" for i in range(4))
+        self._members = itertools.count()
+        self._member_prefix = os.urandom(6).hex()
+        self._p95: dict[str, tuple[float, float | None]] = {}
+
+    # -- connections: one client per event loop ----------------------------------------------------------------
+
+    def _client(self) -> Any:
+        loop = asyncio.get_running_loop()
+        ref, client = self._last
+        if ref is not None and ref() is loop:
+            return client
+        with self._clients_lock:
+            client = self._clients.get(loop)
+            if client is None:
+                client = self._new_client()
+                self._clients[loop] = client
+            self._last = (weakref.ref(loop), client)
+        return client
+
+    def _new_client(self) -> Any:
+        kwargs: dict[str, Any] = {
+            "socket_timeout": self._timeout_s,
+            "socket_connect_timeout": self._timeout_s,
+            **self._options,
+        }
+        if self.cluster:
+            from redis.asyncio.cluster import RedisCluster
+
+            return RedisCluster.from_url(self._url, **kwargs)
+        from redis.asyncio import Redis
+        from redis.asyncio.connection import ConnectionPool, SSLConnection, parse_url
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+
+        kwargs.setdefault("retry", Retry(NoBackoff(), 1))  # one immediate retry on a stale pooled connection
+        kwargs.update(parse_url(self._url))
+        if kwargs.get("connection_class") is SSLConnection:
+            kwargs["connection_class"] = _shared_context_ssl_connection()
+        return Redis.from_pool(ConnectionPool(**kwargs))
+
+    async def _eval(self, script: Script, keys: Sequence[str], args: Sequence[str | bytes]) -> Any:
+        client = self._client()
+        if self.cluster:
+            # a cold cluster client hit by concurrent commands can hand out a connection while another task
+            # is setting it up (redis-py 8.1: AttributeError on _writer); initializing first avoids that
+            await client.initialize()
+        try:
+            return await client.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
+        except self._no_script:  # a restarted or flushed server: EVAL sends the source (and caches it)
+            return await client.execute_command("EVAL", script.source, len(keys), *keys, *args)
+
+    # -- key names -----------------------------------------------------------------------------------------------
+
+    def _tag(self, provider: str) -> str:
+        tag = self._tags.get(provider)
+        if tag is None:
+            digest = hashlib.sha256(provider.encode()).hexdigest()[:24]
+            tag = f"{self.prefix}{{p:{digest}}}"
+            if len(self._tags) > 10_000:
+                self._tags.clear()
+            self._tags[provider] = tag
+        return tag
+
+    def _provider_keys(self, provider: str, cache_key: str | None, last: str) -> list[str]:
+        tag = self._tag(provider)
+        ck = cache_key or ""
+        return [f"{tag}:k:{ck}", f"{tag}:f:{ck}", f"{tag}:c", f"{tag}:{last}"]
+
+    # -- the two decisions -----------------------------------------------------------------------------------------
+
+    async def admit(self, request: Admission) -> Decision:
+        now = self.clock()
+        keys = self._provider_keys(request.provider, request.cache_key, "w")
+        limit, window_s = request.rate_limit if request.rate_limit is not None else (0, 0.0)
+        price = request.price if request.price > 0 else 0.0
+        spend_here = price > 0 and not self.cluster
+        spend_after = price > 0 and self.cluster and bool(request.spend_limits)
+        member = f"{self._member_prefix}:{next(self._members)}"
+        args = [
+            _f(now),
+            "1" if request.cache_key is not None else "0",
+            "1" if request.claim_fill else "0",
+            _f(request.fill_lease_s),
+            "1" if request.over_call_budget else "0",
+            "1" if request.cooldown else "0",
+            _f(request.trial_lease_s),
+            "1" if request.early_trial else "0",
+            str(int(limit)),
+            _f(window_s),
+            member,
+            _nano(price),
+            request.label,
+            "1" if spend_here else "0",
+            str(len(request.spend_limits)),
+        ]
+        for w, usd in request.spend_limits:
+            args += [_f(w), _nano(usd)]
+        if spend_here:
+            keys += self._spend_keys
+        reply = await self._eval(ADMIT, keys, args)
+        verdict = reply[0].decode()
+        if verdict == "call":
+            ticket = reply[2].decode() or None
+            trial = reply[3] == b"1"
+            claimed = reply[4] == b"1"
+            if spend_after:
+                reserved = await self._eval(SPEND_RESERVE, self._spend_keys,
+                                            [_f(now), _nano(price), request.label, *args[14:]])
+                if reserved[0] == b"over_budget":
+                    await self._eval(UNDO, [keys[1], keys[2], keys[3]],
+                                     [member, "1" if trial else "0", "1" if claimed else "0"])
+                    return Decision("over_budget")
+                ticket = reserved[1].decode()
+            if ticket is None and not trial and not claimed:
+                return CALL
+            return Decision("call", ticket=ticket, trial=trial, fill_claimed=claimed)
+        if verdict == "cached":
+            return Decision("cached", answer=decode_answer(reply[1]))
+        if verdict in ("cooling_down", "rate_limited", "fill_pending"):
+            return Decision(verdict, wait_s=float(reply[1]))
+        if verdict == "over_budget":
+            return Decision("over_budget")
+        raise RuntimeError(f"unexpected admit reply {verdict!r}")  # pragma: no cover
+
+    async def record(self, record: Record) -> None:
+        now = self.clock()
+        provider = record.provider
+        payload = b""
+        ttl = ""
+        if record.cache_key is not None and record.answer is not None and record.ttl_s and record.ttl_s > 0:
+            payload = _scrub(encode_answer(record.answer))
+            if len(payload) <= MAX_CACHE_BYTES:
+                ttl = _f(record.ttl_s)
+            else:
+                payload = b""
+        release = record.cache_key is not None and record.release_fill
+        provider_part = bool(provider) and (
+            record.cooldown_after is not None or bool(ttl) or release or record.latency_ms is not None
+        )
+        spend_part = record.ticket is not None or record.cost > 0
+        if not provider_part and not spend_part:
+            return
+        provider_args = [
+            "1" if provider_part else "0",
+            "" if record.cooldown_after is None else str(int(record.cooldown_after)),
+            record.health,
+            "1" if record.trial else "0",
+            _f(record.cooldown_s),
+            "" if record.retry_after_s is None else _f(record.retry_after_s),
+            ttl,
+        ]
+        tail = [
+            "1" if release else "0",
+            "" if record.latency_ms is None else _f(record.latency_ms),
+        ]
+        spend_args = [record.ticket or "", _nano(max(record.cost, 0.0)), record.label]
+        if record.latency_ms is not None:
+            self._p95.pop(provider, None)
+        pkeys = self._provider_keys(provider, record.cache_key, "l") if provider_part else list(self._spend_dummy)
+        if not self.cluster:
+            keys = pkeys + list(self._spend_keys) if spend_part else pkeys
+            await self._eval(RECORD, keys, [_f(now), *provider_args, payload, *tail,
+                                            "1" if spend_part else "0", *spend_args])
+            return
+        if provider_part:
+            await self._eval(RECORD, pkeys, [_f(now), *provider_args, payload, *tail, "0", "", "0", ""])
+        if spend_part:
+            await self._eval(RECORD, [*self._spend_dummy, *self._spend_keys],
+                             [_f(now), "0", "", "neutral", "0", "0", "", "", "", "0", "", "1", *spend_args])
+
+    # -- reads -------------------------------------------------------------------------------------------------------
+
+    async def spend(self, window_s: float) -> dict[str, float]:
+        reply = await self._eval(SPEND_REPORT, self._spend_keys, [_f(self.clock()), _f(window_s)])
+        return {reply[i].decode(): int(float(reply[i + 1])) / 1e9 for i in range(0, len(reply), 2)}
+
+    async def latency_p95(self, provider: str) -> float | None:
+        cached = self._p95.get(provider)
+        mono = time.monotonic()
+        if cached is not None and cached[0] > mono:
+            return cached[1]
+        raw = await self._client().execute_command("LRANGE", f"{self._tag(provider)}:l", 0, LATENCY_SAMPLES - 1)
+        value = p95([float(x) for x in raw])
+        if len(self._p95) > 10_000:
+            self._p95.clear()
+        self._p95[provider] = (mono + _P95_FRESH_S, value)
+        return value
+
+    async def state(self, provider: str, window_s: float | None = None) -> ProviderState:
+        tag = self._tag(provider)
+        now = self.clock()
+        reply = await self._eval(STATE, [f"{tag}:c", f"{tag}:w"],
+                                 [_f(now), "" if window_s is None else _f(window_s)])
+        failures, open_until, _period, trial_until, calls = (x.decode() for x in reply)
+        opened = float(open_until) if open_until else None
+        trial = float(trial_until) if trial_until else None
+        return ProviderState(
+            failures=int(float(failures)),
+            cooling_down=opened is not None,
+            cooldown_ends_in_s=None if opened is None else max(0.0, opened - now),
+            trial_in_flight=trial is not None and trial > now,
+            window_calls=int(calls),
+        )
+
+    async def wait_fill(self, cache_key: str, timeout_s: float, provider: str = "") -> CachedAnswer | None:
+        loop = asyncio.get_running_loop()
+        end = loop.time() + max(0.0, timeout_s)
+        keys = self._provider_keys(provider, cache_key, "w")[:2]
+        pause = _FILL_POLL_MIN_S
+        while True:
+            async with asyncio.timeout(self._timeout_s):
+                reply = await self._eval(POLL_FILL, keys, [_f(self.clock())])
+            if reply[0] == b"hit":
+                return decode_answer(reply[1])
+            if reply[0] == b"gone":
+                return None
+            left = end - loop.time()
+            if left <= 0:
+                return None
+            await asyncio.sleep(min(pause, left))
+            pause = min(pause * 2, _FILL_POLL_MAX_S)
+
+    async def clear(self) -> None:
+        client = self._client()
+        pattern = _glob_escape(self.prefix) + "*"
+        batch: list[Any] = []
+        async for key in client.scan_iter(match=pattern, count=500):
+            if self.cluster:
+                await client.execute_command("UNLINK", key)
+                continue
+            batch.append(key)
+            if len(batch) >= 500:
+                await client.execute_command("UNLINK", *batch)
+                batch.clear()
+        if batch:
+            await client.execute_command("UNLINK", *batch)
+        self._p95.clear()
+
+    # -- closing ------------------------------------------------------------------------------------------------------
+
+    def _take_clients(self) -> list[tuple[asyncio.AbstractEventLoop, Any]]:
+        with self._clients_lock:
+            items = list(self._clients.items())
+            self._clients.clear()
+            self._last = (None, None)
+        return items
+
+    async def aclose(self) -> None:
+        try:
+            current: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:  # pragma: no cover - aclose is a coroutine
+            current = None
+        for loop, client in self._take_clients():
+            if loop is current:
+                await _aclose_client(client)
+            else:
+                _close_elsewhere(loop, client)
+
+    def close(self) -> None:
+        for loop, client in self._take_clients():
+            _close_elsewhere(loop, client)
+
+
+async def _aclose_client(client: Any) -> None:
+    closer = getattr(client, "aclose", None) or client.close
+    with contextlib.suppress(Exception):
+        await closer()
+
+
+def _close_elsewhere(loop: asyncio.AbstractEventLoop, client: Any) -> None:
+    """Close a client that belongs to ``loop`` from outside it (best effort; a closed loop's client is dropped)."""
+    if loop.is_closed():
+        return
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if loop.is_running():
+        future = asyncio.run_coroutine_threadsafe(_aclose_client(client), loop)
+        if running is None:  # we may block: wait a little for it
+            with contextlib.suppress(Exception):
+                future.result(timeout=1.0)
+        return
+    if running is None:
+        with contextlib.suppress(Exception):
+            loop.run_until_complete(_aclose_client(client))
+
+
+_SSL_FIELDS = ("keyfile", "certfile", "cert_reqs", "include_verify_flags", "exclude_verify_flags", "ca_certs",
+               "ca_data", "ca_path", "check_hostname", "min_version", "ciphers", "password")
+_ssl_class: Any = None
+
+
+def _shared_context_ssl_connection() -> Any:
+    """redis-py's asyncio SSLConnection builds a fresh SSLContext (loading the system's CA bundle, tens of ms
+    of blocking CPU) for every new connection; this subclass shares one context per set of TLS options."""
+    global _ssl_class
+    if _ssl_class is None:
+        from redis.asyncio.connection import RedisSSLContext, SSLConnection
+
+        contexts: dict[tuple[str, ...], RedisSSLContext] = {}
+        lock = threading.Lock()
+
+        class SharedContextSSLConnection(SSLConnection):
+            def __init__(self, **kwargs: Any) -> None:
+                super().__init__(**kwargs)
+                mine = self.ssl_context
+                key = tuple(repr(getattr(mine, name, None)) for name in _SSL_FIELDS)
+                with lock:
+                    self.ssl_context = contexts.setdefault(key, mine)
+
+        _ssl_class = SharedContextSSLConnection
+    return _ssl_class
+
+
+def _scrub(payload: bytes) -> bytes:
+    """Remove registered secrets from a cached answer before it leaves the process."""
+    if not _SECRETS:
+        return payload
+    text = payload.decode()
+    changed = False
+    for secret in list(_SECRETS):
+        if secret in text:
+            text = text.replace(secret, "[REDACTED]")
+            changed = True
+    return text.encode() if changed else payload
+
+
+# -- the public store --------------------------------------------------------------------------------------------------
+
+
+def _as_bool(name: str, value: object) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+        return value.strip().lower() in _TRUE
+    raise ConfigError(f"RedisStore: {name} must be true or false, got {value!r}")
+
+
+def _as_timeout_ms(value: object) -> float:
+    try:
+        number = float(value) if isinstance(value, str) else value
+    except ValueError:
+        number = None
+    if isinstance(number, bool) or not isinstance(number, int | float) or not number > 0 or number == float("inf"):
+        raise ConfigError(f"RedisStore: timeout_ms must be a positive number of milliseconds, got {value!r}")
+    return float(number)
+
+
+def _as_fleet_size(value: object) -> int:
+    number: object = value
+    if isinstance(value, str) and value.strip().isdigit():
+        number = int(value.strip())
+    if isinstance(number, bool) or not isinstance(number, int) or number < 1:
+        raise ConfigError(f"RedisStore: fleet_size must be a whole number >= 1, got {value!r}")
+    return number
+
+
+class RedisStore(ResilientStore):
+    """The state store of a fleet, in Redis or Valkey (see the module docstring).
+
+    ``RedisStore(url, prefix="perplexed:", cluster=False, timeout_ms=50, fleet_size=1)``; each argument
+    left out is taken from the URL's query (``?prefix=...&cluster=true&timeout_ms=...&fleet_size=...``),
+    else the default. ``clock`` (seconds since the epoch) is injectable for tests; the fleet's hosts share
+    time through it, so keep their clocks in sync (NTP).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        prefix: str | None = None,
+        *,
+        cluster: bool | None = None,
+        timeout_ms: float | None = None,
+        fleet_size: int | None = None,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        if not isinstance(url, str) or "://" not in url:
+            raise ConfigError(f"RedisStore: url must be a redis://, rediss:// or unix:// URL, got {url!r}")
+        parts = urlsplit(url.strip())
+        scheme = parts.scheme.lower()
+        if scheme not in _SCHEMES:
+            raise ConfigError(f"RedisStore: url must start with redis://, rediss:// or unix://, got {scheme}://")
+        own: dict[str, str] = {}
+        rest: list[tuple[str, str]] = []
+        for name, value in parse_qsl(parts.query, keep_blank_values=True):
+            (own.__setitem__(name, value) if name in _OWN_QUERY else rest.append((name, value)))
+        if prefix is None:
+            prefix = own.get("prefix", DEFAULT_PREFIX)
+        if not isinstance(prefix, str) or not prefix:
+            raise ConfigError(f"RedisStore: prefix must be a non-empty string, got {prefix!r}")
+        use_cluster = _as_bool("cluster", cluster if cluster is not None else own.get("cluster", False))
+        if use_cluster and scheme == "unix":
+            raise ConfigError("RedisStore: cluster=True needs a redis:// or rediss:// URL, not unix://")
+        timeout = _as_timeout_ms(timeout_ms if timeout_ms is not None else own.get("timeout_ms", DEFAULT_TIMEOUT_MS))
+        fleet = _as_fleet_size(fleet_size if fleet_size is not None else own.get("fleet_size", 1))
+        if clock is not None and not callable(clock):
+            raise ConfigError(f"RedisStore: clock must be a callable returning seconds, got {clock!r}")
+        if parts.password:
+            register_secret(unquote(parts.password))
+        clean = urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(rest), parts.fragment))
+        try:
+            backend = _RedisBackend(clean, {}, prefix=prefix, cluster=use_cluster, timeout_s=timeout / 1000.0,
+                                    clock=clock or time.time)
+        except ImportError:
+            raise ConfigError(
+                "store: RedisStore needs the redis client: pip install 'perplexed-search[redis]'"
+            ) from None
+        super().__init__(backend, kind="redis", timeout_s=timeout / 1000.0, fleet_size=fleet,
+                         clock=clock or time.time)
+        self.prefix = prefix
+        self.cluster = use_cluster
+        self.timeout_ms = timeout
+        self.fleet_size = fleet
+        self.url = _display_url(parts)
+
+    def __repr__(self) -> str:
+        extra = ", cluster=True" if self.cluster else ""
+        return (f"RedisStore({self.url!r}, prefix={self.prefix!r}{extra}, timeout_ms={self.timeout_ms:g}, "
+                f"fleet_size={self.fleet_size})")
+
+
+def _display_url(parts: SplitResult) -> str:
+    """The URL without its password (and without query options, which may name files)."""
+    netloc = parts.netloc
+    if parts.password:
+        user = parts.username or ""
+        host = netloc.rpartition("@")[2]
+        netloc = f"{quote(user)}:***@{host}" if user else f":***@{host}"
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))

@@ -1,0 +1,14 @@
+"""perplexed's test kit: what the tests share, in one place.
+
+- :mod:`testkit.loopback`: the loopback HTTP server (real sockets on 127.0.0.1, one thread per connection)
+  and its reply types (JSON, status, HTML, raw bytes, hang, drip, reset mid-body, huge, close; a scripted
+  chunked body with pauses and drops, e.g. an SSE stream), plus the ``loopback`` and ``api`` fixtures.
+- :mod:`testkit.mock_upstream`: the same routes, replies and request log served in-process by
+  ``httpx.MockTransport``, for rule tests that are not about sockets or wall-clock time.
+- :mod:`testkit.searxng`: the real SearXNG started on loopback once per session (fixtures ``searxng``,
+  ``searxng_no_json``, ``searxng_upstream``...), launched by :mod:`testkit.searxng_launcher` from the venv that
+  :mod:`testkit.searxng_env` builds.
+
+Fixtures are registered through ``pytest_plugins`` in ``tests/conftest.py``; import helpers as
+``from testkit.loopback import Json, serve``.
+"""
