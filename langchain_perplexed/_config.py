@@ -9,7 +9,7 @@ shown by ``repr``/``str``.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import date
 from typing import Any, ClassVar, Literal
 
@@ -19,7 +19,17 @@ from pydantic import BaseModel, ConfigDict, SecretStr, field_serializer, field_v
 
 __all__ = ["ProviderCredentials", "SearchConfig", "protect_secrets", "redact_spec"]
 
-CHAIN_FIELDS = ("provider_timeout_ms", "deadline_ms", "fallback_on")
+CHAIN_FIELDS = (
+    "provider_timeout_ms",
+    "deadline_ms",
+    "fallback_on",
+    # strategies and the quality floor (docs/strategies.md)
+    "strategy",
+    "hedge_after_ms",
+    "merge_providers",
+    "min_hits",
+    "accept",
+)
 SEARCH_FIELDS = (
     "include_domains",
     "exclude_domains",
@@ -95,6 +105,24 @@ class SearchConfig(BaseModel):
     """Outcomes that move the chain to the next provider: ``error``, ``empty``, ``timeout`` (core default
     ``["error", "empty"]``)."""
 
+    strategy: Literal["sequential", "hedged", "merge"] | None = None
+    """How the chain runs: ``sequential`` (core default), ``hedged`` (start the next provider when the current
+    one is slow; the first good answer wins) or ``merge`` (call several providers at once and fuse their hits)."""
+
+    hedge_after_ms: int | Literal["auto"] | None = None
+    """``hedged``: how long the current provider runs alone before the next one starts too (core default
+    ``"auto"``: the provider's observed p95 latency)."""
+
+    merge_providers: int | None = None
+    """``merge``: how many providers are called at once (core default 2)."""
+
+    min_hits: int | None = None
+    """Quality floor: an answer with fewer hits is ``insufficient`` and the chain moves on (under
+    ``fallback_on`` containing ``empty``)."""
+
+    accept: Callable[..., Any] | None = None
+    """Quality gate: ``accept(result)`` returns True to accept, False or a reason string to reject."""
+
     include_domains: list[str] | None = None
     """Only hits from these domains (``"nature.com"``, ``"*.gov"``, ``"example.com/docs"``)."""
 
@@ -156,6 +184,10 @@ class SearchConfig(BaseModel):
     @field_serializer("provider", when_used="json")
     def _serialize_provider(self, value: Any) -> Any:
         return redact_spec(value, as_json=True)
+
+    @field_serializer("accept", when_used="json")
+    def _serialize_accept(self, value: Any) -> Any:
+        return None if value is None else repr(value)
 
     @model_validator(mode="after")
     def _validate_with_core(self) -> SearchConfig:

@@ -56,6 +56,8 @@ def hit_metadata(
         metadata["author"] = author.strip()
     metadata["score"] = hit.score
     metadata["provider"] = hit.provider
+    if hit.sources:  # a merged result: every provider that returned the hit, and its rank there
+        metadata["sources"] = [dict(source) for source in hit.sources]
     metadata["answered_by"] = answered_by
     metadata["cost"] = cost
     metadata["attempts"] = attempts_summary(attempts)

@@ -17,9 +17,11 @@ class SearchConfig:
 
     ``provider`` is any perplexed provider spec (name, dict, Provider, function, or a list = a chain; ``None``
     = the default chain; with ``answer_mode``, also ``"perplexity-agent"``, the Agent API searching by itself).
-    ``similarity_top_k`` is LlamaIndex's name for ``max_results``. Bad values raise
-    :class:`perplexed.InvalidRequest` / :class:`perplexed.ConfigError` here, not at the first query; an unknown
-    option names the closest valid one.
+    ``similarity_top_k`` is LlamaIndex's name for ``max_results``. The chain options (``provider_timeout_ms``,
+    ``deadline_ms``, ``fallback_on``, and the strategy and quality floor: ``strategy``, ``hedge_after_ms``,
+    ``merge_providers``, ``min_hits``, ``accept``, see ``docs/strategies.md``) and the search options are
+    keywords. Bad values raise :class:`perplexed.InvalidRequest` / :class:`perplexed.ConfigError` here, not at
+    the first query; an unknown option names the closest valid one.
     """
 
     def __init__(
@@ -39,7 +41,7 @@ class SearchConfig:
                 )
             max_results = similarity_top_k
         if answer_mode and AnswerPlan.is_agent_mode(provider):
-            chain_kw = {k: options.get(k) for k in ("provider_timeout_ms", "deadline_ms", "fallback_on")}
+            chain_kw = {k: v for k, v in options.items() if k in ChainOptions.model_fields}
             ChainOptions.build(**chain_kw)  # no chain runs; prepare_answer() checks the rest per query
             SearchOptions.build(max_results=max_results, **{k: v for k, v in options.items() if k not in chain_kw})
         elif provider is not None or options or max_results is not None:

@@ -81,6 +81,8 @@ def hit_metadata(hit: Hit, result: Result | None = None) -> dict[str, Any]:
         metadata["author"] = author.strip()  # e.g. Exa's; absent when the provider reports none
     metadata["score"] = hit.score
     metadata["provider"] = hit.provider
+    if hit.sources:  # a merged result: every provider that returned the hit, and its rank there
+        metadata["sources"] = [dict(source) for source in hit.sources]
     metadata["answered_by"] = result.provider if result is not None else hit.provider
     metadata["cost"] = result.cost if result is not None else 0.0
     metadata["attempts"] = [a.summary() for a in result.attempts] if result is not None else []

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["testkit.searxng", "testkit.loopback", "valkey_fixture"]
+pytest_plugins = ["testkit.loopback", "testkit.searxng", "valkey_fixture"]
 
 # Tests whose assertions are about wall-clock time (budgets, deadlines, overlap, back-off). They carry the
 # ``timing`` marker, so `pytest -m timing` runs them alone, e.g. five times beside two CPU-bound processes
@@ -41,6 +41,17 @@ def _isolated_local_index(tmp_path_factory: pytest.TempPathFactory, monkeypatch:
     """Tests never read or write the user's real local index (the quickstart builds one in the data dir)."""
     monkeypatch.setenv("PERPLEXED_LOCAL_INDEX", str(Path(tmp_path_factory.mktemp("index")) / "index.sqlite"))
     yield
+
+
+@pytest.fixture(autouse=True)
+def _fresh_governance() -> Iterator[None]:
+    """Governance settings and the default state store do not leak from one test into the next."""
+    yield
+    import sys
+
+    governance = sys.modules.get("perplexed._governance")
+    if governance is not None:
+        governance.reset()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -128,6 +128,7 @@ def test_fuse_scores_by_reciprocal_rank_and_records_sources() -> None:
     assert fused[2].sources == [{"provider": "exa", "rank": 2}]
     assert fused[3].sources == [{"provider": "brave", "rank": 2}]
     assert [h.provider for h in fused] == ["exa", "exa", "exa", "brave"]
+    assert [h.score for h in fused] == [round(s, 6) for s in (1 / 61 + 1 / 63, 1 / 63 + 1 / 61, 1 / 62, 1 / 62)]
     # the inputs are untouched
     assert all(h.sources == [] for h in exa + brave)
     assert [h.id for h in brave] == [1, 2, 3]
@@ -154,14 +155,14 @@ def test_fuse_order(lists: dict[str, list[str]], expected: list[str]) -> None:
 
 def test_fuse_dedupes_by_normalised_url_and_fills_empty_fields() -> None:
     first = [Hit(url="https://www.Example.com/page/", title="", snippet="from p")]
-    second = [Hit(url="http://example.com/page#top", title="The page", snippet="from q", score=0.5)]
+    second = [Hit(url="http://example.com/page#top", title="The page", snippet="from q", score=9.5)]
 
     (hit,) = fuse([("p", first), ("q", second)], limit=10)
 
     assert hit.url == "https://www.Example.com/page/"  # the first list's fields
     assert hit.snippet == "from p"
     assert hit.title == "The page"  # filled from the other list
-    assert hit.score == 0.5
+    assert hit.score == round(2 / 61, 6)  # the fused score, not a provider's
     assert hit.provider == "p"
     assert hit.sources == [{"provider": "p", "rank": 1}, {"provider": "q", "rank": 1}]
 

@@ -36,6 +36,7 @@ from ._errors import (
     StreamError,
     UpstreamError,
 )
+from ._governance import aspend, spend
 from ._models import Attempt, Hit, Outcome, ProviderAnswer, Result
 from ._options import ChainOptions, SearchOptions
 from ._settings import configure
@@ -95,11 +96,13 @@ __all__ = [
     "aanswer",
     "answer",
     "asearch",
+    "aspend",
     "astream_answer",
     "configure",
     "prepare_answer",
     "providers",
     "search",
+    "spend",
     "stream_answer",
     "telemetry",
 ]

@@ -155,6 +155,7 @@ def reset() -> None:
         if store is not None:
             _close_quietly(store)
     _settings = _Settings()
+    _last_warning[0] = 0.0
 
 
 def _close_quietly(store: Store) -> None:
@@ -421,7 +422,7 @@ class Governor:
             cooldown=settings.cooldown_after is not None,
             trial_lease_s=budget,
             early_trial=early,
-            rate_limit=None if rate is None else (rate.limit, rate.window_s),
+            rate_limit=None if rate is None else (rate.limit, rate.window_s + _rate_guard(rate.window_s)),
             price=price,
             spend_limits=_settings.spend_limits,
         )
@@ -570,6 +571,12 @@ class Governor:
         return Attempt(provider=provider.label, outcome=Outcome.TIMEOUT, reason="timeout",
                        duration_ms=int((time.perf_counter() - start) * 1000),
                        error=f"no answer within {int(budget * 1000)} ms (waiting for an identical search{why})")
+
+
+def _rate_guard(window_s: float) -> float:
+    """Admissions are counted over a slightly longer window than the limit's (5 %, at most 250 ms), so the
+    calls still keep the limit where the provider counts them, on arrival, after scheduling jitter."""
+    return min(0.05 * window_s, 0.25)
 
 
 def _replace(request: Admission, **changes: Any) -> Admission:

@@ -146,8 +146,9 @@ def fuse(ranked: Sequence[tuple[str, Sequence[Hit]]], limit: int, k: int = RRF_K
     A hit's score is the sum over the lists that hold it of ``1 / (k + rank)`` (rank = its 1-based position
     there). Hits are de-duplicated by normalised URL; the first list (in chain order) that holds a hit gives
     its fields, and empty fields are filled from the others. Ties are broken by the best rank, then chain
-    order. The top ``limit`` hits come back as copies numbered from 1, with ``sources`` listing every
-    ``{"provider": ..., "rank": ...}`` that returned them (in chain order). The inputs are not modified.
+    order. The top ``limit`` hits come back as copies numbered from 1, with ``score`` the fused score (the
+    providers' own scores are not comparable) and ``sources`` listing every ``{"provider": ..., "rank": ...}``
+    that returned them (in chain order). The inputs are not modified.
     """
     from .chain import _norm_url
 
@@ -175,12 +176,14 @@ def fuse(ranked: Sequence[tuple[str, Sequence[Hit]]], limit: int, k: int = RRF_K
     out: list[Hit] = []
     for n, entry in enumerate(ordered[:limit], start=1):
         base = entry[4]
-        out.append(base.model_copy(update={**entry[6], "id": n, "provider": base.provider or entry[5][0]["provider"],
-                                           "sources": list(entry[5])}))
+        out.append(base.model_copy(update={
+            **entry[6], "id": n, "score": round(entry[0], 6),
+            "provider": base.provider or entry[5][0]["provider"], "sources": list(entry[5]),
+        }))
     return out
 
 
-_FILLED_FIELDS = ("title", "snippet", "content", "published", "updated", "score")
+_FILLED_FIELDS = ("title", "snippet", "content", "published", "updated")
 
 
 def hedge_delay_ms(setting: int | Literal["auto"], observed_p95_ms: float | None) -> float:
@@ -204,12 +207,14 @@ def uses_strategies(prepared: Search) -> bool:
 
 def validate(prepared: Search) -> None:
     """Checks across chain and search options: ``min_hits`` cannot exceed ``max_results``."""
-    min_hits = prepared.chain.min_hits
-    if min_hits is not None and min_hits > prepared.options.max_results:
-        raise InvalidRequest(
-            f"min_hits={min_hits} can never be met with max_results={prepared.options.max_results}",
-            param="min_hits",
-        )
+    check_floor(prepared.chain.min_hits, prepared.options.max_results)
+
+
+def check_floor(min_hits: int | None, max_results: int) -> None:
+    """:class:`InvalidRequest` naming ``min_hits`` when it exceeds ``max_results`` (it could never be met)."""
+    if min_hits is not None and min_hits > max_results:
+        raise InvalidRequest(f"min_hits={min_hits} can never be met with max_results={max_results}",
+                             param="min_hits")
 
 
 def is_configured(provider: Provider) -> bool:

@@ -5,6 +5,7 @@
     perplexed search QUERY [--provider a,b,c] [--json]   search through a provider chain
     perplexed answer QUERY [--provider ..] [--stream]    a grounded answer with cited sources
     perplexed providers                                  registered providers, configured or not, price
+    perplexed doctor [--live [PROVIDER ...] --yes]       check the configuration; --live: check for API drift
 
 Exit codes: 0 ok; 1 no results, or every provider failed (the attempts are printed); 2 usage or
 configuration error. With ``--json`` the result is printed as one JSON document on stdout, and nothing
@@ -20,6 +21,7 @@ import json
 import os
 import re
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -56,7 +58,8 @@ __all__ = ["main"]
 
 EXIT_OK, EXIT_NO_RESULTS, EXIT_USAGE = 0, 1, 2
 
-_OUTCOME_STYLE = {"ok": "green", "empty": "yellow", "timeout": "magenta", "deadline": "magenta", "error": "red"}
+_OUTCOME_STYLE = {"ok": "green", "empty": "yellow", "timeout": "magenta", "deadline": "magenta", "error": "red",
+                  "insufficient": "yellow", "cancelled": "dim"}
 
 
 class UsageError(PerplexedError):
@@ -179,6 +182,16 @@ def _build_parser() -> _Parser:
         p.add_argument("--max-results", "-n", type=_whole_number, metavar="N", help="hits to return (1-100)")
         p.add_argument("--timeout-ms", type=_positive_int, metavar="MS", help="time limit per provider")
         p.add_argument("--deadline-ms", type=_positive_int, metavar="MS", help="time limit for the chain")
+        p.add_argument("--strategy", choices=("sequential", "hedged", "merge"),
+                       help="sequential (default): one provider at a time; hedged: start the next provider "
+                       "when the current one is slow; merge: ask several at once and fuse their hits")
+        p.add_argument("--hedge-after", type=_hedge_after, metavar="MS|auto",
+                       help="hedged: start the next provider after MS ms without an answer (default auto: the "
+                       "provider's observed p95 latency)")
+        p.add_argument("--merge-providers", type=_positive_int, metavar="N",
+                       help="merge: how many providers to ask at once (default 2)")
+        p.add_argument("--min-hits", type=_positive_int, metavar="N",
+                       help="quality floor: an answer with fewer hits is insufficient and the chain moves on")
         p.add_argument("--index", metavar="FILE", help=f"local index file for the 'local' provider (${INDEX_ENV})")
         p.add_argument("--json", action="store_true", help="print one JSON document and nothing else")
 
@@ -220,7 +233,38 @@ def _build_parser() -> _Parser:
     manage.add_argument("--reset", action="store_true", help="delete the index and everything in it")
     p_index.add_argument("--json", action="store_true", help="print one JSON document and nothing else")
     p_index.set_defaults(command="index", run=_cmd_index)
+
+    p_doc = sub.add_parser("doctor", help="check the configuration; --live: check the APIs still match", description=(
+        "Offline (free): keys (format only), SearXNG, the local index, the state store, the chain. "
+        "--live: one cheap real query per configured provider (or each PROVIDER), checked for drift; "
+        "prints the estimated cost and sends nothing without --yes (exit 2). Exit 0 ok, 1 a problem."))
+    p_doc.add_argument("providers", nargs="*", metavar="PROVIDER", help="with --live: the providers to call")
+    p_doc.add_argument("--provider", "-p", metavar="A,B,C", help="the chain to check (default: $PERPLEXED_PROVIDER)")
+    p_doc.add_argument("--live", action="store_true", help="make one real, cheap, paid query per provider")
+    p_doc.add_argument("--agent", action="store_true", help="with --live: check the Agent API (cheapest preset)")
+    p_doc.add_argument("--yes", action="store_true", help="with --live: agree to the estimated cost")
+    p_doc.add_argument("--record", metavar="DIR", help="with --live: write the exchanges as redacted cassettes")
+    p_doc.add_argument("--json", action="store_true", help="print one JSON document and nothing else")
+    p_doc.set_defaults(command="doctor", run=_cmd_doctor)
     return parser
+
+
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    from .doctor import command
+
+    return command(args)
+
+
+def _hedge_after(text: str) -> int | str:
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of ms or 'auto', got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {value}")
+    return value
 
 
 def _whole_number(text: str) -> int:
@@ -339,6 +383,10 @@ def _chain_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         options["provider_timeout_ms"] = args.timeout_ms
     if args.deadline_ms is not None:
         options["deadline_ms"] = args.deadline_ms
+    for name in ("strategy", "hedge_after", "merge_providers", "min_hits"):  # strategies and the floor
+        value = getattr(args, name, None)
+        if value is not None:
+            options["hedge_after_ms" if name == "hedge_after" else name] = value
     return options
 
 
@@ -407,7 +455,8 @@ def _hits_table(hits: list[Hit], query: str) -> Table:
             cell.append_text(body)
         cell.append("\n")
         cell.append(hit.url, style=Style(dim=True, link=hit.url or None))
-        table.add_row(str(hit.id), cell, hit.provider)
+        sources = ", ".join(f"{s.get('provider')} #{s.get('rank')}" for s in hit.sources)  # merged hits
+        table.add_row(str(hit.id), cell, sources or hit.provider)
     return table
 
 
@@ -432,7 +481,11 @@ def _print_attempts(out: Console, result: Result, labels: list[str]) -> None:
             Text(_attempt_note(attempt)),
         )
     answered = result.provider if result.hits else None
-    for label in labels[len(result.attempts):]:
+    called = Counter(a.provider for a in result.attempts)
+    for label in labels:
+        if called[label] > 0:
+            called[label] -= 1
+            continue
         why = f"not needed: {answered} answered" if answered else "not called: the chain stopped"
         table.add_row(label, Text("not called", style="dim"), "", "", Text(why, style="dim"))
     out.print(table)
@@ -442,7 +495,8 @@ def _print_attempts(out: Console, result: Result, labels: list[str]) -> None:
 
 
 def _attempt_note(attempt: Attempt) -> str:
-    parts = [p for p in (attempt.error, attempt.detail) if p]
+    floor = f"below the quality floor: {attempt.reason}" if attempt.outcome.value == "insufficient" else None
+    parts = [p for p in (floor, attempt.error, attempt.detail) if p]
     return _cli_words("; ".join(parts))
 
 

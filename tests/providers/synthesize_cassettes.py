@@ -439,6 +439,7 @@ CASES: dict[str, dict[str, dict[str, Any]]] = {
                             "url": "https://example.com/california-tenant-rights",
                             "description": "Comprehensive guide to <strong>California</strong> rental laws &amp; rights.",
                             "page_age": "2025-09-01T12:00:00",
+                            "page_fetched": "2025-10-20T06:15:00Z",  # Brave's SearchResult: last crawl
                             "age": "September 1, 2025",
                             "language": "en",
                             "profile": {"name": "Example"},

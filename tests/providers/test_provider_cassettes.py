@@ -8,9 +8,9 @@ from typing import Any
 
 import perplexed
 import pytest
-from conftest import FAKE_KEYS, PROVIDERS, cassette
 from perplexed import Outcome, ProviderError, UpstreamError, providers
 from perplexed.providers import Provider
+from testkit.cassettes import FAKE_KEYS, PROVIDERS, cassette
 
 QUERY = "california rental laws"
 
@@ -255,7 +255,9 @@ async def test_brave_strips_markup_and_parses_page_age() -> None:
     first, second = result.hits
     assert first.snippet == "Comprehensive guide to California rental laws & rights."
     assert first.published == date(2025, 9, 1)
+    assert first.updated == date(2025, 10, 20)  # page_fetched: a crawl date, kept apart from published
     assert second.published is None  # "2 days ago" is not a date: None, not a crash
+    assert second.updated is None
     assert second.raw["extra_snippets"] == ["Deposits are capped at two months' rent."]
 
 

@@ -13,10 +13,10 @@ from typing import Any
 import httpx
 import perplexed
 import pytest
-from conftest import FAKE_KEYS, cassette
 from perplexed import Hit, Outcome, Result
 from perplexed._options import SearchOptions
 from perplexed.providers import Exa, Firecrawl, PerplexitySearch, SearXNG
+from testkit.cassettes import FAKE_KEYS, cassette
 
 QUERY = "california rental laws"
 

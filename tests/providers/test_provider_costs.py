@@ -7,9 +7,9 @@ from typing import Any
 import httpx
 import perplexed
 import pytest
-from conftest import FAKE_KEYS, cassette
 from perplexed import ConfigError, SearchOptions, providers
 from perplexed.providers import Brave, Ceramic, Exa, Firecrawl, Linkup, PerplexitySearch, SearXNG, Tavily
+from testkit.cassettes import FAKE_KEYS, cassette
 
 QUERY = "california rental laws"
 

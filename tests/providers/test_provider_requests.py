@@ -11,10 +11,10 @@ from typing import Any
 import httpx
 import perplexed
 import pytest
-from conftest import FAKE_KEYS, PROVIDERS
 from perplexed import ConfigError, Outcome, SearchOptions, UpstreamError, providers
 from perplexed.providers import Brave, Ceramic, Exa, Firecrawl, Linkup, PerplexitySearch, Provider, Tavily
 from perplexed.providers._common import RECENCY_DAYS, today
+from testkit.cassettes import FAKE_KEYS, PROVIDERS
 
 ENV_KEYS = {
     "ceramic": "CERAMIC_API_KEY",

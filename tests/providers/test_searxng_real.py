@@ -8,9 +8,9 @@ from pathlib import Path
 import perplexed
 import pytest
 import vcr
-from conftest import FAKE_KEYS, combined_cassette
 from perplexed import Outcome, UpstreamError
 from perplexed.providers import SearXNG
+from testkit.cassettes import FAKE_KEYS, combined_cassette
 from testkit.searxng import SearxngServer
 
 pytestmark = pytest.mark.integration

@@ -9,9 +9,9 @@ from typing import Any
 import perplexed
 import pytest
 import vcr
-from conftest import FAKE_KEYS, RECORDED, combined_cassette
 from perplexed import Outcome, UpstreamError
 from perplexed.providers import Ceramic, Firecrawl, SearXNG
+from testkit.cassettes import FAKE_KEYS, RECORDED, combined_cassette
 
 BASE = "http://127.0.0.1:18888"  # where the cassettes were recorded
 SEARX = RECORDED / "searxng"

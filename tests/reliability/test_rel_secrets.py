@@ -301,5 +301,40 @@ def test_no_cassette_was_recorded_with_a_real_environment_key() -> None:
             assert value not in text, f"{path}: holds the value of an *_API_KEY environment variable"
 
 
+@pytest.mark.parametrize("kind", ["200", "401", "html"])
+def test_cassettes_recorded_by_the_doctor_hold_no_key(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``perplexed doctor --live --record`` against servers that echo the credentials back (in bodies): the
+    cassettes it writes pass the same scan as the committed ones (planted keys and key-shaped strings)."""
+    from perplexed.cli import main
+
+    with serve({"*": _echo(kind)}) as echo:
+        for key, var in PLANTED.values():
+            monkeypatch.setenv(var, key)
+        for var in ("CERAMIC_BASE_URL", "FIRECRAWL_API_URL", "PERPLEXITY_BASE_URL", "SEARXNG_URL"):
+            monkeypatch.setenv(var, echo.url)
+        monkeypatch.delenv("PERPLEXED_STORE", raising=False)
+        code = main(["doctor", "--live", "--yes", "--agent", "ceramic", "firecrawl", "perplexity",
+                     "--record", str(tmp_path), "--json"])
+        out, err = capsys.readouterr()
+        assert code == 1  # the echo server's answers are not what the parsers expect: drift or error rows
+        sent = " ".join(_credentials(r) for r in echo.requests)
+        assert sum(k in sent for k, _ in PLANTED.values()) >= 3  # the keys really went out (and came back)
+    files = sorted(p for p in tmp_path.rglob("*.yaml"))
+    assert len(files) == 4, files  # ceramic, firecrawl, perplexity, agent
+    problems = []
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        problems += [f"{path.name}: planted key" for key in ALL_KEYS if key in text]
+        problems += [
+            f"{path.name}: key-shaped {m.group(0)[:12]}…"
+            for m in _KEY_SHAPED.finditer(text)
+            if not _PLACEHOLDER.search(m.group(0))
+        ]
+    assert problems == []
+    _scan([out, err], f"doctor output ({kind})")
+
+
 _ = json  # json bodies are built by loopback.Json
 _ = LoopbackServer

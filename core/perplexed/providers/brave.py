@@ -111,7 +111,8 @@ class Brave(Provider):
         return seconds if 0 <= seconds < 86400 * 31 else None
 
     def parse_response(self, response: httpx.Response, query: str, options: SearchOptions) -> ProviderAnswer:
-        """``web.results[]`` to hits (markup stripped; ``page_age``/``age`` is the published date)."""
+        """``web.results[]`` to hits (markup stripped; ``page_age``/``age`` is the published date, ``page_fetched``
+        (when Brave last crawled the page) the ``updated`` date)."""
         data = self.json_object(response)
         web = data.get("web")
         if web is None:
@@ -131,6 +132,7 @@ class Brave(Provider):
                     url=item["url"],
                     snippet=strip_tags(as_str(item.get("description"))),
                     published=parse_published(item.get("page_age")) or parse_published(item.get("age")),
+                    updated=parse_published(item.get("page_fetched")),
                     score=as_float(item.get("score")),
                     provider=self.label,
                     raw=item,

@@ -1,0 +1,186 @@
+"""`perplexed doctor` offline: keys (format only, never printed), SearXNG reachability (loopback), the local
+index's integrity, the state store, the chain; exit 1 only when the configured chain needs what is missing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import perplexed
+import pytest
+from perplexed import doctor
+from perplexed.cli import main
+from testkit.doctor_answers import KEYS, clean_env
+from testkit.loopback import Html, Json, searxng_json, serve
+
+env = clean_env  # the fixture, by name
+pytestmark = pytest.mark.usefixtures("env")
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(["doctor", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def checks(diagnosis: doctor.Diagnosis) -> dict[str, doctor.Check]:
+    return {c.name: c for c in diagnosis.checks}
+
+
+def test_nothing_configured_is_exit_0_and_says_what_is_missing(capsys: pytest.CaptureFixture[str]) -> None:
+    diagnosis = doctor.diagnose()
+    assert diagnosis.chain == ("local", "searxng") and diagnosis.chain_source == "default"
+    found = checks(diagnosis)
+    assert found["searxng"].status == "missing" and not found["searxng"].needed
+    assert found["key:tavily"].status == "info" and "TAVILY_API_KEY" in found["key:tavily"].detail
+    assert diagnosis.exit_code == 0
+    code, out, _ = run_cli(capsys)
+    assert code == 0 and "Chain: local → searxng (from default)" in out
+
+
+@pytest.mark.parametrize(
+    ("chain_from", "expected_source"), [("env", "PERPLEXED_PROVIDER"), ("flag", "--provider"), ("configure", "configure()")]
+)
+def test_a_chain_member_without_key_is_exit_1(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], chain_from: str, expected_source: str
+) -> None:
+    args: list[str] = ["--json"]
+    if chain_from == "env":
+        monkeypatch.setenv("PERPLEXED_PROVIDER", "tavily,exa")
+    elif chain_from == "flag":
+        args += ["--provider", "tavily,exa"]
+    else:
+        perplexed.configure(provider=["tavily", "exa"])
+    monkeypatch.setenv("TAVILY_API_KEY", KEYS["tavily"])
+    code, out, _ = run_cli(capsys, *args)
+    doc = json.loads(out)
+    assert code == 1 and doc["ok"] is False and doc["chain"] == ["tavily", "exa"]
+    assert doc["chain_source"] == expected_source
+    by_name = {c["name"]: c for c in doc["checks"]}
+    assert by_name["key:exa"] == {"name": "key:exa", "status": "missing", "detail": "EXA_API_KEY is not set", "needed": True}
+    assert by_name["key:tavily"]["status"] == "ok" and by_name["key:tavily"]["needed"]
+    assert KEYS["tavily"] not in out
+    monkeypatch.setenv("EXA_API_KEY", KEYS["exa"])
+    code, out, _ = run_cli(capsys, *args)
+    assert code == 0 and json.loads(out)["ok"] is True
+
+
+@pytest.mark.parametrize(
+    ("key", "status", "exit_code"),
+    [
+        (KEYS["exa"], "ok", 0),
+        ("exa-unusual-but-maybe-fine-key", "warn", 0),  # not the usual shape: a warning only
+        ("12345678 9abc def0", "error", 1),  # whitespace: cannot work in a header
+        ('"00000000-0000-4000-8000-00000000d0c7"', "error", 1),
+    ],
+)
+def test_key_format_in_the_report_never_shows_the_key(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], key: str, status: str, exit_code: int
+) -> None:
+    monkeypatch.setenv("EXA_API_KEY", key)
+    code, out, err = run_cli(capsys, "--provider", "exa")
+    assert code == exit_code
+    assert key not in out + err and key.strip('"') not in out + err
+    assert checks(doctor.diagnose("exa"))["key:exa"].status == status
+
+
+def test_searxng_that_answers_is_ok(monkeypatch: pytest.MonkeyPatch) -> None:
+    with serve({"/search": Json(searxng_json(2, unresponsive=[["brave", "timeout"]]))}) as server:
+        monkeypatch.setenv("SEARXNG_URL", server.url)
+        diagnosis = doctor.diagnose("searxng")
+        assert server.requests[0].query["format"] == ["json"]
+    check = checks(diagnosis)["searxng"]
+    assert check.status == "ok" and check.needed and "2 hits" in check.detail and "1 engine" in check.detail
+    assert diagnosis.exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("reply", "words"),
+    [
+        (Html("<html>403 Forbidden</html>", status=403), "search.formats"),
+        (Json({"error": "search error"}, 500), "HTTP 500"),
+        (Html(), "did not answer JSON"),
+        (Json({"answers": []}), "results"),  # JSON without the results the parser needs
+    ],
+)
+def test_searxng_that_cannot_serve_the_chain_is_exit_1(monkeypatch: pytest.MonkeyPatch, reply: Any, words: str) -> None:
+    with serve({"/search": reply}) as server:
+        monkeypatch.setenv("SEARXNG_URL", server.url)
+        diagnosis = doctor.diagnose("searxng")
+    check = checks(diagnosis)["searxng"]
+    assert check.status == "error" and words in check.detail and diagnosis.exit_code == 1
+
+
+def test_searxng_hits_without_what_the_parser_expects_is_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    with serve({"/search": Json({"results": [{"link": "https://a.example", "title": "A"}]})}) as server:
+        monkeypatch.setenv("SEARXNG_URL", server.url)
+        diagnosis = doctor.diagnose("searxng")
+    check = checks(diagnosis)["searxng"]
+    assert check.status == "warn" and "results[].url" in check.detail and diagnosis.exit_code == 0
+
+
+def test_unreachable_searxng_fails_the_default_chain_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    with serve() as server:
+        url = server.url
+    monkeypatch.setenv("SEARXNG_URL", url)  # configured, so the default chain needs it
+    diagnosis = doctor.diagnose()
+    check = checks(diagnosis)["searxng"]
+    assert check.status == "error" and "unreachable" in check.detail and check.needed
+    assert diagnosis.exit_code == 1
+    # not in the chain: reported, not fatal
+    assert doctor.diagnose("tavily").exit_code == 1  # (tavily has no key)
+    assert checks(doctor.diagnose("tavily"))["searxng"].needed is False
+
+
+def test_local_index_missing_ok_and_corrupt(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    index = tmp_path / "index.sqlite"
+    monkeypatch.setenv("PERPLEXED_LOCAL_INDEX", str(index))
+    missing = doctor.diagnose("local")
+    assert checks(missing)["index"].status == "missing" and missing.exit_code == 1
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "setbacks.md").write_text("# Setbacks\n\nFront yard setbacks are 20 feet.\n", encoding="utf-8")
+    from perplexed._index import build_index
+
+    build_index(docs, index)
+    good = doctor.diagnose("local")
+    assert checks(good)["index"].status == "ok" and "1 documents" in checks(good)["index"].detail
+    assert good.exit_code == 0
+    index.write_bytes(b"SQLite format 3\x00" + b"\x00garbage" * 512)
+    corrupt = doctor.diagnose("local")
+    assert checks(corrupt)["index"].status == "error" and corrupt.exit_code == 1
+
+
+def test_state_store_checked_when_configured(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    assert checks(doctor.diagnose())["store"].status == "info"
+    monkeypatch.setenv("PERPLEXED_STORE", "sqlite:///" + str(tmp_path / "state.db"))
+    check = checks(doctor.diagnose())["store"]
+    assert check.status == "ok" and check.needed
+    monkeypatch.setenv("PERPLEXED_STORE", "nosuchscheme://somewhere")
+    diagnosis = doctor.diagnose()
+    assert checks(diagnosis)["store"].status == "error" and diagnosis.exit_code == 1
+    monkeypatch.delenv("PERPLEXED_STORE")
+    perplexed.configure(store="sqlite:///" + str(tmp_path / "configured.db"))  # configure() wins
+    check = checks(doctor.diagnose())["store"]
+    assert check.status == "ok" and "SQLiteStore" in check.detail
+
+
+def test_unknown_chain_member_and_bad_price_override(monkeypatch: pytest.MonkeyPatch) -> None:
+    diagnosis = doctor.diagnose("nosuch")
+    assert checks(diagnosis)["chain"].status == "error" and diagnosis.exit_code == 1
+    monkeypatch.setenv("PERPLEXED_PRICE_EXA", "cheap")
+    found = checks(doctor.diagnose())
+    assert found["price:exa"].status == "error" and "PERPLEXED_PRICE_EXA" in found["price:exa"].detail
+
+
+def test_self_hosted_firecrawl_needs_no_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FIRECRAWL_API_URL", "http://127.0.0.1:3002")
+    diagnosis = doctor.diagnose("firecrawl")
+    assert checks(diagnosis)["key:firecrawl"].status == "ok" and diagnosis.exit_code == 0
+
+
+def test_text_output_names_the_problems(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("PERPLEXED_PROVIDER", "brave")
+    code, out, _ = run_cli(capsys)
+    assert code == 1 and "Not ready: key:brave" in out and "BRAVE_API_KEY is not set" in out
