@@ -184,3 +184,27 @@ def test_text_output_names_the_problems(monkeypatch: pytest.MonkeyPatch, capsys:
     monkeypatch.setenv("PERPLEXED_PROVIDER", "brave")
     code, out, _ = run_cli(capsys)
     assert code == 1 and "Not ready: key:brave" in out and "BRAVE_API_KEY is not set" in out
+
+
+def test_a_configured_chain_of_objects_is_checked_by_registry_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    from perplexed.providers import get
+
+    def my_search(query: str, options: Any) -> list[Any]:
+        return []
+
+    perplexed.configure(provider=[my_search, {"name": "tavily"}, get("exa")(api_key=KEYS["exa"])])
+    diagnosis = doctor.diagnose()
+    assert diagnosis.chain == ("tavily", "exa") and diagnosis.chain_source == "configure()"
+    found = checks(diagnosis)
+    assert found["chain"].status == "ok"  # the function is not an unknown provider
+    assert found["key:tavily"].status == "missing" and found["key:tavily"].needed
+    assert found["key:exa"].status == "ok" and "exa's api_key" in found["key:exa"].detail  # the object's key
+    assert KEYS["exa"] not in found["key:exa"].detail
+    assert diagnosis.exit_code == 1
+
+
+async def test_live_on_a_non_http_provider_is_an_error_row_not_a_crash() -> None:
+    from perplexed.providers import get
+
+    report = await doctor.acheck_live([get("local")()])
+    assert report.rows[0].status == "error" and "offline" in (report.rows[0].error or "")

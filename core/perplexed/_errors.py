@@ -20,8 +20,10 @@ __all__ = [
     "APITimeoutError",
     "AuthenticationError",
     "BadRequestError",
+    "BodyTooLargeError",
     "ConfigError",
     "ConflictError",
+    "ContentDecodingError",
     "CorruptIndexError",
     "InvalidRequest",
     "MalformedResponseError",
@@ -30,6 +32,7 @@ __all__ = [
     "PerplexedError",
     "ProviderError",
     "RateLimitError",
+    "ResponseBodyError",
     "ResponseCancelledError",
     "ResponseFailedError",
     "ResponseIncompleteError",
@@ -41,25 +44,67 @@ __all__ = [
 ]
 
 # Secrets known to this process (values of SecretStr keys that were used). Any message built by perplexed is
-# scrubbed of them, also when an upstream echoes a key back in its error body.
+# scrubbed of them, also when an upstream echoes a key back in its error body, and also when only a piece of
+# one (8 characters or more) appears: a body cut in the middle of an echoed key must not keep the rest of it.
 _SECRETS: set[str] = set()
+_PIECE = 8  # the shortest piece of a secret that is redacted on its own
+# every 4-character substring of every secret of _PIECE characters or more: a piece of 8 or more characters
+# always covers one 4-character block of the text that starts at a multiple of 4, so a scan looks up only those
+_QUADS: set[str] = set()
+_LONG: list[str] = []
 _KEY_PATTERN = re.compile(
     r"(?i)(bearer\s+)[A-Za-z0-9._\-]{8,}|\b(pplx|tvly|fc|sk|exa|lk)-[A-Za-z0-9_\-]{8,}"
 )
+_MASK = "[REDACTED]"
 
 
 def register_secret(value: str | None) -> None:
-    """Remember a credential so that :func:`redact` removes it from every message."""
-    if value and len(value) >= 4:
-        _SECRETS.add(value)
+    """Remember a credential so that :func:`redact` removes it (or any piece of 8+ characters of it) from
+    every message."""
+    if not value or len(value) < 4 or value in _SECRETS:
+        return
+    _SECRETS.add(value)
+    if len(value) >= _PIECE:
+        _LONG.append(value)
+        _QUADS.update(value[i : i + 4] for i in range(len(value) - 3))
+
+
+def _in_secret(piece: str) -> bool:
+    return any(piece in secret for secret in _LONG)
+
+
+def _secret_spans(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of every run of ``text`` that is a piece (8+ characters) of a known secret."""
+    spans: list[tuple[int, int]] = []
+    n = len(text)
+    for start in range(0, n - 3, 4):
+        if (spans and start + 4 <= spans[-1][1]) or text[start : start + 4] not in _QUADS:
+            continue
+        lo = start
+        while lo > 0 and _in_secret(text[lo - 1 : start + 4]):
+            lo -= 1
+        hi = start + 4
+        while hi < n and _in_secret(text[start : hi + 1]):
+            hi += 1
+        if hi - lo >= _PIECE:
+            if spans and lo <= spans[-1][1]:
+                spans[-1] = (spans[-1][0], max(hi, spans[-1][1]))
+            else:
+                spans.append((lo, hi))
+    return spans
 
 
 def redact(text: str) -> str:
-    """Remove every known credential and anything shaped like an API key from ``text``."""
-    for secret in _SECRETS:
-        if secret in text:
-            text = text.replace(secret, "[REDACTED]")
-    return _KEY_PATTERN.sub(lambda m: (m.group(1) or "") + "[REDACTED]", text)
+    """Remove every known credential, every piece of 8 or more characters of one, and anything shaped like
+    an API key from ``text``."""
+    if _SECRETS:
+        for secret in _SECRETS:
+            if secret in text:
+                text = text.replace(secret, _MASK)
+        if _LONG and len(text) >= _PIECE:
+            for lo, hi in reversed(_secret_spans(text)):
+                text = text[:lo] + _MASK + text[hi:]
+    return _KEY_PATTERN.sub(lambda m: (m.group(1) or "") + _MASK, text)
 
 
 class PerplexedError(Exception):
@@ -142,6 +187,34 @@ class UpstreamError(PerplexedError):
             message = _describe_attempts(reason, attempts)
         super().__init__(message, attempts=attempts)
         self.reason = reason
+
+
+class ResponseBodyError(PerplexedError):
+    """A response body could not be read within the library's bounds (raised by the HTTP layer; the search
+    chain turns it into an ``error`` attempt, the Agent client into an :class:`APIError`). ``status`` is the
+    response's HTTP status."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class BodyTooLargeError(ResponseBodyError):
+    """A response body, decoded, was larger than the cap; ``limit`` is the cap in (decoded) bytes."""
+
+    def __init__(self, message: str, *, limit: int, status: int | None = None) -> None:
+        super().__init__(message, status=status)
+        self.limit = limit
+
+
+class ContentDecodingError(ResponseBodyError):
+    """A response body's ``Content-Encoding`` could not be decoded: a corrupt body, or an encoding this
+    installation does not decode within bounds (``br`` without ``brotli`` >= 1.2, ``zstd`` without
+    ``zstandard``). ``encoding`` names it."""
+
+    def __init__(self, message: str, *, encoding: str, status: int | None = None) -> None:
+        super().__init__(message, status=status)
+        self.encoding = encoding
 
 
 def _describe_attempts(reason: str, attempts: Sequence[Attempt]) -> str:

@@ -2,25 +2,48 @@
 
 The sync API runs on the portal's loop (see ``_portal``), so "the sync client" is the portal loop's client.
 Clients are created lazily, keyed by loop (and by custom transport, for tests), and closed at exit.
+
+The shared clients are built for talking to servers that may be hostile:
+
+- they never follow a redirect (``follow_redirects=False``): a 3xx comes back as a response, and the caller
+  decides (the search chain and the Agent client refuse any redirect from an API that gets a credential; see
+  :func:`redirect_origin`), so no key ever reaches another origin;
+- they keep no cookies (a cookie one server set would be sent to every other server on the same host);
+- they send an explicit ``Accept-Encoding`` naming only the encodings :mod:`perplexed._decode` decodes within
+  bounds, and bodies are read undecoded from the wire and decoded here, the size cap applied to the decoded
+  bytes while decoding (:func:`read_capped`, :func:`aiter_decoded`);
+- a URL with a port outside 1-65535 fails as a connection error (anyio raised a bare ExceptionGroup).
 """
 
 from __future__ import annotations
 
 import asyncio
+import http.cookiejar
 import logging
 import ssl
 import threading
 import weakref
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, cast
 
 import httpcore
 import httpx
 
 from . import _portal
-from ._errors import ProviderError, redact
+from ._decode import Decoder, accept_encoding, decoder_for
+from ._errors import BodyTooLargeError, ContentDecodingError, ResponseBodyError, redact
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "aclose_clients", "get_client", "read_capped", "ssl_context"]
+__all__ = [
+    "DEFAULT_MAX_BODY_BYTES",
+    "accept_encoding",
+    "aclose_clients",
+    "aiter_decoded",
+    "get_client",
+    "origin",
+    "read_capped",
+    "redirect_origin",
+    "ssl_context",
+]
 
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 DEFAULT_LIMITS = httpx.Limits(max_connections=200, max_keepalive_connections=50, keepalive_expiry=30)
@@ -247,8 +270,10 @@ def get_client(transport: httpx.AsyncBaseTransport | None = None) -> httpx.Async
         kwargs: dict[str, Any] = {
             "limits": DEFAULT_LIMITS,
             "timeout": None,
-            "follow_redirects": True,
+            "follow_redirects": False,
             "verify": ssl_context(),
+            "cookies": httpx.Cookies(_no_cookies()),
+            "event_hooks": {"request": [_prepare_request]},
         }
         kwargs["transport"] = _pooled_transport() if transport is None else transport
         client = per_loop[key] = httpx.AsyncClient(**kwargs)
@@ -318,30 +343,144 @@ async def aclose_clients() -> None:
 _portal.on_close(aclose_clients)
 
 
-async def read_capped(response: httpx.Response, max_bytes: int = DEFAULT_MAX_BODY_BYTES) -> bytes:
-    """Read a streamed response body, refusing more than ``max_bytes`` while reading.
+def _no_cookies() -> http.cookiejar.CookieJar:
+    """A cookie jar that stores nothing: the shared client talks to many unrelated servers."""
+    return http.cookiejar.CookieJar(policy=http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
 
-    A declared ``Content-Length`` over the cap fails before reading; a body without one fails as soon as the
-    cap is crossed, so a huge or endless body costs at most ``max_bytes`` of memory.
+
+async def _prepare_request(request: httpx.Request) -> None:
+    """Every request through a shared client: an explicit ``Accept-Encoding``, and a port that exists."""
+    request.headers["Accept-Encoding"] = accept_encoding()
+    port = request.url.port
+    if port is not None and not 0 < port < 65536:
+        raise httpx.ConnectError(f"invalid port {port} in the request URL (1-65535)", request=request)
+
+
+def origin(url: httpx.URL) -> str:
+    """``scheme://host:port`` of ``url``, the port always explicit (no user info, path or query)."""
+    port = url.port or {"http": 80, "https": 443}.get(url.scheme)
+    host = url.host
+    if ":" in host:  # IPv6
+        host = f"[{host}]"
+    return f"{url.scheme}://{host}:{port}" if port else f"{url.scheme}://{host}"
+
+
+def redirect_origin(response: httpx.Response) -> str | None:
+    """The origin (``scheme://host:port``) a 3xx response redirects to, or None when it is no redirect.
+
+    Never the Location's path or query (they may carry a key); a Location that cannot be parsed is
+    ``"(invalid Location)"``.
     """
-    declared = response.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
-        raise ProviderError(
-            "body_too_large",
-            f"response body of {declared} bytes exceeds the {max_bytes}-byte cap",
-            status=response.status_code,
+    if not response.has_redirect_location:
+        return None
+    target = response.next_request.url if response.next_request is not None else None
+    if target is None:
+        try:
+            target = response.request.url.join(response.headers["location"])
+        except (httpx.InvalidURL, RuntimeError, ValueError):
+            return "(invalid Location)"
+    return origin(target)
+
+
+def _decoders(response: httpx.Response, max_bytes: int) -> list[Decoder]:
+    """The decoders of the response's ``Content-Encoding`` (innermost last), in the order to apply them."""
+    header = response.headers.get("content-encoding", "")
+    tokens = [t.strip() for t in header.split(",") if t.strip() and t.strip().lower() != "identity"]
+    if len(tokens) > 3:
+        raise ContentDecodingError(
+            f"response body has {len(tokens)} content encodings stacked; at most 3 are decoded",
+            encoding=header[:40],
         )
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.aiter_bytes():
-        size += len(chunk)
-        if size > max_bytes:
-            raise ProviderError(
-                "body_too_large",
-                f"response body exceeds the {max_bytes}-byte cap",
-                status=response.status_code,
-            )
-        chunks.append(chunk)
-    body = b"".join(chunks)
+    return [decoder_for(token, max_bytes) for token in reversed(tokens)]
+
+
+def _pipe(decoders: list[Decoder], data: bytes, index: int = 0) -> Iterator[bytes]:
+    if index == len(decoders):
+        if data:
+            yield data
+        return
+    for out in decoders[index].feed(data):
+        yield from _pipe(decoders, out, index + 1)
+
+
+def _drain(decoders: list[Decoder], index: int = 0) -> Iterator[bytes]:
+    if index == len(decoders):
+        return
+    for out in decoders[index].finish():
+        yield from _pipe(decoders, out, index + 1)
+    yield from _drain(decoders, index + 1)
+
+
+def _too_large(max_bytes: int, status: int, declared: str | None = None) -> BodyTooLargeError:
+    size = f"of {declared} bytes " if declared else ""
+    return BodyTooLargeError(
+        f"response body {size}exceeds the {max_bytes}-byte cap", limit=max_bytes, status=status
+    )
+
+
+async def aiter_decoded(
+    response: httpx.Response, max_bytes: int = DEFAULT_MAX_BODY_BYTES
+) -> AsyncIterator[bytes]:
+    """The body of a streamed response, decoded, in chunks; at most ``max_bytes`` decoded bytes in all.
+
+    The body is read undecoded (``aiter_raw``) and decoded here in steps of bounded output
+    (:mod:`perplexed._decode`), yielding to the event loop between steps, so neither a decompression bomb
+    nor a slow decode can take more than about the cap in memory or hold up a caller's deadline. Raises
+    :class:`~perplexed._errors.BodyTooLargeError` past the cap (a declared ``Content-Length`` over it fails
+    before reading) and :class:`~perplexed._errors.ContentDecodingError` for a corrupt body or an encoding
+    not decoded here; never ``httpx.DecodingError``.
+    """
+    status = response.status_code
+    if hasattr(response, "_content"):  # built in memory (MockTransport, cassettes): httpx decoded it already
+        body = response.content
+        if len(body) > max_bytes:
+            raise _too_large(max_bytes, status)
+        if body:
+            yield body
+        return
+    try:
+        decoders = _decoders(response, max_bytes)
+        declared = response.headers.get("content-length")
+        # the wire size is capped too: a compressed body larger than the decoded cap is not a real answer
+        raw_cap = max_bytes if not decoders else max_bytes + 64 * 1024
+        if declared is not None and declared.isdigit() and int(declared) > raw_cap:
+            raise _too_large(max_bytes, status, declared)
+        raw_size = 0
+        size = 0
+        async for raw in response.aiter_raw():
+            raw_size += len(raw)
+            if raw_size > raw_cap:
+                raise _too_large(max_bytes, status)
+            if not decoders:
+                size = raw_size
+                yield raw
+                continue
+            for chunk in _pipe(decoders, raw):
+                size += len(chunk)
+                if size > max_bytes:
+                    raise _too_large(max_bytes, status)
+                yield chunk
+                await asyncio.sleep(0)  # one bounded decoding step done: let deadlines and others run
+        for chunk in _drain(decoders):
+            size += len(chunk)
+            if size > max_bytes:
+                raise _too_large(max_bytes, status)
+            yield chunk
+    except ResponseBodyError as exc:
+        exc.status = status
+        raise
+    except httpx.DecodingError as exc:  # pragma: no cover - raw bytes are never decoded by httpx; belt and braces
+        raise ContentDecodingError(f"response body could not be decoded ({exc})", encoding="?", status=status) from None
+
+
+async def read_capped(response: httpx.Response, max_bytes: int = DEFAULT_MAX_BODY_BYTES) -> bytes:
+    """Read a streamed response body, decoded, refusing more than ``max_bytes`` decoded bytes while reading.
+
+    See :func:`aiter_decoded` (the errors are the same). The body is also stored on the response, so
+    ``response.content`` / ``.json()`` work on it afterwards.
+    """
+    chunks = [chunk async for chunk in aiter_decoded(response, max_bytes)]
+    body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
     response._content = body  # let response.json()/.text work on the capped body
     return body
+

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Any
 
@@ -53,8 +54,10 @@ def configure(
     before anything changes: a bad value is a :class:`ConfigError`.
     """
     for name, value in (prices or {}).items():
-        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-            raise ConfigError(f"price for {name!r} must be a non-negative number of USD, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+            raise ConfigError(
+                f"price for {name!r} must be a finite non-negative number of USD, got {value!r}"
+            )
     if any(v is not None for v in (store, rate_limits, rate_limit_wait_ms, cooldown_after, cooldown_s,
                                     spend_limits)):
         from . import _governance
@@ -110,8 +113,8 @@ def price_override(name: str) -> float | None:
         value = float(raw)
     except ValueError:
         raise ConfigError(f"PERPLEXED_PRICE_{name.upper()} must be a number of USD, got {raw!r}") from None
-    if value < 0:
-        raise ConfigError(f"PERPLEXED_PRICE_{name.upper()} must not be negative")
+    if not math.isfinite(value) or value < 0:
+        raise ConfigError(f"PERPLEXED_PRICE_{name.upper()} must be a finite non-negative number of USD")
     return value
 
 
@@ -122,9 +125,12 @@ def env_str(var: str) -> str | None:
 
 
 def env_secret(var: str) -> SecretStr | None:
-    """An environment variable as a SecretStr (registered for redaction), or None."""
+    """An environment variable as a SecretStr (registered for redaction), or None; a ConfigError naming the
+    variable (never its value) when it is not a valid key (printable ASCII, no whitespace)."""
     value = env_str(var)
     if value is None:
         return None
     register_secret(value)
-    return SecretStr(value)
+    from ._wire import check_key
+
+    return SecretStr(check_key(value, argument=f"the environment variable {var}"))

@@ -25,6 +25,7 @@ import contextvars
 import functools
 import inspect
 import logging
+import math
 import threading
 import time
 import traceback
@@ -35,8 +36,16 @@ from urllib.parse import urlsplit
 import httpx
 
 from . import _governance, _portal, telemetry
-from ._errors import ConfigError, PerplexedError, ProviderError, UpstreamError, redact
-from ._http import get_client, read_capped
+from ._errors import (
+    BodyTooLargeError,
+    ConfigError,
+    ContentDecodingError,
+    PerplexedError,
+    ProviderError,
+    UpstreamError,
+    redact,
+)
+from ._http import get_client, origin, read_capped, redirect_origin
 from ._keywords import check_search_options
 from ._models import Attempt, Hit, Outcome, ProviderAnswer, Result
 from ._options import ChainOptions, SearchOptions, clean_query, split_options
@@ -288,9 +297,11 @@ async def _attempt(
             async with timer:
                 answer, owned = await _call(provider, prepared.query, prepared.options, client)
             hits = _finalize(answer.hits, provider.label, prepared.options, owned)
-            outcome = Outcome.OK if hits else Outcome.EMPTY
             charged = answer.cost if answer.cost is not None else provider.price(prepared.options)
-            detail = answer.detail
+            if not (math.isfinite(charged) and charged >= 0):  # result.cost must stay a real amount
+                raise provider.fail("malformed", f"provider reported a cost of {charged!r} USD")
+            outcome = Outcome.OK if hits else Outcome.EMPTY
+            detail = None if answer.detail is None else redact(answer.detail)  # upstream text (Firecrawl's warning)
         except TimeoutError as exc:
             outcome, reason = Outcome.TIMEOUT, "timeout"
             if timer.expired():
@@ -303,6 +314,9 @@ async def _attempt(
         except PerplexedError as exc:  # ConfigError (missing key), InvalidRequest raised by the provider
             reason = "config" if isinstance(exc, ConfigError) else "bad_request"
             error, failure = f"{reason}: {exc}", exc
+        except httpx.InvalidURL as exc:  # a base_url httpx cannot send to
+            reason, failure = "config", exc
+            error = f"config: invalid URL: {exc}"
         except httpx.HTTPError as exc:
             reason, failure = "connection", exc
             error = f"connection: {type(exc).__name__}: {_exc_text(exc)}".rstrip(": ")
@@ -380,13 +394,20 @@ async def _call(
         request = next(flow)
         if client is None:
             client = get_client(provider.transport)
+        hops = 0
         while True:
             response = await client.send(request, stream=True)
             try:
+                target = redirect_origin(response)
+                if target is not None:  # never followed blindly: a key must not reach another origin
+                    request = _redirect(provider, request, response, target, hops)
+                    hops += 1
+                    continue
                 await read_capped(response, provider.max_body_bytes)
-            except ProviderError as exc:
-                exc.provider = provider.label
-                raise
+            except BodyTooLargeError as exc:
+                raise provider.fail("body_too_large", exc.message, response) from None
+            except ContentDecodingError as exc:
+                raise provider.fail("malformed", exc.message, response) from None
             finally:
                 await response.aclose()
             try:
@@ -396,6 +417,23 @@ async def _call(
                 return answer, True
     finally:
         flow.close()
+
+
+def _redirect(
+    provider: Provider, request: httpx.Request, response: httpx.Response, target: str, hops: int
+) -> httpx.Request:
+    """The request to send for a redirect, or a ``redirect`` ProviderError: only a provider that sends no
+    credential may follow one (``Provider.max_redirects``), only to its own origin, and only so many times."""
+    here = origin(request.url)
+    if target == here and hops < provider.max_redirects and response.next_request is not None:
+        return response.next_request
+    if not provider.max_redirects:
+        why = f"{provider.label} sends a credential and follows no redirect"
+    elif target != here:
+        why = f"another origin than {here}"
+    else:
+        why = f"more than {provider.max_redirects} redirects"
+    raise provider.fail("redirect", f"HTTP {response.status_code} redirect to {target} not followed ({why})", response)
 
 
 async def _in_thread(fn: Callable[..., T], /, *args: Any) -> T:

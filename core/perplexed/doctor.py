@@ -36,7 +36,7 @@ from . import _portal
 from ._errors import ConfigError, PerplexedError, ProviderError, redact
 from ._http import read_capped, ssl_context
 from ._options import SearchOptions
-from .providers import Provider, available, get
+from .providers import CallableProvider, Provider, available, get
 from .providers._table import WEB_PROVIDERS
 
 __all__ = [
@@ -79,8 +79,12 @@ LIVE_MAX_RESULTS = 3
 AGENT_ESTIMATE_USD = 0.01
 AGENT_PRESET = "fast"
 AGENT_INPUT = "In one word: what is the capital of France?"
+#: the label the Agent API's spend is recorded under (as answer() does)
+AGENT_SPEND_LABEL = "perplexity-agent"
 #: seconds allowed to each live call and to the offline SearXNG probe
 LIVE_TIMEOUT_S = 60.0
+#: the chain's default per-provider timeout: a live call slower than this is noted
+DEFAULT_PROVIDER_TIMEOUT_MS = 15000
 PROBE_TIMEOUT_S = 5.0
 
 
@@ -517,24 +521,39 @@ class Diagnosis:
         }
 
 
-def _chain_names(provider: str | None) -> tuple[list[str], str]:
-    """The chain to check and where it came from; ConfigError for a chain that is not a list of names."""
+def _chain_spec(provider: str | None) -> tuple[list[str], str, dict[str, Provider]]:
+    """The chain to check (registry names), where it came from, and the configured Provider objects by name."""
     from . import _settings
 
     if provider is not None:
         names, source = [p.strip() for p in provider.split(",") if p.strip()], "--provider"
         if not names:
             raise ConfigError("--provider names no provider")
-        return names, source
+        return names, source, {}
     overrides: dict[str, Any] = getattr(_settings, "_overrides", {})
     if "provider" in overrides:
         spec = overrides["provider"]
         items = spec.split(",") if isinstance(spec, str) else spec if isinstance(spec, list | tuple) else [spec]
-        names = [i.strip() if isinstance(i, str) else getattr(i, "label", None) or type(i).__name__ for i in items]
-        return [n for n in names if n], "configure()"
+        instances = {
+            i.name: i for i in items if isinstance(i, Provider) and _spec_name(i) is not None
+        }
+        return [n for n in (_spec_name(i) for i in items) if n], "configure()", instances
     if os.environ.get("PERPLEXED_PROVIDER", "").strip():
-        return list(_settings.default_chain()), "PERPLEXED_PROVIDER"
-    return list(_settings.default_chain()), "default"
+        return list(_settings.default_chain()), "PERPLEXED_PROVIDER", {}
+    return list(_settings.default_chain()), "default", {}
+
+
+def _spec_name(item: Any) -> str | None:
+    """The registry name of one configured chain member; None for a function or an unregistered class (they
+    have nothing for the doctor to check offline)."""
+    if isinstance(item, str):
+        return item.strip() or None
+    if isinstance(item, Mapping):
+        name = item.get("provider", item.get("name"))
+        return name.strip() if isinstance(name, str) else None
+    if isinstance(item, Provider) and item.name in available() and not isinstance(item, CallableProvider):
+        return item.name
+    return None
 
 
 def _key_value(cls: type[Provider]) -> str | None:
@@ -545,21 +564,28 @@ def _key_value(cls: type[Provider]) -> str | None:
     return value if value is not None and value != "" else None
 
 
-def _key_check(name: str, cls: type[Provider], needed: bool) -> Check:
-    value = _key_value(cls)
+def _key_check(name: str, cls: type[Provider], needed: bool, instance: Provider | None = None) -> Check:
+    if instance is not None:  # a configured Provider object: its own key (constructor, else environment)
+        try:
+            value: str | None = instance.api_key()
+        except ConfigError:
+            value = None
+        source = f"{instance.label}'s api_key"
+    else:
+        value, source = _key_value(cls), str(cls.env_key)
     status, message = check_key_format(name, value)
     if status == MISSING:
         message = f"{cls.env_key} is not set"
         if name == "firecrawl":
             try:
-                instance = cls()
+                instance = instance or cls()
                 if getattr(instance, "self_hosted", False):
                     return Check(f"key:{name}", OK, f"self-hosted at {instance.base_url}: no key needed", needed)
             except ConfigError:
                 pass
     else:
-        message = f"{cls.env_key}: {message}"
-    if status == OK and cls.env_base_url and os.environ.get(cls.env_base_url, "").strip():
+        message = f"{source}: {message}"
+    if status == OK and instance is None and cls.env_base_url and os.environ.get(cls.env_base_url, "").strip():
         message += f"; base URL from {cls.env_base_url}"
     return Check(f"key:{name}", status, message, needed)
 
@@ -678,7 +704,7 @@ async def adiagnose(
     """The offline checks (see the module docstring). ``provider`` is a comma-separated chain (as
     ``--provider``); default: ``configure(provider=...)``, else ``PERPLEXED_PROVIDER``, else the default
     chain. Members of an explicit chain are needed; members of the default chain only when configured."""
-    chain, source = _chain_names(provider)
+    chain, source, instances = _chain_spec(provider)
     explicit = source != "default"
     checks: list[Check] = []
     known = set(available())
@@ -703,7 +729,7 @@ async def adiagnose(
             continue
         if not cls.env_key:
             continue
-        check = _key_check(name, cls, in_chain)
+        check = _key_check(name, cls, in_chain, instances.get(name))
         if not in_chain and check.status == MISSING:
             check = Check(check.name, INFO, check.detail)
         elif in_chain and not explicit and check.status == MISSING:
@@ -761,8 +787,9 @@ class Exchange:
 class _Recorder(httpx.AsyncBaseTransport):
     """Wraps a transport: reads each response whole (capped) and keeps the exchange."""
 
-    def __init__(self, inner: httpx.AsyncBaseTransport, max_body_bytes: int) -> None:
-        self.inner = inner
+    def __init__(self, inner: httpx.AsyncBaseTransport | None, max_body_bytes: int) -> None:
+        self.owned = inner is None  # close only a transport made here, never a caller's
+        self.inner = inner or httpx.AsyncHTTPTransport(verify=ssl_context())
         self.max_body_bytes = max_body_bytes
         self.exchanges: list[Exchange] = []
 
@@ -794,7 +821,8 @@ class _Recorder(httpx.AsyncBaseTransport):
         )
 
     async def aclose(self) -> None:
-        await self.inner.aclose()
+        if self.owned:
+            await self.inner.aclose()
 
 
 @dataclass
@@ -945,12 +973,14 @@ def _judge(
 async def _check_provider(provider: Provider, query: str, record: Path | None) -> LiveRow:
     options = live_options()
     row = LiveRow(provider=provider.label, status=ERROR)
+    if isinstance(provider, CallableProvider):
+        row.error = "not an HTTP API (nothing to check live; `perplexed doctor` checks it offline)"
+        return row
     if not provider.configured:
         env = " or ".join(v for v in (provider.env_key, provider.env_base_url) if v)
         row.error = f"not configured (set {env})" if env else "not configured"
         return row
-    inner = provider.transport or httpx.AsyncHTTPTransport(verify=ssl_context())
-    recorder = _Recorder(inner, provider.max_body_bytes)
+    recorder = _Recorder(provider.transport, provider.max_body_bytes)
     failure: BaseException | None = None
     answer = None
     started = time.monotonic()
@@ -967,6 +997,8 @@ async def _check_provider(provider: Provider, query: str, record: Path | None) -
                     break
         except (PerplexedError, httpx.HTTPError) as exc:
             failure = exc
+        except Exception as exc:  # a provider bug: a row, not a crash of the whole report
+            failure = ProviderError("unexpected", f"{type(exc).__name__}: {exc}", provider=provider.label)
         finally:
             flow.close()
     row.ms = int((time.monotonic() - started) * 1000)
@@ -984,6 +1016,8 @@ async def _check_provider(provider: Provider, query: str, record: Path | None) -
     row = _judge(row, SHAPES.get(provider.name), exchange, failure, table, _usd_per_credit(provider, options))
     if row.status == OK and answer is not None and not answer.hits:
         row.cost_note += "; no hits, so the hit fields were not checked"
+    if row.ms > DEFAULT_PROVIDER_TIMEOUT_MS:
+        row.cost_note += f"; slower than the default provider timeout ({DEFAULT_PROVIDER_TIMEOUT_MS} ms)"
     if record is not None and recorder.exchanges:
         row.cassette = str(_record(record, provider.name, recorder.exchanges, agent=False))
     return row
@@ -993,8 +1027,7 @@ async def _check_agent(record: Path | None, transport: httpx.AsyncBaseTransport 
     from .agent import AsyncAgentClient
 
     row = LiveRow(provider="agent", status=ERROR)
-    inner = transport or httpx.AsyncHTTPTransport(verify=ssl_context())
-    recorder = _Recorder(inner, 8 * 1024 * 1024)
+    recorder = _Recorder(transport, 8 * 1024 * 1024)
     failure: BaseException | None = None
     started = time.monotonic()
     try:
@@ -1023,11 +1056,20 @@ async def acheck_live(
     agent_transport: httpx.AsyncBaseTransport | None = None,
 ) -> LiveReport:
     """One real query per provider (and the Agent API with ``agent=True``), one after the other; never raises
-    for a provider's failure (its row says ``error``). ``record``: a folder for redacted cassettes."""
+    for a provider's failure (its row says ``error``). ``record``: a folder for redacted cassettes. What the
+    calls cost is recorded in the state store's spend (:func:`perplexed.spend`), as a search's would be."""
+    from ._governance import arecord_spend
+
     folder = None if record is None else Path(record)
-    rows = [await _check_provider(p, query, folder) for p in providers]
+    rows = []
+    for provider in providers:
+        rows.append(await _check_provider(provider, query, folder))
+        if rows[-1].http_status is not None:  # a call was made: its cost counts in perplexed.spend()
+            await arecord_spend(provider.label, rows[-1].cost)
     if agent:
         rows.append(await _check_agent(folder, agent_transport))
+        if rows[-1].http_status is not None:
+            await arecord_spend(AGENT_SPEND_LABEL, rows[-1].cost)
     return LiveReport(rows, sum(estimate(providers, agent=agent).values()))
 
 
@@ -1101,6 +1143,7 @@ def write_cassette(path: str | os.PathLike[str], exchanges: Sequence[Exchange]) 
     return target
 
 
+_RECORDED_MARK = "perplexed doctor --live --record"
 _RECORDED_README = """# Recorded {name} cassettes
 
 **Recorded** from the live API by `perplexed doctor --live --record` on {when} (host {host}).
@@ -1123,7 +1166,10 @@ def _record(folder: Path, name: str, exchanges: Sequence[Exchange], *, agent: bo
         f"| `{p.name}` | {_cassette_status(p)} |" for p in path.parent.glob("*.yaml")
     )
     host = httpx.URL(exchanges[-1].url).host
-    (path.parent / "README.md").write_text(
+    readme = path.parent / "README.md"
+    if readme.exists() and _RECORDED_MARK not in readme.read_text(encoding="utf-8"):
+        return path  # a README written by someone else (e.g. cassettes/recorded/searxng/): leave it alone
+    readme.write_text(
         _RECORDED_README.format(
             name=name,
             when=datetime.now(UTC).strftime("%Y-%m-%d"),

@@ -78,3 +78,17 @@ async def test_a_cassette_recorded_by_the_doctor_replays(name: str, tmp_path: Pa
     text = (tmp_path / name / "ok.yaml").read_text(encoding="utf-8")
     assert KEYS.get(name, "never") not in text
     replay_ok(tmp_path / name / "ok.yaml")
+
+
+async def test_recording_never_overwrites_a_readme_it_did_not_write(tmp_path: Path) -> None:
+    readme = tmp_path / "searxng" / "README.md"
+    readme.parent.mkdir()
+    readme.write_text("# Recorded SearXNG cassettes\n\nFrom a real SearXNG, by another script.\n", encoding="utf-8")
+    with serve({PATHS["searxng"]: Json(good("searxng"))}) as server:
+        report = await doctor.acheck_live([get("searxng")(base_url=server.url)], record=tmp_path)
+    assert report.rows[0].status == "ok" and (tmp_path / "searxng" / "ok.yaml").is_file()
+    assert readme.read_text(encoding="utf-8").endswith("by another script.\n")
+    with serve({PATHS["exa"]: Json(good("exa"))}) as server:
+        await doctor.acheck_live([get("exa")(base_url=server.url, api_key=KEYS["exa"])], record=tmp_path)
+        await doctor.acheck_live([get("exa")(base_url=server.url, api_key=KEYS["exa"])], record=tmp_path)
+    assert "perplexed doctor --live --record" in (tmp_path / "exa" / "README.md").read_text(encoding="utf-8")

@@ -318,11 +318,10 @@ def test_an_echoed_key_at_the_cut_is_redacted_before_the_cut(offset: int) -> Non
 
 
 def test_the_timeout_note_goes_on_a_copy() -> None:
-    from perplexed.agent._client import _noted
-    from perplexed.agent._outcome import error_from_response
+    from perplexed.agent._outcome import error_from_response, with_note
 
     original = error_from_response(503, b'{"error": {"message": "busy"}}')
-    noted = _noted(original, "retrying it ran past the 1s timeout")
+    noted = with_note(original, "retrying it ran past the 1s timeout")
     assert str(original) == "busy" and original.args == ("busy",)
     assert str(noted) == "busy (retrying it ran past the 1s timeout)" and type(noted) is type(original)
     assert noted.status == 503 and noted.__cause__ is original

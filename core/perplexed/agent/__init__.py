@@ -20,7 +20,7 @@ backoff decisions), ``_outcome`` (HTTP answers as errors and responses), ``_stre
 its resume/poll/raise decision), ``_request`` (``build_request``, ``encode_body``), ``_response``
 (``parse_event``, ``StreamAssembler``), ``sse`` (the SSE decoder).
 
-Layout: ``_client`` (AsyncAgentClient) -> ``_stream`` -> ``_outcome``/``_policy`` -> ``_request``/``_response``;
+Layout: ``_client`` (AsyncAgentClient) -> ``_stream`` -> ``_outcome``/``_policy``/``_args`` -> ``_request``/``_response``;
 ``_sync`` is the facade; ``sonar`` translates Sonar chat-completions calls.
 """
 

@@ -9,7 +9,6 @@ coroutines on perplexed's portal loop. Decisions live elsewhere and are pure: ti
 from __future__ import annotations
 
 import asyncio
-import copy
 import logging
 import os
 import weakref
@@ -23,22 +22,33 @@ from pydantic import SecretStr
 from .._errors import (
     APIConnectionError,
     APIError,
-    APIStatusError,
     APITimeoutError,
     BadRequestError,
     ConfigError,
+    ContentDecodingError,
     InvalidRequest,
     MalformedResponseError,
-    ProviderError,
+    ResponseBodyError,
     register_secret,
 )
 from .._http import get_client, read_capped
+from ._args import (
+    DEFAULT_BASE_URL,
+    check_base_url,
+    check_count,
+    check_headers,
+    check_key,
+    check_key_text,
+    check_seconds,
+)
 from ._outcome import (
     error_from_response,
     explain_unknown_field,
     parse_json,
     parse_response,
     raise_for_status,
+    redirect_error,
+    with_note,
 )
 from ._policy import (
     CONNECT_TIMEOUT,
@@ -48,8 +58,6 @@ from ._policy import (
     ERROR_BODY_BYTES,
     MAX_BODY_BYTES,
     MAX_RETRY_AFTER,
-    check_count,
-    check_seconds,
     default_timeout,
     retry_delay,
     stream_timeouts,
@@ -62,10 +70,8 @@ __all__ = ["DEFAULT_API_PATH", "DEFAULT_BASE_URL", "ENV_API_KEY", "AsyncAgentCli
 
 logger = logging.getLogger("perplexed.agent")
 
-DEFAULT_BASE_URL = "https://api.perplexity.ai"
 DEFAULT_API_PATH = "/v1/agent"  # "/v1/responses" is an equivalent alias (the SDK's): api_path="/v1/responses"
 ENV_API_KEY = "PERPLEXITY_API_KEY"
-ENV_BASE_URL = "PERPLEXITY_BASE_URL"
 
 
 class CreateParams(RequestParams, total=False):
@@ -82,64 +88,7 @@ def _split(params: Mapping[str, Any]) -> tuple[dict[str, Any], float | None, flo
     rest = dict(params)
     timeout = check_seconds(rest.pop("timeout", None), "timeout")
     stream_timeout = check_seconds(rest.pop("stream_timeout", None), "stream_timeout")
-    return rest, timeout, stream_timeout, _check_headers(rest.pop("extra_headers", None), "extra_headers")
-
-
-def _check_headers(value: object, name: str) -> dict[str, str]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
-    ):
-        raise ConfigError(f"{name} must be a mapping of str to str")
-    return dict(value)
-
-
-def _check_key(value: object) -> SecretStr | None:
-    """``api_key=`` as a SecretStr (``None``/empty: read the environment at the first call)."""
-    if value is None:
-        return None
-    if isinstance(value, SecretStr):
-        key = value.get_secret_value()
-    elif isinstance(value, str):
-        key = value
-    else:
-        raise ConfigError(f"api_key must be a str or a pydantic SecretStr, not {type(value).__name__}")
-    if not key:
-        return None
-    register_secret(key)
-    _check_key_text(key, "api_key")
-    return SecretStr(key)
-
-
-def _check_key_text(key: str, source: str) -> None:
-    # A key goes into an HTTP header: printable ASCII without whitespace. The message never shows it.
-    if not all("!" <= c <= "~" for c in key):
-        raise ConfigError(
-            f"{source} is not a valid API key: it must be printable ASCII without spaces "
-            "(check for a stray space, newline or non-ASCII character)"
-        )
-
-
-def _check_base_url(value: object) -> str:
-    """``base_url=`` (or ``$PERPLEXITY_BASE_URL``) as ``scheme://host[:port][/path]`` without a trailing slash."""
-    if value is not None and not isinstance(value, str):
-        raise ConfigError(f"base_url must be a str, not {type(value).__name__}")
-    url = (value or os.environ.get(ENV_BASE_URL) or DEFAULT_BASE_URL).strip().rstrip("/")
-    if url.endswith("/v1"):  # an OpenAI-style base URL
-        url = url[:-3]
-    if not url.startswith(("http://", "https://")):
-        raise ConfigError(f"base_url must be an http(s) URL, got {url!r}")
-    try:
-        parsed = httpx.URL(url)
-        port = parsed.port
-    except (httpx.InvalidURL, ValueError) as exc:
-        raise ConfigError(f"base_url is not a valid URL ({exc}): {url!r}") from None
-    if not parsed.host:
-        raise ConfigError(f"base_url has no host: {url!r}")
-    if port is not None and not 0 < port < 65536:
-        raise ConfigError(f"base_url has an invalid port {port} (1-65535): {url!r}")
-    return url
+    return rest, timeout, stream_timeout, check_headers(rest.pop("extra_headers", None), "extra_headers")
 
 
 class _Failure(NamedTuple):
@@ -181,8 +130,8 @@ class AsyncAgentClient:
         max_stream_resumes: int = 5,
         api_path: str = DEFAULT_API_PATH,
     ) -> None:
-        self._api_key = _check_key(api_key)
-        self.base_url = _check_base_url(base_url)
+        self._api_key = check_key(api_key)
+        self.base_url = check_base_url(base_url)
         self.timeout = check_seconds(timeout, "timeout")
         self.stream_timeout = check_seconds(stream_timeout, "stream_timeout")
         self.max_retries = check_count(max_retries, "max_retries")
@@ -200,7 +149,7 @@ class AsyncAgentClient:
             raise ConfigError(f"http_client must be an httpx.AsyncClient, not {type(http_client).__name__}")
         self._transport = transport
         self._http_client = http_client
-        self._default_headers = _check_headers(default_headers, "default_headers")
+        self._default_headers = check_headers(default_headers, "default_headers")
         # streams opened by this client and not finished: aclose() releases their connections
         self._streams: weakref.WeakSet[AsyncAgentStream] = weakref.WeakSet()
 
@@ -218,7 +167,7 @@ class AsyncAgentClient:
                     f"no Perplexity API key: pass api_key= or set the {ENV_API_KEY} environment variable"
                 )
             register_secret(env)
-            _check_key_text(env, f"${ENV_API_KEY}")
+            check_key_text(env, f"${ENV_API_KEY}")
             return env
         return key.get_secret_value()
 
@@ -264,7 +213,7 @@ class AsyncAgentClient:
             return _Failure(redirect_error(response), response.status_code, response.headers)
         try:
             body = await read_capped(response, ERROR_BODY_BYTES)
-        except (ProviderError, httpx.HTTPError):
+        except (ResponseBodyError, httpx.HTTPError):
             body = b""
         finally:
             await response.aclose()
@@ -363,7 +312,7 @@ class AsyncAgentClient:
                     await response.aclose()
         except TimeoutError:
             if failures:  # the budget ran out while retrying: what the API answered is the real error
-                raise _noted(failures[-1], f"retrying it ran past the {timeout:g}s timeout") from None
+                raise with_note(failures[-1], f"retrying it ran past the {timeout:g}s timeout") from None
             raise APITimeoutError(
                 f"{method} {url.removeprefix(self.base_url)} took longer than {timeout:g}s"
             ) from None
@@ -378,13 +327,13 @@ class AsyncAgentClient:
             raise APITimeoutError(f"{what}: reading the body timed out") from exc
         except httpx.TransportError as exc:
             raise APIConnectionError(f"{what}: {type(exc).__name__}") from exc
-        except httpx.DecodingError as exc:  # e.g. a body claiming gzip that is not
+        except ContentDecodingError as exc:  # e.g. a body claiming gzip that is not
             raise MalformedResponseError(
                 f"{what}: the body could not be decoded as its Content-Encoding "
                 f"{response.headers.get('content-encoding', '')!r} claims ({exc})",
                 status=response.status_code,
             ) from None
-        except ProviderError as exc:  # body_too_large: an Agent API error, not a search provider's
+        except ResponseBodyError as exc:  # too large: an Agent API error, not a search provider's
             raise APIError(exc.message, status=response.status_code) from None
 
     # -- public API -------------------------------------------------------------------------------------
@@ -580,42 +529,3 @@ class AsyncAgentClient:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
-
-
-def _noted(error: APIError, note: str) -> APIError:
-    """A copy of ``error`` whose message ends with ``note`` (the caught exception itself is left as it is)."""
-    noted = copy.copy(error)
-    noted.message = f"{error.message} ({note})"
-    noted.args = (noted.message,)
-    noted.__cause__ = error
-    return noted
-
-
-def redirect_error(response: httpx.Response) -> APIStatusError:
-    """The error for a 3xx: redirects are never followed; the message names the target's origin only."""
-    target = _origin(response)
-    where = f"to {target}" if target else "without a Location"
-    return APIStatusError(
-        f"the API answered HTTP {response.status_code}, redirecting {where}; perplexed does not follow "
-        "redirects (the API key must not reach another origin): check base_url",
-        status=response.status_code,
-        reason="redirect",
-    )
-
-
-def _origin(response: httpx.Response) -> str | None:
-    """``scheme://host:port`` of a redirect's target (never its path or query)."""
-    location = response.headers.get("location")
-    if not location:
-        return None
-    try:
-        url = response.url.join(location)
-        scheme, host = url.scheme, url.host
-        port = url.port or {"http": 80, "https": 443}.get(scheme)
-    except (httpx.InvalidURL, ValueError):
-        return "an unparseable location"
-    if not scheme or not host:
-        return "an unparseable location"
-    if ":" in host:
-        host = f"[{host}]"
-    return f"{scheme}://{host}:{port}"

@@ -6,14 +6,17 @@ client and the stream engine.
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from collections.abc import Mapping
 from typing import Any
 
+import httpx
 from pydantic import ValidationError
 
 from .._errors import (
+    APIError,
     APIStatusError,
     AuthenticationError,
     BadRequestError,
@@ -275,3 +278,42 @@ def explain_unknown_field(error: BadRequestError, request: AgentRequest) -> BadR
         body=error.body,
         attempts=error.attempts,
     )
+
+
+def with_note(error: APIError, note: str) -> APIError:
+    """A copy of ``error`` whose message ends with ``note`` (the caught exception itself is left as it is)."""
+    noted = copy.copy(error)
+    noted.message = f"{error.message} ({note})"
+    noted.args = (noted.message,)
+    noted.__cause__ = error
+    return noted
+
+
+def redirect_error(response: httpx.Response) -> APIStatusError:
+    """The error for a 3xx: redirects are never followed; the message names the target's origin only."""
+    target = _origin(response)
+    where = f"to {target}" if target else "without a Location"
+    return APIStatusError(
+        f"the API answered HTTP {response.status_code}, redirecting {where}; perplexed does not follow "
+        "redirects (the API key must not reach another origin): check base_url",
+        status=response.status_code,
+        reason="redirect",
+    )
+
+
+def _origin(response: httpx.Response) -> str | None:
+    """``scheme://host:port`` of a redirect's target (never its path or query)."""
+    location = response.headers.get("location")
+    if not location:
+        return None
+    try:
+        url = response.url.join(location)
+        scheme, host = url.scheme, url.host
+        port = url.port or {"http": 80, "https": 443}.get(scheme)
+    except (httpx.InvalidURL, ValueError):
+        return "an unparseable location"
+    if not scheme or not host:
+        return "an unparseable location"
+    if ":" in host:
+        host = f"[{host}]"
+    return f"{scheme}://{host}:{port}"

@@ -8,14 +8,12 @@ table-style in ``tests/agent/test_agent_retry.py``; the client (``_client.py``) 
 from __future__ import annotations
 
 import email.utils
-import math
 import random
 import time
 from collections.abc import Mapping
 
 import httpx
 
-from .._errors import ConfigError
 from ._request import AgentRequest
 
 __all__ = [
@@ -29,8 +27,6 @@ __all__ = [
     "MODEL_TIMEOUT",
     "PRESET_TIMEOUTS",
     "backoff_delay",
-    "check_count",
-    "check_seconds",
     "default_timeout",
     "parse_retry_after",
     "retry_delay",
@@ -62,32 +58,6 @@ MAX_RETRY_AFTER = 60.0
 MAX_BODY_BYTES = 32 * 1024 * 1024
 ERROR_BODY_BYTES = 1024 * 1024  # an error response's body is read up to this much, for its message
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
-
-
-def check_seconds(value: object, name: str, *, zero_ok: bool = False) -> float | None:
-    """``value`` as seconds: ``None``, or a positive (``zero_ok``: non-negative), finite number.
-
-    Anything else (a string, a bool, ``inf``, ``nan``) is a :class:`perplexed.ConfigError` naming ``name``:
-    an infinite timeout would be no bound at all.
-    """
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ConfigError(f"{name} must be a number of seconds, not {type(value).__name__}")
-    seconds = float(value)
-    if not math.isfinite(seconds) or seconds < 0 or (seconds == 0 and not zero_ok):
-        kind = "non-negative" if zero_ok else "positive"
-        raise ConfigError(f"{name} must be a {kind}, finite number of seconds, got {value!r}")
-    return seconds
-
-
-def check_count(value: object, name: str) -> int:
-    """``value`` as a count: an ``int`` >= 0 (not a bool, not a string), else a ConfigError naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(f"{name} must be an int, not {type(value).__name__}")
-    if value < 0:
-        raise ConfigError(f"{name} must be >= 0, got {value}")
-    return value
 
 
 def _lower(headers: Mapping[str, str] | None) -> dict[str, str]:

@@ -631,7 +631,9 @@ class StreamAssembler:
         self.terminal: StreamEvent | None = None
         self.last_sequence_number: int | None = None
         self._items: dict[int, OutputItem] = {}
-        self._text: dict[tuple[int, int], list[str]] = {}
+        # the text of each (output_index, content_index), grown in place by each delta: one string, not a list
+        # of pieces (joining pieces would hold the answer twice)
+        self._text: dict[tuple[int, int], str] = {}
         self._reasoning_results: list[SearchResult] = []
 
     @property
@@ -651,9 +653,12 @@ class StreamAssembler:
             if isinstance(event, OutputItemDoneEvent):
                 self._drop_text(event.output_index)
         elif isinstance(event, OutputTextDeltaEvent):
-            self._text.setdefault((event.output_index, event.content_index), []).append(event.delta)
+            key = (event.output_index, event.content_index)
+            text = self._text.pop(key, "")
+            text += event.delta  # in place: ``text`` is the only reference
+            self._text[key] = text
         elif isinstance(event, OutputTextDoneEvent):
-            self._text[(event.output_index, event.content_index)] = [event.text]
+            self._text[(event.output_index, event.content_index)] = event.text
         elif isinstance(event, ReasoningEvent) and event.type == "response.reasoning.search_results":
             self._reasoning_results.extend(event.search_results)
         if event.type in TERMINAL_EVENTS:
@@ -666,6 +671,10 @@ class StreamAssembler:
                 self._text.clear()
                 self._reasoning_results.clear()
 
+    def texts(self) -> list[str]:
+        """The texts gathered from delta events so far (the very objects: no copies)."""
+        return list(self._text.values())
+
     def _drop_text(self, output_index: int) -> None:
         item = self._items.get(output_index)
         if isinstance(item, MessageItem) and item.content:
@@ -675,7 +684,7 @@ class StreamAssembler:
     def assembled_output(self) -> list[OutputItem]:
         """The output rebuilt from item and text events, in ``output_index`` order."""
         items = dict(self._items)
-        for (index, part), pieces in self._text.items():
+        for (index, part), text in self._text.items():
             item = items.get(index)
             if not isinstance(item, MessageItem):
                 item = items[index] = MessageItem(status="in_progress")
@@ -683,7 +692,7 @@ class StreamAssembler:
                 item.content.append(OutputText())
             target = item.content[part]
             if isinstance(target, OutputText):
-                target.text = "".join(pieces)
+                target.text = text
         output = [items[i] for i in sorted(items)]
         if self._reasoning_results and not any(isinstance(i, SearchResultsItem) for i in output):
             output.insert(0, SearchResultsItem(results=list(self._reasoning_results)))

@@ -31,6 +31,7 @@ from .._errors import (
     ServerError,
     StreamError,
 )
+from ._elide import StringElider, restore
 from ._outcome import (
     explain_unknown_field,
     parse_json,
@@ -378,7 +379,15 @@ class AsyncAgentStream:
             # The server answered with a whole response instead of a stream.
             yield await self._whole_response(source)
             return
-        decoder = SSEDecoder()
+        # A huge data line (a multi-megabyte response.completed) is parsed with its long strings cut out and
+        # matched against the text gathered from the deltas: the answer is then held once, not three times.
+        elided: dict[str, str] = {}
+        known = self._assembler.texts
+
+        def elider() -> _ElidedData:
+            return _ElidedData(StringElider(known), elided)
+
+        decoder = SSEDecoder(data_filter=elider)
         after = self._assembler.last_sequence_number
         # The stall timer counts events, not bytes: a server that drips bytes or sends only keep-alive
         # comments cannot hold the stream open past ``timeout`` without a single event (httpx's read
@@ -412,8 +421,12 @@ class AsyncAgentStream:
                 try:
                     payload = json.loads(data)
                 except ValueError:
+                    elided.clear()
                     event: StreamEvent = UnknownEvent(type=name, raw={"data": data})
                 else:
+                    if elided:
+                        payload = restore(payload, elided)
+                        elided.clear()
                     event = parse_event(payload, name if name != "message" else None)
                     del payload
                 del data
@@ -453,3 +466,19 @@ class AsyncAgentStream:
             )
         if final is not None:
             raise_for_status(final)
+
+
+class _ElidedData:
+    """The SSE decoder's filter for a huge data line: the compact JSON goes on, the long strings aside."""
+
+    def __init__(self, elider: StringElider, strings: dict[str, str]) -> None:
+        self._elider = elider
+        self._strings = strings
+
+    def feed(self, text: str) -> None:
+        self._elider.feed(text)
+
+    def finish(self) -> str:
+        compact, strings = self._elider.finish()
+        self._strings.update(strings)
+        return compact

@@ -20,6 +20,7 @@ bare model does not search). Perplexity's migration skill suggests another mappi
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from .._errors import InvalidRequest
@@ -163,72 +164,98 @@ def _text_of(content: Any) -> str:
     return ""
 
 
+@dataclass
+class _Draft:
+    """The translation under way: what is left of the Sonar arguments, and the Agent request taking shape."""
+
+    args: dict[str, Any]
+    mapping: dict[str, str]
+    out: dict[str, Any] = field(default_factory=dict)
+    web: dict[str, Any] = field(default_factory=dict)  # web_search tool settings
+    want_web: bool = False
+    tools: list[Any] = field(default_factory=list)
+    instructions: list[str] = field(default_factory=list)
+    warnings: list[MigrationWarning] = field(default_factory=list)
+
+    def warn(self, name: str, message: str) -> None:
+        self.warnings.append(MigrationWarning(name, message))
+
+
 def from_sonar(*, preset_map: Mapping[str, str] | None = None, **kwargs: Any) -> SonarTranslation:
     """Translate Sonar ``/chat/completions`` keyword arguments into an Agent request plus warnings.
 
     ``preset_map`` overrides entries of :data:`DEFAULT_PRESET_MAP` (Sonar model → preset, or → model slug
     when the value contains ``/``).
     """
-    mapping = {**DEFAULT_PRESET_MAP, **(preset_map or {})}
-    warnings: list[MigrationWarning] = []
-    out: dict[str, Any] = {}
-    instructions: list[str] = []
-    web: dict[str, Any] = {}
-    want_web = False
-    tools: list[Any] = []
-    args = dict(kwargs)
+    d = _Draft(args=dict(kwargs), mapping={**DEFAULT_PRESET_MAP, **(preset_map or {})})
+    for step in (
+        _model,
+        _search_options,
+        _messages,
+        _generation,
+        _response_format,
+        _search_filters,
+        _search_switches,
+        _function_tools,
+        _leftovers,
+    ):
+        step(d)
+    if d.want_web or d.web:
+        d.tools.insert(0, WebSearch(**d.web))
+    if d.tools:
+        d.out["tools"] = d.tools
+    if d.instructions:
+        d.out["instructions"] = "\n\n".join(i for i in d.instructions if i)
+    return SonarTranslation(AgentRequest(**d.out), d.warnings)
 
-    # model -> preset / model
-    model = args.pop("model", None)
-    if model is not None:
-        target = mapping.get(model)
-        if target is None:
-            if "/" in str(model):
-                out["model"] = model
-            else:
-                out["model"] = model
-                warnings.append(
-                    MigrationWarning(
-                        "model", f"{model!r} is not a Sonar model this translator knows; sent as model as is"
-                    )
-                )
-        elif "/" in target:
-            out["model"] = target
-            want_web = True
-        else:
-            out["preset"] = target
 
-    # search_type fast / pro -> preset (top level or inside web_search_options)
-    options = args.pop("web_search_options", None) or {}
+def _model(d: _Draft) -> None:
+    """``model`` → preset (or a model slug)."""
+    model = d.args.pop("model", None)
+    if model is None:
+        return
+    target = d.mapping.get(model)
+    if target is None:
+        d.out["model"] = model
+        if "/" not in str(model):
+            d.warn("model", f"{model!r} is not a Sonar model this translator knows; sent as model as is")
+    elif "/" in target:
+        d.out["model"] = target
+        d.want_web = True
+    else:
+        d.out["preset"] = target
+
+
+def _search_options(d: _Draft) -> None:
+    """``search_type`` fast / pro → preset (top level or inside ``web_search_options``); the other options."""
+    options = d.args.pop("web_search_options", None) or {}
     if not isinstance(options, Mapping):
         raise InvalidRequest("web_search_options must be an object", param="web_search_options")
     options = dict(options)
-    search_type = args.pop("search_type", None) or options.pop("search_type", None)
+    search_type = d.args.pop("search_type", None) or options.pop("search_type", None)
     if search_type is not None:
         preset = SEARCH_TYPE_PRESETS.get(str(search_type))
         if preset is not None:
-            out.pop("model", None)
-            out["preset"] = preset
-            warnings.append(MigrationWarning("search_type", f"{search_type!r} → preset {preset!r}"))
+            d.out.pop("model", None)
+            d.out["preset"] = preset
+            d.warn("search_type", f"{search_type!r} → preset {preset!r}")
         else:
-            warnings.append(
-                MigrationWarning("search_type", f"{search_type!r} has no preset equivalent; dropped")
-            )
+            d.warn("search_type", f"{search_type!r} has no preset equivalent; dropped")
     if "search_context_size" in options:
-        web["search_context_size"] = options.pop("search_context_size")
-        want_web = True
+        d.web["search_context_size"] = options.pop("search_context_size")
+        d.want_web = True
     if "user_location" in options:
         loc = options.pop("user_location")
         if loc is not None:
-            web["user_location"] = loc
-            want_web = True
+            d.web["user_location"] = loc
+            d.want_web = True
     for key in list(options):
-        reason = _DROPPED.get(key, "no Agent API equivalent")
-        warnings.append(MigrationWarning(f"web_search_options.{key}", f"dropped: {reason}"))
-        options.pop(key)
+        d.warn(f"web_search_options.{key}", f"dropped: {_DROPPED.get(key, 'no Agent API equivalent')}")
 
-    # messages -> input; system messages -> instructions
-    messages = args.pop("messages", None)
+
+def _messages(d: _Draft) -> None:
+    """``messages`` → ``input``; system messages → ``instructions``."""
+    messages = d.args.pop("messages", None)
     if messages is not None:
         items: list[InputMessage] = []
         for msg in messages:
@@ -236,7 +263,7 @@ def from_sonar(*, preset_map: Mapping[str, str] | None = None, **kwargs: Any) ->
                 raise InvalidRequest("each message must be an object with role and content", param="messages")
             role = msg.get("role")
             if role == "system":
-                instructions.append(_text_of(msg.get("content")))
+                d.instructions.append(_text_of(msg.get("content")))
                 continue
             if role == "tool":
                 raise InvalidRequest(
@@ -244,125 +271,117 @@ def from_sonar(*, preset_map: Mapping[str, str] | None = None, **kwargs: Any) ->
                 )
             items.append(InputMessage(role=role, content=_content(msg.get("content"), str(role))))
         if items:
-            out["input"] = items
-    if "input" in args:
-        out["input"] = args.pop("input")
+            d.out["input"] = items
+    if "input" in d.args:
+        d.out["input"] = d.args.pop("input")
 
-    # limits and generation options
-    if "max_tokens" in args:
-        out["max_output_tokens"] = args.pop("max_tokens")
-    if "max_output_tokens" in args:
-        out["max_output_tokens"] = args.pop("max_output_tokens")
-    effort = args.pop("reasoning_effort", None)
+
+def _generation(d: _Draft) -> None:
+    """Limits and generation options."""
+    if "max_tokens" in d.args:
+        d.out["max_output_tokens"] = d.args.pop("max_tokens")
+    if "max_output_tokens" in d.args:
+        d.out["max_output_tokens"] = d.args.pop("max_output_tokens")
+    effort = d.args.pop("reasoning_effort", None)
     if effort is not None:
-        out["reasoning"] = {"effort": effort}
+        d.out["reasoning"] = {"effort": effort}
     for key in _KEPT:
-        if key in args:
-            value = args.pop(key)
+        if key in d.args:
+            value = d.args.pop(key)
             if value is not None:
-                out[key] = value
+                d.out[key] = value
 
-    # structured output
-    fmt = args.pop("response_format", None)
-    if fmt is not None:
-        if not isinstance(fmt, Mapping):
-            raise InvalidRequest("response_format must be an object", param="response_format")
-        kind = fmt.get("type")
-        if kind == "regex":
-            raise InvalidRequest(
-                "response_format type 'regex' is not supported by the Agent API: use a json_schema",
-                param="response_format",
-            )
-        if kind == "json_schema":
-            schema = dict(fmt.get("json_schema") or {})
-            if "name" not in schema:
-                schema["name"] = "response"
-            out["response_format"] = {"type": "json_schema", "json_schema": schema}
-        elif kind in (None, "text"):
-            warnings.append(MigrationWarning("response_format", f"type {kind!r} is the default; dropped"))
-        else:
-            raise InvalidRequest(f"response_format type {kind!r} is not supported", param="response_format")
 
-    # search filters -> web_search tool
+def _response_format(d: _Draft) -> None:
+    """Structured output: a ``json_schema`` is kept; ``regex`` cannot work."""
+    fmt = d.args.pop("response_format", None)
+    if fmt is None:
+        return
+    if not isinstance(fmt, Mapping):
+        raise InvalidRequest("response_format must be an object", param="response_format")
+    kind = fmt.get("type")
+    if kind == "regex":
+        raise InvalidRequest(
+            "response_format type 'regex' is not supported by the Agent API: use a json_schema",
+            param="response_format",
+        )
+    if kind == "json_schema":
+        schema = dict(fmt.get("json_schema") or {})
+        if "name" not in schema:
+            schema["name"] = "response"
+        d.out["response_format"] = {"type": "json_schema", "json_schema": schema}
+    elif kind in (None, "text"):
+        d.warn("response_format", f"type {kind!r} is the default; dropped")
+    else:
+        raise InvalidRequest(f"response_format type {kind!r} is not supported", param="response_format")
+
+
+def _search_filters(d: _Draft) -> None:
+    """Search filters → the ``web_search`` tool."""
     for key in _FILTERS:
-        if key in args:
-            value = args.pop(key)
+        if key in d.args:
+            value = d.args.pop(key)
             if value is not None:
-                web[key] = value
-                want_web = True
-    if "num_search_results" in args:
-        value = args.pop("num_search_results")
+                d.web[key] = value
+                d.want_web = True
+    if "num_search_results" in d.args:
+        value = d.args.pop("num_search_results")
         if value is not None:
-            web["max_results"] = value
-            want_web = True
-            warnings.append(
-                MigrationWarning("num_search_results", "→ web_search max_results (⚠ not in the SDK schema)")
-            )
-    if args.pop("enable_search_classifier", None):
-        want_web = True
-        warnings.append(
-            MigrationWarning(
-                "enable_search_classifier",
-                "no classifier on the Agent API: a web_search tool is attached and the model decides",
-            )
+            d.web["max_results"] = value
+            d.want_web = True
+            d.warn("num_search_results", "→ web_search max_results (⚠ not in the SDK schema)")
+
+
+def _search_switches(d: _Draft) -> None:
+    """The search classifier, ``disable_search``, ``search_mode`` and related questions."""
+    if d.args.pop("enable_search_classifier", None):
+        d.want_web = True
+        d.warn(
+            "enable_search_classifier",
+            "no classifier on the Agent API: a web_search tool is attached and the model decides",
         )
-    if args.pop("disable_search", None):
-        out["max_tool_calls"] = 0
-        warnings.append(
-            MigrationWarning(
-                "disable_search",
-                "→ max_tool_calls=0; the preset's tools stay attached (tools=[] does not remove them), "
-                "max_tool_calls=0 only stops every tool call (⚠ unverified field)",
-            )
+    if d.args.pop("disable_search", None):
+        d.out["max_tool_calls"] = 0
+        d.warn(
+            "disable_search",
+            "→ max_tool_calls=0; the preset's tools stay attached (tools=[] does not remove them), "
+            "max_tool_calls=0 only stops every tool call (⚠ unverified field)",
         )
-    mode = args.pop("search_mode", None)
+    mode = d.args.pop("search_mode", None)
     if mode == "sec":
-        tools.append(FinanceSearch())
-        warnings.append(
-            MigrationWarning(
-                "search_mode", "'sec' → the finance_search tool (filings, financials, transcripts)"
-            )
-        )
+        d.tools.append(FinanceSearch())
+        d.warn("search_mode", "'sec' → the finance_search tool (filings, financials, transcripts)")
     elif mode == "academic":
-        warnings.append(
-            MigrationWarning(
-                "search_mode",
-                "'academic' has no Agent equivalent; suggested pattern: WebSearch(search_domain_filter="
-                f"{ACADEMIC_DOMAINS!r}) and instructions asking for peer-reviewed sources",
-            )
+        d.warn(
+            "search_mode",
+            "'academic' has no Agent equivalent; suggested pattern: WebSearch(search_domain_filter="
+            f"{ACADEMIC_DOMAINS!r}) and instructions asking for peer-reviewed sources",
         )
     elif mode not in (None, "web"):
-        warnings.append(MigrationWarning("search_mode", f"{mode!r} has no Agent equivalent; dropped"))
-
-    if args.pop("return_related_questions", None):
-        instructions.append(RELATED_QUESTIONS_INSTRUCTION)
-        warnings.append(
-            MigrationWarning(
-                "return_related_questions",
-                "no related_questions field on the Agent API: an instruction asks for a 'Related questions:' "
-                "section (or add a related_questions property to a json_schema response_format)",
-            )
+        d.warn("search_mode", f"{mode!r} has no Agent equivalent; dropped")
+    if d.args.pop("return_related_questions", None):
+        d.instructions.append(RELATED_QUESTIONS_INSTRUCTION)
+        d.warn(
+            "return_related_questions",
+            "no related_questions field on the Agent API: an instruction asks for a 'Related questions:' "
+            "section (or add a related_questions property to a json_schema response_format)",
         )
 
-    # function tools in chat-completions shape
-    for tool in args.pop("tools", None) or []:
+
+def _function_tools(d: _Draft) -> None:
+    """Function tools in the chat-completions shape."""
+    for tool in d.args.pop("tools", None) or []:
         if isinstance(tool, Mapping) and tool.get("type") == "function":
-            tools.append(FunctionTool(**dict(tool)))
+            d.tools.append(FunctionTool(**dict(tool)))
         else:
-            tools.append(tool)
+            d.tools.append(tool)
 
-    for key in list(args):
-        if key in _DROPPED:
-            args.pop(key)
-            warnings.append(MigrationWarning(key, f"dropped: {_DROPPED[key]}"))
-    for key in list(args):
-        args.pop(key)
-        warnings.append(MigrationWarning(key, "dropped: not a Sonar field this translator knows"))
 
-    if want_web or web:
-        tools.insert(0, WebSearch(**web))
-    if tools:
-        out["tools"] = tools
-    if instructions:
-        out["instructions"] = "\n\n".join(i for i in instructions if i)
-    return SonarTranslation(AgentRequest(**out), warnings)
+def _leftovers(d: _Draft) -> None:
+    """Whatever is left is dropped, with a warning each (known Sonar fields first)."""
+    for key in [k for k in d.args if k in _DROPPED]:
+        d.args.pop(key)
+        d.warn(key, f"dropped: {_DROPPED[key]}")
+    for key in list(d.args):
+        d.args.pop(key)
+        d.warn(key, "dropped: not a Sonar field this translator knows")

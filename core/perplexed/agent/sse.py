@@ -9,17 +9,24 @@ dispatched; an unterminated event at the end of the stream is discarded.
 
 Feed it chunks of any size with :meth:`SSEDecoder.feed`, which returns the events completed by that chunk;
 call :meth:`SSEDecoder.close` at the end of the stream. The caller owns sockets and time.
+
+``data_filter`` (optional) bounds the memory of a huge ``data:`` line: once an unterminated ``data`` line
+passes ``big_line`` bytes, its value is decoded as it arrives and handed piece by piece to a filter made by
+``data_filter()`` (``feed(str)``, then ``finish() -> str`` at the end of the line), whose result becomes the
+line's value: the raw line is never held whole. The Agent client uses it to keep a multi-megabyte
+``response.completed`` out of memory (see ``_elide.py``).
 """
 
 from __future__ import annotations
 
+import codecs
 import json
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
-from typing import Any, NamedTuple
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
+from typing import Any, NamedTuple, Protocol
 
 from .._errors import StreamError
 
-__all__ = ["DEFAULT_MAX_EVENT_BYTES", "SSEDecoder", "ServerSentEvent", "aiter_sse", "iter_sse"]
+__all__ = ["DEFAULT_MAX_EVENT_BYTES", "DataFilter", "SSEDecoder", "ServerSentEvent", "aiter_sse", "iter_sse"]
 
 DEFAULT_MAX_EVENT_BYTES = 32 * 1024 * 1024
 _BOM = "\ufeff"
@@ -49,6 +56,38 @@ class ServerSentEvent(NamedTuple):
 
 _new_event = tuple.__new__  # builds a ServerSentEvent without the NamedTuple's Python-level __new__
 
+#: an unterminated ``data`` line this long goes to the ``data_filter`` (when one is given)
+DEFAULT_BIG_LINE = 256 * 1024
+_BIG_STEP = 64 * 1024
+
+
+class DataFilter(Protocol):
+    """Receives the value of one huge ``data`` line piece by piece; ``finish()`` gives the value to keep."""
+
+    def feed(self, text: str) -> None: ...
+
+    def finish(self) -> str: ...
+
+
+class _BigLine:
+    """A huge ``data`` line in progress: bytes are decoded incrementally and handed to the filter."""
+
+    __slots__ = ("decoder", "filter", "first")
+
+    def __init__(self, data_filter: DataFilter) -> None:
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self.filter = data_filter
+        self.first = True  # the optional space after "data:" is still to be dropped
+
+    def feed(self, data: bytes, final: bool = False) -> None:
+        text = self.decoder.decode(data, final)
+        if self.first and text:
+            self.first = False
+            if text[0] == " ":
+                text = text[1:]
+        if text:
+            self.filter.feed(text)
+
 
 class SSEDecoder:
     """Incremental WHATWG SSE decoder over bytes.
@@ -58,7 +97,10 @@ class SSEDecoder:
     """
 
     __slots__ = (
+        "_big",
+        "_big_line",
         "_data",
+        "_data_filter",
         "_data_size",
         "_event",
         "_last_id",
@@ -70,8 +112,17 @@ class SSEDecoder:
         "_started",
     )
 
-    def __init__(self, *, max_event_bytes: int | None = DEFAULT_MAX_EVENT_BYTES) -> None:
+    def __init__(
+        self,
+        *,
+        max_event_bytes: int | None = DEFAULT_MAX_EVENT_BYTES,
+        data_filter: Callable[[], DataFilter] | None = None,
+        big_line: int = DEFAULT_BIG_LINE,
+    ) -> None:
         self._max = max_event_bytes
+        self._data_filter = data_filter
+        self._big_line = big_line
+        self._big: _BigLine | None = None  # the huge data line being filtered
         self._pending: list[bytes] = []  # bytes of an unterminated line
         self._pending_size = 0
         self._skip_lf = False  # the previous chunk ended in CR: a leading LF completes that CRLF
@@ -91,6 +142,8 @@ class SSEDecoder:
         """Consume ``chunk`` and return the events it completed (possibly none)."""
         if not chunk:
             return []
+        if self._big is not None:
+            return self._feed_big(chunk)
         if self._skip_lf:
             self._skip_lf = False
             if chunk[0] == 0x0A:  # "\n"
@@ -102,6 +155,9 @@ class SSEDecoder:
             self._pending.append(chunk)
             self._pending_size += len(chunk)
             self._check_size()
+            crossed = self._pending_size - len(chunk) < self._big_line <= self._pending_size
+            if crossed and self._data_filter is not None:
+                self._start_big()
             return []
         if self._pending:
             self._pending.append(chunk[: end + 1])
@@ -137,6 +193,48 @@ class SSEDecoder:
             return events
         return self._process(lines)
 
+    def _start_big(self) -> None:
+        """The unterminated line passed ``big_line`` bytes: filter it from now on, if it is a ``data`` line."""
+        head = b"".join(self._pending)
+        start = 0
+        if not self._started and head.startswith(_BOM.encode()):
+            start = len(_BOM.encode())
+        if head[start : start + 5] != b"data:":
+            return
+        assert self._data_filter is not None
+        self._started = True
+        self._pending.clear()
+        self._big = big = _BigLine(self._data_filter())
+        view = memoryview(head)[start + 5 :]
+        for k in range(0, len(view), _BIG_STEP):  # in steps: no copy of the whole head
+            big.feed(bytes(view[k : k + _BIG_STEP]))
+
+    def _feed_big(self, chunk: bytes) -> list[ServerSentEvent]:
+        big = self._big
+        assert big is not None
+        cr, lf = chunk.find(b"\r"), chunk.find(b"\n")
+        end = min(cr, lf) if cr >= 0 and lf >= 0 else max(cr, lf)
+        if end < 0:
+            self._pending_size += len(chunk)
+            self._check_size()
+            for k in range(0, len(chunk), _BIG_STEP):
+                big.feed(chunk[k : k + _BIG_STEP] if len(chunk) > _BIG_STEP else chunk)
+            return []
+        self._pending_size += end
+        self._check_size()
+        big.feed(chunk[:end], final=True)
+        self._big = None
+        value = big.filter.finish()
+        self._pending_size = 0
+        events = self._process(["data: " + value])  # _process drops exactly this one space
+        rest = chunk[end + 1 :]
+        if chunk[end] == 0x0D:  # "\r": a following "\n" belongs to this line ending
+            if rest[:1] == b"\n":
+                rest = rest[1:]
+            elif not rest:
+                self._skip_lf = True
+        return events + self.feed(rest) if rest else events
+
     def close(self) -> list[ServerSentEvent]:
         """Signal the end of the stream.
 
@@ -145,6 +243,7 @@ class SSEDecoder:
         """
         self._pending.clear()
         self._pending_size = 0
+        self._big = None
         self._skip_lf = False
         self._started = False
         self._event = ""
@@ -156,7 +255,7 @@ class SSEDecoder:
     @property
     def has_pending(self) -> bool:
         """True when bytes of an undispatched event are buffered (the stream stopped mid-event)."""
-        return bool(self._pending or self._data or self._event or self._retry is not None)
+        return bool(self._pending or self._big or self._data or self._event or self._retry is not None)
 
     # --- internals ---------------------------------------------------------------------------------
 

@@ -19,12 +19,14 @@ from typing import Any, ClassVar
 import httpx
 from pydantic import SecretStr
 
+from .. import _wire
 from .._errors import ConfigError, ProviderError, register_secret
 from .._http import DEFAULT_MAX_BODY_BYTES
 from .._models import Hit, ProviderAnswer
 from .._options import SearchOptions
 from .._policy import check_provider_settings
 from .._settings import env_secret, env_str, price_override
+from .._wire import check_key, clip, parse_error_envelope
 
 __all__ = [
     "CallableProvider",
@@ -69,6 +71,8 @@ class Provider:
     client_side_options: ClassVar[frozenset[str]] = frozenset(
         {"max_results", "include_domains", "exclude_domains"}
     )
+    #: same-origin redirects a call follows (None: see :attr:`max_redirects`)
+    redirects: ClassVar[int | None] = None
 
     def __init__(
         self,
@@ -90,12 +94,20 @@ class Provider:
             cooldown_s=cooldown_s, owner=f"provider {name or self.name!r}",
         )
         self._gov_cache: Any = None
-        if cost is not None and (isinstance(cost, bool) or not isinstance(cost, int | float) or cost < 0):
-            raise ConfigError(f"cost for provider {self.name!r} must be a non-negative number of USD")
-        if isinstance(api_key, str):
-            api_key = SecretStr(api_key)
+        if cost is not None and (
+            isinstance(cost, bool) or not isinstance(cost, int | float) or not math.isfinite(cost) or cost < 0
+        ):
+            raise ConfigError(f"cost for provider {self.name!r} must be a finite non-negative number of USD")
         if api_key is not None:
-            register_secret(api_key.get_secret_value())
+            if isinstance(api_key, str | SecretStr):  # remembered for redaction even if it is rejected below
+                register_secret(api_key if isinstance(api_key, str) else api_key.get_secret_value())
+            api_key = SecretStr(check_key(api_key, argument=f"api_key of provider {self.name!r}"))
+        if base_url is not None and not isinstance(base_url, str):
+            raise ConfigError(
+                f"base_url of provider {self.name!r} must be a string URL, got {type(base_url).__name__}"
+            )
+        if isinstance(max_body_bytes, bool) or not isinstance(max_body_bytes, int) or max_body_bytes <= 0:
+            raise ConfigError(f"max_body_bytes of provider {self.name!r} must be a positive int")
         self._base_url = base_url.rstrip("/") if base_url else None
         self._api_key = api_key
         self._cost = None if cost is None else float(cost)
@@ -138,8 +150,18 @@ class Provider:
             return False
         return True
 
+    @property
+    def max_redirects(self) -> int:
+        """How many redirects to the provider's own origin a call follows: :attr:`redirects` when the class
+        sets it, else 0 for a provider that sends a credential (it follows none) and 5 for one that does not.
+        A redirect to another origin is never followed (an ``error`` attempt, ``reason="redirect"``)."""
+        if self.redirects is not None:
+            return self.redirects
+        return 0 if self.env_key or self._api_key is not None else 5
+
     def api_key(self) -> str:
-        """The API key (constructor, else the provider's env var); ConfigError naming the env var when missing."""
+        """The API key (constructor, else the provider's env var); ConfigError naming the env var when missing
+        or not a valid key (the message never holds the key)."""
         key = self._api_key or (env_secret(self.env_key) if self.env_key else None)
         if key is None or not key.get_secret_value():
             raise ConfigError(
@@ -373,45 +395,26 @@ def parse_published(value: Any) -> date | None:
 
 
 def parse_retry_after(headers: Mapping[str, str] | httpx.Headers) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` (preferred) or ``Retry-After`` (seconds or HTTP date)."""
-    raw_ms = headers.get("retry-after-ms")
-    if raw_ms:
-        try:
-            ms = float(raw_ms)
-            if math.isfinite(ms) and ms >= 0:
-                return ms / 1000
-        except ValueError:
-            pass
-    raw = headers.get("retry-after")
-    if not raw:
-        return None
-    try:
-        seconds = float(raw)
-        return seconds if math.isfinite(seconds) and seconds >= 0 else None
-    except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(raw)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+    """Seconds to wait from ``retry-after-ms`` (preferred) or ``Retry-After`` (seconds or HTTP date); the one
+    parser of the library, :func:`perplexed._wire.parse_retry_after` (a negative value means 0)."""
+    return _wire.parse_retry_after(headers)
 
 
-def _error_text(response: httpx.Response, limit: int = 300) -> str:
-    try:
-        data = json.loads(response.content)
-    except (ValueError, UnicodeDecodeError):
-        text = response.content[:limit].decode("utf-8", "replace").strip()
-        if text.startswith("<"):
-            return "(HTML body)"
-        return text
-    if isinstance(data, dict):
+#: how much of an upstream's error text goes into a message (after redaction)
+ERROR_TEXT_LIMIT = 300
+
+
+def _error_text(response: httpx.Response, limit: int = ERROR_TEXT_LIMIT) -> str:
+    """The upstream's error message for a failed response: redacted, then cut to ``limit`` characters."""
+    envelope = parse_error_envelope(response.content)
+    if not envelope.is_json:
+        text = (envelope.message or "").strip()
+        return "(HTML body)" if text.startswith("<") else clip(text, limit)
+    if envelope.message:
+        return clip(envelope.message, limit)
+    payload = envelope.payload
+    if isinstance(payload, dict):
         for key in ("error", "message", "detail", "errors"):
-            if key in data:
-                value = data[key]
-                if isinstance(value, dict):
-                    value = value.get("message") or value.get("detail") or value
-                return str(value)[:limit]
-    return str(data)[:limit]
+            if key in payload:
+                return clip(str(payload[key]), limit)
+    return clip(str(payload), limit)

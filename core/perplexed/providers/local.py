@@ -2,9 +2,12 @@
 
 Build the index with ``perplexed index PATH`` (or :func:`build_index`); then ``provider="local"`` (or
 ``Local(index=...)``) searches it with BM25 ranking. Each hit has the document's title (first heading, else
-the file name), a ``file://`` URL, a snippet around the matched terms, and the document's text as
-``content``. The index lives at ``$PERPLEXED_LOCAL_INDEX`` or in the user data folder
-(:func:`default_index_path`).
+the file name), a ``file://`` URL (with ``#page=N`` for a PDF, the page also in ``raw["page"]``), a
+snippet around the matched terms, and the document's text as ``content``. Documents with the same content
+(the same folder indexed through two paths, a second clone) give one hit, the others listed in
+``raw["duplicates"]``. The index lives at ``$PERPLEXED_LOCAL_INDEX`` or in the user data folder
+(:func:`default_index_path`). :func:`list_index`, :func:`remove_from_index`, :func:`rebuild_index`,
+:func:`reset_index` and :func:`check_index` manage it (``perplexed index --list`` and friends).
 
 The query runs in a worker thread on its own SQLite connection; when the chain's budget runs out the query
 is interrupted, so a timeout really stops the work.
@@ -21,23 +24,44 @@ from typing import Any, ClassVar
 from .._errors import ConfigError, ProviderError
 from .._index import (
     FileProblem,
+    IndexCheck,
+    IndexListing,
     IndexReport,
     Interrupt,
+    Row,
     build_index,
+    check_index,
     default_index_path,
     index_stats,
+    list_index,
     query_index,
+    rebuild_index,
+    remove_from_index,
+    reset_index,
 )
 from .._models import Hit, ProviderAnswer
 from .._options import SearchOptions
 from ._base import CallableProvider
 from ._common import date_window
 
-__all__ = ["FileProblem", "IndexReport", "Local", "build_index", "default_index_path"]
+__all__ = [
+    "FileProblem",
+    "IndexCheck",
+    "IndexListing",
+    "IndexReport",
+    "Local",
+    "build_index",
+    "check_index",
+    "default_index_path",
+    "list_index",
+    "rebuild_index",
+    "remove_from_index",
+    "reset_index",
+]
 
 
 class Local(CallableProvider):
-    """Search a local full-text index of Markdown, text, HTML and reStructuredText documents.
+    """Search a local full-text index of Markdown, text, HTML, reStructuredText and PDF documents.
 
     ``index``: the index file (default ``$PERPLEXED_LOCAL_INDEX``, else ``local-index.sqlite3`` in the user
     data folder, read at call time). ``content_chars``: how much of each document to return as
@@ -124,17 +148,23 @@ class Local(CallableProvider):
             raise ProviderError("cancelled", str(exc), provider=self.label) from None
         except sqlite3.Error as exc:
             raise ProviderError("upstream", f"local index {self.index_path}: {exc}", provider=self.label) from None
-        hits = [
-            Hit(
-                title=row.title,
-                url=row.url,
-                snippet=row.snippet,
-                content=row.text[: self.content_chars] if self.content_chars else None,
-                published=row.modified,
-                score=-row.bm25,
-                provider=self.label,
-                raw={"path": row.path, "kind": row.kind, "bm25": row.bm25, "matches": list(row.matches)},
-            )
-            for row in rows
-        ]
-        return ProviderAnswer(hits=hits)
+        return ProviderAnswer(hits=[self._hit(row) for row in rows])
+
+    def _hit(self, row: Row) -> Hit:
+        raw: dict[str, Any] = {"path": row.path, "kind": row.kind, "bm25": row.bm25, "matches": list(row.matches)}
+        url = row.url
+        if row.page is not None:  # a PDF: the page the snippet is on (PDF viewers open file.pdf#page=N there)
+            raw["page"] = row.page
+            url = f"{url}#page={row.page}"
+        if row.duplicates:
+            raw["duplicates"] = list(row.duplicates)
+        return Hit(
+            title=row.title,
+            url=url,
+            snippet=row.snippet,
+            content=row.text[: self.content_chars] if self.content_chars else None,
+            published=row.modified,
+            score=-row.bm25,
+            provider=self.label,
+            raw=raw,
+        )
