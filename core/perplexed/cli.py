@@ -730,8 +730,9 @@ def _provider_rows() -> list[dict[str, Any]]:
 
 def _agent_row() -> dict[str, Any]:
     """``perplexity-agent``: not a search provider but a grounding mode of ``perplexed answer``."""
-    from .agent._client import ENV_API_KEY, ENV_BASE_URL
+    from .agent._client import ENV_API_KEY  # stays there (helper "agent"); the URL variable is documented
 
+    ENV_BASE_URL = "PERPLEXITY_BASE_URL"
     configured = bool(os.environ.get(ENV_API_KEY, "").strip())
     note = "answers only (perplexed answer --provider perplexity-agent): the Agent API searches by itself"
     return {
