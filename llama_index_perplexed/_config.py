@@ -19,8 +19,9 @@ class SearchConfig:
     = the default chain; with ``answer_mode``, also ``"perplexity-agent"``, the Agent API searching by itself).
     ``similarity_top_k`` is LlamaIndex's name for ``max_results``. The chain options (``provider_timeout_ms``,
     ``deadline_ms``, ``fallback_on``, and the strategy and quality floor: ``strategy``, ``hedge_after_ms``,
-    ``merge_providers``, ``min_hits``, ``accept``, see ``docs/strategies.md``) and the search options are
-    keywords. Bad values raise :class:`perplexed.InvalidRequest` / :class:`perplexed.ConfigError` here, not at
+    ``merge_providers``, ``min_hits``, ``accept``, see ``docs/strategies.md``; the memory across calls:
+    ``cache_ttl_s``, ``cache_single_flight``, ``budget_usd``, see ``docs/production.md``) and the search options
+    are keywords. Bad values raise :class:`perplexed.InvalidRequest` / :class:`perplexed.ConfigError` here, not at
     the first query; an unknown option names the closest valid one.
     """
 

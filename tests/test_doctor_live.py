@@ -177,6 +177,8 @@ def test_live_without_yes_sends_nothing_and_exits_2(capsys: pytest.CaptureFixtur
         code, out, _ = run_cli(capsys, "--live", "perplexity", "--json")
         assert code == 2 and server.requests == []
         assert json.loads(out) == {"estimated_cost": 0.005, "estimate": {"perplexity": 0.005}, "sent": False, "rows": []}
+        code, out, _ = run_cli(capsys, "--live", "--provider", "local,exa,perplexity", "--json")  # the chain's
+        assert code == 2 and json.loads(out)["estimate"] == {"exa": 0.007, "perplexity": 0.005}
 
 
 def test_live_with_yes_prints_the_estimate_first_then_a_row_per_provider(
