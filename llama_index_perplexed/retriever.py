@@ -67,9 +67,11 @@ class PerplexedRetriever(BaseRetriever):
         verbose: bool = False,
         **options: Any,
     ) -> None:
-        if provider is not None or api_key is not None or base_url is not None:
-            provider = with_credentials(provider, api_key=api_key, base_url=base_url, owner="PerplexedRetriever")
         self._config = SearchConfig(provider, max_results=max_results, similarity_top_k=similarity_top_k, **options)
+        if provider is not None or api_key is not None or base_url is not None:  # options first, then keys
+            self._config.provider = with_credentials(
+                provider, api_key=api_key, base_url=base_url, owner="PerplexedRetriever"
+            )
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     def __repr__(self) -> str:

@@ -7,7 +7,7 @@ component is built (langchain-tavily's ``TavilySearch`` fails at construction wh
   one-item list); with a chain, no provider, or a Provider object they are a :class:`~perplexed.ConfigError`
   saying where the key goes instead;
 - a single provider that needs a key and has none (argument, spec or environment) is a ``ConfigError``
-  naming the environment variable to set;
+  naming the environment variable to set (a missing URL is left to the call, as before);
 - a chain whose members cannot all run (no key, no URL) gives one warning naming them and what each needs;
   the chain keeps them (each is a free ``config`` error attempt) and the others run.
 """
@@ -56,16 +56,19 @@ def _fold(spec: Any, api_key: str | SecretStr | None, base_url: str | None, owne
     )
 
 
-def missing_setup(provider: Provider) -> str | None:
-    """What keeps ``provider`` from running (a missing key or URL, as the provider words it), or None."""
+def missing_setup(provider: Provider) -> tuple[str, str] | None:
+    """What keeps ``provider`` from running: ``("key" | "url", message as the provider words it)``, or None."""
     if isinstance(provider, CallableProvider):
         return None
     try:
         _ = provider.base_url
-        if provider.env_key:
-            provider.api_key()
     except ConfigError as exc:
-        return str(exc)
+        return "url", str(exc)
+    if provider.env_key:
+        try:
+            provider.api_key()
+        except ConfigError as exc:
+            return "key", str(exc)
     return None
 
 
@@ -78,12 +81,15 @@ def with_credentials(
 
     spec = _fold(spec, api_key, base_url, owner)
     members, is_chain = resolve(spec)
-    problems = [why for p in members if (why := missing_setup(p)) is not None]
+    problems = [found for p in members if (found := missing_setup(p)) is not None]
     if not problems:
         return spec
     if not is_chain:
-        raise ConfigError(f"{owner}: {problems[0]}")
-    listed = "; ".join(problems)
+        kind, why = problems[0]
+        if kind == "key":  # a URL may still come from the environment at call time, as today
+            raise ConfigError(f"{owner}: {why}")
+        return spec
+    listed = "; ".join(why for _, why in problems)
     running = len(members) - len(problems)
     warnings.warn(
         f"{owner}: {len(problems)} of {len(members)} chain members cannot run ({listed}); "
