@@ -7,7 +7,7 @@ Each benchmark runs in its own interpreter (so imports, pools and high-water mar
 refused/hung provider cost), ``bench_fallbacks.py`` (LangChain ``with_fallbacks`` vs a perplexed chain),
 ``bench_sse.py`` (decoder vs the perplexityai SDK, event latency), ``bench_import.py`` (import time vs the
 SDK, no framework imports), ``bench_memory.py`` (peak memory streaming a 10 MB answer / reading a capped
-body). Needs the ``bench`` extra (``perplexityai``, ``psutil``) and ``langchain-core``.
+body), ``bench_strategies.py`` (hedged tail latency, merge latency and recall). Needs the ``bench`` extra (``perplexityai``, ``psutil``) and ``langchain-core``.
 
 Exit status: 0 when every target is met, 1 otherwise (the table says which missed).
 """
@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 
@@ -196,6 +197,49 @@ def memory(quick: bool) -> list[Row]:
     return rows
 
 
+def strategies(quick: bool) -> list[Row]:
+    data: Any = _json("bench_strategies.py", "--searches", "600" if quick else "2000")
+    print(json.dumps(data, indent=1))
+    h, m, r = data["hedged"], data["merge_latency"], data["merge_recall"]
+    seq, auto, p90 = h["sequential_ms"], h["hedged_auto_ms"], h["hedged_p90_ms"]
+    return [
+        Row(
+            "hedged (auto) vs sequential p99, log-normal first provider (p99 = 10x median)",
+            f"{h['hedged_auto_p99_ratio']:.2f}x ({auto['p99']:.0f} vs {seq['p99']:.0f} ms; hedge at observed "
+            f"p95 {h['observed_p95_ms_median']:.0f} ms)",
+            "<= 0.5x",
+            h["hedged_auto_p99_ratio"] <= 0.5,
+        ),
+        Row(
+            "hedged (auto): extra provider calls per search",
+            f"{h['hedged_auto_extra_calls'] * 100:.1f} %",
+            "<= 10 %",
+            h["hedged_auto_extra_calls"] <= 0.10,
+        ),
+        Row(
+            "hedged at a fixed p90 delay (comparison): p99 ratio, extra calls",
+            f"{h['hedged_p90_p99_ratio']:.2f}x ({p90['p99']:.0f} ms), "
+            f"{h['hedged_p90_extra_calls'] * 100:.1f} %",
+            "(comparison)",
+            None,
+        ),
+        Row(
+            "merge of two providers vs the slower alone (median, p95)",
+            f"{m['median_ratio']:.3f}x, {m['p95_ratio']:.3f}x "
+            f"({m['merge_ms']['p50']:.1f} vs {m['slower_alone_ms']['p50']:.1f} ms median)",
+            "<= 1.05x",
+            max(m["median_ratio"], m["p95_ratio"]) <= 1.05,
+        ),
+        Row(
+            "merge recall@10 vs the best single provider (synthetic, 300 queries)",
+            f"{r['recall_at_10_merge']:.3f} vs {max(r['recall_at_10_a'], r['recall_at_10_b']):.3f} "
+            f"({r['recall_ratio']:.2f}x)",
+            ">= 1.0x",
+            r["recall_ratio"] >= 1.0,
+        ),
+    ]
+
+
 BENCHES: list[tuple[str, Callable[[bool], list[Row]]]] = [
     ("engine", engine),
     ("load", load),
@@ -203,6 +247,7 @@ BENCHES: list[tuple[str, Callable[[bool], list[Row]]]] = [
     ("sse", sse),
     ("import", imports),
     ("memory", memory),
+    ("strategies", strategies),
 ]
 
 

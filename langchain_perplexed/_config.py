@@ -22,6 +22,10 @@ CHAIN_FIELDS = (
     "provider_timeout_ms",
     "deadline_ms",
     "fallback_on",
+    # memory across calls (docs/production.md)
+    "cache_ttl_s",
+    "cache_single_flight",
+    "budget_usd",
     # strategies and the quality floor (docs/strategies.md)
     "strategy",
     "hedge_after_ms",
@@ -103,6 +107,16 @@ class SearchConfig(BaseModel):
     fallback_on: str | list[str] | None = None
     """Outcomes that move the chain to the next provider: ``error``, ``empty``, ``timeout`` (core default
     ``["error", "empty"]``)."""
+
+    cache_ttl_s: float | None = None
+    """Keep each provider's ``ok`` answer this many seconds and answer identical searches from it (a cached
+    attempt: free, not a provider call). ``None``/0: no cache (core default). See docs/production.md."""
+
+    cache_single_flight: bool | None = None
+    """With the cache on: identical searches running at the same time share one provider call."""
+
+    budget_usd: float | None = None
+    """Most one search may spend: a paid provider whose price would exceed it is skipped (``over_budget``)."""
 
     strategy: Literal["sequential", "hedged", "merge"] | None = None
     """How the chain runs: ``sequential`` (core default), ``hedged`` (start the next provider when the current

@@ -20,7 +20,8 @@ class SearchConfig:
     = the default chain; with ``answer_mode``, also ``"perplexity-agent"``, the Agent API searching by itself).
     ``similarity_top_k`` is LlamaIndex's name for ``max_results``. ``strategy``, ``hedge_after_ms``,
     ``merge_providers``, ``min_hits`` and ``accept`` are the chain's strategy and quality floor (see
-    ``docs/strategies.md``). Bad values raise
+    ``docs/strategies.md``). ``cache_ttl_s``, ``cache_single_flight`` and ``budget_usd`` are the chain's
+    memory across calls (``docs/production.md``). Bad values raise
     :class:`perplexed.InvalidRequest` / :class:`perplexed.ConfigError` here, not at the first query.
     """
 
@@ -38,6 +39,9 @@ class SearchConfig:
         merge_providers: int | None = None,
         min_hits: int | None = None,
         accept: Callable[..., Any] | None = None,
+        cache_ttl_s: float | None = None,
+        cache_single_flight: bool | None = None,
+        budget_usd: float | None = None,
         answer_mode: bool = False,
         **options: Any,
     ) -> None:
@@ -53,8 +57,12 @@ class SearchConfig:
             "strategy": strategy, "hedge_after_ms": hedge_after_ms, "merge_providers": merge_providers,
             "min_hits": min_hits, "accept": accept,
         }
+        # memory across calls: cache, single flight, per-call budget (docs/production.md)
+        self.governance_options = {
+            "cache_ttl_s": cache_ttl_s, "cache_single_flight": cache_single_flight, "budget_usd": budget_usd,
+        }
         ChainOptions.build(provider_timeout_ms=provider_timeout_ms, deadline_ms=deadline_ms, fallback_on=fallback_on,
-                           **self.strategy_options)
+                           **self.strategy_options, **self.governance_options)
         check_floor(min_hits, SearchOptions.build(max_results=max_results, **options).max_results)
         agent_mode = answer_mode and isinstance(provider, str) and provider.strip().lower() == AGENT_PROVIDER
         if provider is not None and not agent_mode:
@@ -75,6 +83,7 @@ class SearchConfig:
             "deadline_ms": self.deadline_ms,
             "fallback_on": self.fallback_on,
             **{k: v for k, v in self.strategy_options.items() if v is not None},
+            **{k: v for k, v in self.governance_options.items() if v is not None},
             **self.options,
         }
 

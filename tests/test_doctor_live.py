@@ -111,6 +111,16 @@ async def test_failing_answers_are_errors(name: str, failure: str) -> None:
     assert KEYS.get(name, "never") not in row.error
 
 
+async def test_live_spend_is_recorded_in_the_store(monkeypatch: pytest.MonkeyPatch) -> None:
+    perplexed.configure(store="memory")
+    monkeypatch.setenv("PERPLEXITY_API_KEY", KEYS["perplexity"])
+    with serve({"/search": Json(good("exa")), "/v1/agent": Json(good("agent"))}) as server:
+        monkeypatch.setenv("PERPLEXITY_BASE_URL", server.url)
+        await acheck_live([make("exa", server.url)], agent=True)
+    spent = await perplexed.aspend("day")
+    assert spent == {"exa": pytest.approx(0.007), "perplexity-agent": pytest.approx(good("agent")["usage"]["cost"]["total_cost"])}
+
+
 async def test_unreachable_is_an_error_row() -> None:
     with serve() as server:
         url = server.url
@@ -167,6 +177,8 @@ def test_live_without_yes_sends_nothing_and_exits_2(capsys: pytest.CaptureFixtur
         code, out, _ = run_cli(capsys, "--live", "perplexity", "--json")
         assert code == 2 and server.requests == []
         assert json.loads(out) == {"estimated_cost": 0.005, "estimate": {"perplexity": 0.005}, "sent": False, "rows": []}
+        code, out, _ = run_cli(capsys, "--live", "--provider", "local,exa,perplexity", "--json")  # the chain's
+        assert code == 2 and json.loads(out)["estimate"] == {"exa": 0.007, "perplexity": 0.005}
 
 
 def test_live_with_yes_prints_the_estimate_first_then_a_row_per_provider(

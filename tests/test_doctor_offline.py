@@ -170,8 +170,12 @@ def test_unknown_chain_member_and_bad_price_override(monkeypatch: pytest.MonkeyP
     diagnosis = doctor.diagnose("nosuch")
     assert checks(diagnosis)["chain"].status == "error" and diagnosis.exit_code == 1
     monkeypatch.setenv("PERPLEXED_PRICE_EXA", "cheap")
+    monkeypatch.setenv("EXA_API_KEY", KEYS["exa"])
     found = checks(doctor.diagnose())
     assert found["price:exa"].status == "error" and "PERPLEXED_PRICE_EXA" in found["price:exa"].detail
+    assert not found["price:exa"].needed and doctor.diagnose().exit_code == 0  # exa is not in the chain
+    in_chain = doctor.diagnose("exa")
+    assert checks(in_chain)["price:exa"].needed and in_chain.exit_code == 1
 
 
 def test_self_hosted_firecrawl_needs_no_key(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -192,6 +196,11 @@ def test_a_configured_chain_of_objects_is_checked_by_registry_name(monkeypatch: 
     def my_search(query: str, options: Any) -> list[Any]:
         return []
 
+    with serve({"/search": Json(searxng_json(1))}) as server:
+        searx = get("searxng")(base_url=server.url)  # a base_url in code, no SEARXNG_URL
+        perplexed.configure(provider=[searx, my_search])
+        found = checks(doctor.diagnose())
+        assert found["searxng"].status == "ok" and server.url in found["searxng"].detail
     perplexed.configure(provider=[my_search, {"name": "tavily"}, get("exa")(api_key=KEYS["exa"])])
     diagnosis = doctor.diagnose()
     assert diagnosis.chain == ("tavily", "exa") and diagnosis.chain_source == "configure()"

@@ -15,7 +15,6 @@ from typing import Any
 
 import perplexed
 import pytest
-from loopback import Json, LoopbackServer, Status, searxng_json, sequence, serve
 from perplexed import (
     ConfigError,
     InvalidRequest,
@@ -28,6 +27,7 @@ from perplexed import (
 from perplexed._index import build_index
 from perplexed.providers import FunctionProvider, SearXNG
 from perplexed.store import MemoryStore, SQLiteStore, Store
+from testkit.loopback import Json, LoopbackServer, Status, searxng_json, sequence, serve
 
 loopback_api = pytest.fixture(params=["sync", "async"])(lambda request: request.param)
 

@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from . import _governance, telemetry
+from . import chain as _chain  # chain imports this module lazily (in run), so it is complete here
 from ._errors import InvalidRequest, UpstreamError, redact
 from ._models import Attempt, Hit, Outcome, Result
 from .providers import CallableProvider, Provider
@@ -150,13 +151,11 @@ def fuse(ranked: Sequence[tuple[str, Sequence[Hit]]], limit: int, k: int = RRF_K
     providers' own scores are not comparable) and ``sources`` listing every ``{"provider": ..., "rank": ...}``
     that returned them (in chain order). The inputs are not modified.
     """
-    from .chain import _norm_url
-
     entries: dict[str, list[Any]] = {}  # key -> [score, best rank, first list, first pos, base hit, sources, extra]
     for list_no, (provider, hits) in enumerate(ranked):
         seen: set[str] = set()
         for rank, hit in enumerate(hits, start=1):
-            key = _norm_url(hit.url)
+            key = _chain._norm_url(hit.url)
             if key in seen:  # a provider listing the same page twice: its best rank counts
                 continue
             seen.add(key)
@@ -294,10 +293,8 @@ class _Runner:
         self.reached_end = True  # False once an outcome that does not move on stopped the chain
         self.in_flight = 0.0  # prices of the calls running (budget_usd), and how many there are
         self.in_flight_n = 0
-        from .chain import _attempt
-
         # governance (cache, cool-downs, rate limits, budgets): None when nothing is configured
-        self.gov = _governance.plan(prepared, _attempt)
+        self.gov = _governance.plan(prepared, _chain._attempt)
 
     # -- recording and results
 
@@ -307,18 +304,14 @@ class _Runner:
         return [a for _, a in sorted(self.recorded, key=lambda item: item[0])]
 
     def record(self, order: int, attempt: Attempt) -> None:
-        from .chain import _record
-
         sink: list[Attempt] = []
-        _record(sink, attempt, self.prepared.query, self.on_attempt)
+        _chain._record(sink, attempt, self.prepared.query, self.on_attempt)
         self.recorded.append((order, attempt))
 
     def result(self, provider: str, hits: list[Hit]) -> Result:
         attempts = self.attempts
         if self.span is not None:
-            from .chain import _annotate
-
-            _annotate(self.span, provider, attempts)
+            _chain._annotate(self.span, provider, attempts)
         return Result(query=self.prepared.query, provider=provider, hits=hits, attempts=attempts)
 
     def fallback(self) -> Result:
@@ -326,12 +319,10 @@ class _Runner:
         best = best_answer(self.candidates)
         if best is not None:
             return self.result(best.provider, best.hits)
-        from .chain import _annotate, _safe_cause
-
         attempts = self.attempts
         if self.span is not None:
-            _annotate(self.span, None, attempts)
-        raise UpstreamError("all_providers_failed", attempts) from _safe_cause(self.last_error)
+            _chain._annotate(self.span, None, attempts)
+        raise UpstreamError("all_providers_failed", attempts) from _chain._safe_cause(self.last_error)
 
     async def early_trial(self) -> Result | None:
         """Governance's early trial when the chain reached its end with no answer at all (as the sequential
@@ -362,8 +353,6 @@ class _Runner:
     async def call(self, provider: Provider) -> _Called:
         """One provider call within its budget (capped by the deadline), through the chain's (governed)
         attempt: a hedged or merged call is cached, cooled down, rate limited and budgeted like any other."""
-        from .chain import _attempt
-
         remaining = self.deadline - self.loop.time()
         capped = remaining < self.provider_budget
         budget = remaining if capped else self.provider_budget
@@ -390,7 +379,7 @@ class _Runner:
             finally:
                 self.in_flight_n -= 1
                 self.in_flight = self.in_flight - price if self.in_flight_n else 0.0
-        called = await _attempt(provider, self.prepared, budget, capped)
+        called = await _chain._attempt(provider, self.prepared, budget, capped)
         if called[0].cost > 0:
             _governance.note_spend(called[0].provider, called[0].cost)
         return called

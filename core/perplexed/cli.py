@@ -47,7 +47,7 @@ from ._index import (
     reset_index,
 )
 from ._models import Attempt, Hit, Result
-from ._settings import default_chain
+from ._settings import configure, default_chain
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.console import Console
@@ -59,7 +59,7 @@ __all__ = ["main"]
 EXIT_OK, EXIT_NO_RESULTS, EXIT_USAGE = 0, 1, 2
 
 _OUTCOME_STYLE = {"ok": "green", "empty": "yellow", "timeout": "magenta", "deadline": "magenta", "error": "red",
-                  "insufficient": "yellow", "cancelled": "dim"}
+                  "insufficient": "yellow", "cancelled": "dim", "skipped": "dim"}
 
 
 class UsageError(PerplexedError):
@@ -171,6 +171,11 @@ def _build_parser() -> _Parser:
         p.add_argument("--min-hits", type=_positive_int, metavar="N",
                        help="quality floor: an answer with fewer hits is insufficient and the chain moves on")
         p.add_argument("--index", metavar="FILE", help=f"local index file for the 'local' provider (${INDEX_ENV})")
+        p.add_argument("--cache-ttl", type=_seconds, metavar="SECONDS", default=CLI_CACHE_TTL_S,
+                       help=f"reuse a provider's answer for this long (default {CLI_CACHE_TTL_S:g}; 0 = off)")
+        p.add_argument("--no-cache", action="store_true", help="do not use or fill the result cache")
+        p.add_argument("--budget", type=_usd, metavar="USD",
+                       help="most this search may spend: a paid provider that would exceed it is skipped")
         p.add_argument("--json", action="store_true", help="print one JSON document and nothing else")
 
     p_search = sub.add_parser("search", help="search through a provider chain", description=(
@@ -337,7 +342,48 @@ def _chain_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         value = getattr(args, name, None)
         if value is not None:
             options["hedge_after_ms" if name == "hedge_after" else name] = value
+    # governance: the CLI caches for an hour by default, in its SQLite store next to the local index
+    if not getattr(args, "no_cache", False) and getattr(args, "cache_ttl", None):
+        options["cache_ttl_s"] = args.cache_ttl
+    if getattr(args, "budget", None) is not None:
+        options["budget_usd"] = args.budget
+    _use_cli_store()
     return options
+
+
+CLI_CACHE_TTL_S = 3600.0
+STATE_FILE = "state.db"
+
+
+def _use_cli_store() -> None:
+    """The CLI's state store: ``PERPLEXED_STORE`` when set, else ``state.db`` beside the local index."""
+    from . import _governance
+
+    if os.environ.get(_governance.STORE_ENV, "").strip() or _governance._settings.store is not None:
+        return
+    from .store import SQLiteStore
+
+    configure(store=SQLiteStore(default_index_path().parent / STATE_FILE))
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not (value >= 0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds >= 0, got {text!r}")
+    return value
+
+
+def _usd(text: str) -> float:
+    try:
+        value = float(text.strip().lstrip("$"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an amount of USD, got {text!r}") from None
+    if not (value >= 0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(f"expected an amount of USD >= 0, got {text!r}")
+    return value
 
 
 def _provider_spec(raw: str | None) -> Any:
@@ -423,9 +469,10 @@ def _print_attempts(out: Console, result: Result, labels: list[str]) -> None:
     table.add_column("Note", overflow="fold")
     for attempt in result.attempts:
         outcome = attempt.outcome.value
+        shown = _outcome_text(attempt)
         table.add_row(
             attempt.provider,
-            Text(outcome, style=_OUTCOME_STYLE.get(outcome, "")),
+            Text(shown, style=_OUTCOME_STYLE.get(outcome, "")),
             f"{attempt.duration_ms} ms",
             _money(attempt.cost),
             Text(_attempt_note(attempt)),
@@ -442,6 +489,15 @@ def _print_attempts(out: Console, result: Result, labels: list[str]) -> None:
     hits = f"{len(result.hits)} hit{'s' if len(result.hits) != 1 else ''} from {answered}" if answered else "no hits"
     n = len(result.attempts)
     out.print(f"Total cost: [bold]{_money(result.cost)}[/] · {hits} · {n} attempt{'s' if n != 1 else ''}")
+
+
+def _outcome_text(attempt: Attempt) -> str:
+    """``cached`` for a cache hit, ``skipped (reason)`` for a skipped provider, else the outcome."""
+    if attempt.cached:
+        return "cached"
+    if attempt.outcome.value == "skipped":
+        return f"skipped ({attempt.reason})" if attempt.reason else "skipped"
+    return attempt.outcome.value
 
 
 def _attempt_note(attempt: Attempt) -> str:
@@ -579,7 +635,8 @@ def _provider_rows() -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for name in providers.available():
         row: dict[str, Any] = {"name": name, "configured": False, "price": None, "paid": None,
-                               "env": [], "missing": [], "note": ""}
+                               "env": [], "missing": [], "note": "", "rate_limit": None, "cooldown": "off",
+                               "spend_today": 0.0}
         try:
             cls = providers.get(name)
             instance = cls()
@@ -589,6 +646,7 @@ def _provider_rows() -> list[dict[str, Any]]:
             continue
         env = [v for v in (cls.env_key, cls.env_base_url) if v]
         row["env"] = env
+        row.update(_governance_row(instance))
         try:
             price = float(instance.price())
         except PerplexedError as exc:
@@ -626,11 +684,27 @@ def _provider_rows() -> list[dict[str, Any]]:
     return rows
 
 
+def _governance_row(instance: Any) -> dict[str, Any]:
+    """Rate limit, cool-down state and spend today of one provider, from the state store (never raises)."""
+    from . import _governance, _portal
+
+    try:
+        status = _portal.run(_governance.provider_status, instance)
+    except Exception as exc:  # a broken store must not break the listing
+        return {"cooldown": f"unknown ({type(exc).__name__})"}
+    cooldown = status["cooldown"]
+    if status["cooldown_ends_in_s"]:
+        cooldown = f"{cooldown} ({status['cooldown_ends_in_s']:.0f} s left)"
+    return {"rate_limit": status["rate_limit"], "cooldown": cooldown, "spend_today": status["spend_today"],
+            "window_calls": status["window_calls"]}
+
+
 def _cmd_providers(args: argparse.Namespace) -> int:
     from rich import box
     from rich.table import Table
     from rich.text import Text
 
+    _use_cli_store()
     rows = _provider_rows()
     if args.json:
         _print_json(rows)
@@ -640,13 +714,21 @@ def _cmd_providers(args: argparse.Namespace) -> int:
     table.add_column("Provider", no_wrap=True, style="bold")
     table.add_column("Configured", no_wrap=True)
     table.add_column("Price / call", justify="right", no_wrap=True)
-    table.add_column("Environment", no_wrap=True)
+    table.add_column("Environment", overflow="fold")
+    table.add_column("Rate limit · cool-down · spent today", overflow="fold", min_width=22)
     table.add_column("Note", overflow="fold")
     for row in rows:
         configured = Text("yes", style="green") if row["configured"] else Text("no", style="red")
         price = row["price"]
         price_text = "?" if price is None else ("free" if price == 0 else _money(price))
-        table.add_row(row["name"], configured, price_text, ", ".join(row["env"]), Text(row["note"]))
+        rate = row.get("rate_limit") or "no limit"
+        if row.get("window_calls") is not None and row.get("rate_limit"):
+            rate = f"{rate} ({row['window_calls']} in window)"
+        cooldown = str(row.get("cooldown") or "off")
+        state = Text(f"{rate} · ")
+        state.append(f"cool-down {cooldown}", style="yellow" if cooldown.startswith(("cooling", "trial")) else "")
+        state.append(f" · {_money(float(row.get('spend_today') or 0.0))}")
+        table.add_row(row["name"], configured, price_text, ", ".join(row["env"]), state, Text(row["note"]))
     out.print(table)
     try:
         chain_names = default_chain()

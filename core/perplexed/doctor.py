@@ -79,6 +79,8 @@ LIVE_MAX_RESULTS = 3
 AGENT_ESTIMATE_USD = 0.01
 AGENT_PRESET = "fast"
 AGENT_INPUT = "In one word: what is the capital of France?"
+#: the label the Agent API's spend is recorded under (as answer() does)
+AGENT_SPEND_LABEL = "perplexity-agent"
 #: seconds allowed to each live call and to the offline SearXNG probe
 LIVE_TIMEOUT_S = 60.0
 #: the chain's default per-provider timeout: a live call slower than this is noted
@@ -218,7 +220,7 @@ SHAPES: dict[str, Shape] = {
             Field("data", "dict"),
             Field("data.web", "list"),
             Field("data.news", "list", "optional"),
-            Field("creditsUsed", "num"),
+            Field("creditsUsed", "num", "optional"),  # a self-hosted instance may not report it
             Field("warning", "str|null", "optional"),
         ),
         item=(
@@ -714,10 +716,19 @@ async def adiagnose(
     else:
         checks.append(Check("chain", OK if explicit else INFO, f"{' → '.join(chain)} (from {source})"))
     for name in [*WEB_PROVIDERS, *(n for n in chain if n in known and n not in WEB_PROVIDERS and n != "local")]:
-        cls = get(name)
         in_chain = name in chain
+        try:
+            cls = get(name)
+        except Exception as exc:  # a broken plug-in must not hide the other checks
+            checks.append(Check(f"key:{name}", ERROR, f"cannot load provider {name!r}: {type(exc).__name__}", in_chain))
+            continue
         if name == "searxng":
             base = os.environ.get("SEARXNG_URL", "").strip()
+            if "searxng" in instances:
+                try:
+                    base = instances["searxng"].base_url
+                except ConfigError:
+                    base = ""
             if not base:
                 status = MISSING if in_chain else INFO
                 checks.append(Check("searxng", status, "SEARXNG_URL is not set", in_chain and explicit))
@@ -744,11 +755,12 @@ async def adiagnose(
     checks.append(index_check)
     store_check = await _check_store()
     checks.append(store_check or Check("store", INFO, "no state store configured (PERPLEXED_STORE): in memory"))
-    checks.extend(_price_checks())
+    checks.extend(_price_checks(chain))
     return Diagnosis(tuple(chain), source, tuple(checks))
 
 
-def _price_checks() -> list[Check]:
+def _price_checks(chain: Sequence[str]) -> list[Check]:
+    """An unreadable ``PERPLEXED_PRICE_<NAME>`` fails every search that prices that provider."""
     from ._settings import price_override
 
     out = []
@@ -756,7 +768,7 @@ def _price_checks() -> list[Check]:
         try:
             price_override(name)
         except ConfigError as exc:
-            out.append(Check(f"price:{name}", ERROR, str(exc), True))
+            out.append(Check(f"price:{name}", ERROR, str(exc), name in chain))
     return out
 
 
@@ -1054,11 +1066,20 @@ async def acheck_live(
     agent_transport: httpx.AsyncBaseTransport | None = None,
 ) -> LiveReport:
     """One real query per provider (and the Agent API with ``agent=True``), one after the other; never raises
-    for a provider's failure (its row says ``error``). ``record``: a folder for redacted cassettes."""
+    for a provider's failure (its row says ``error``). ``record``: a folder for redacted cassettes. What the
+    calls cost is recorded in the state store's spend (:func:`perplexed.spend`), as a search's would be."""
+    from ._governance import arecord_spend
+
     folder = None if record is None else Path(record)
-    rows = [await _check_provider(p, query, folder) for p in providers]
+    rows = []
+    for provider in providers:
+        rows.append(await _check_provider(provider, query, folder))
+        if rows[-1].http_status is not None:  # a call was made: its cost counts in perplexed.spend()
+            await arecord_spend(provider.label, rows[-1].cost)
     if agent:
         rows.append(await _check_agent(folder, agent_transport))
+        if rows[-1].http_status is not None:
+            await arecord_spend(AGENT_SPEND_LABEL, rows[-1].cost)
     return LiveReport(rows, sum(estimate(providers, agent=agent).values()))
 
 
@@ -1193,6 +1214,8 @@ def command(args: Any) -> int:
         else:
             _print_diagnosis(diagnosis)
         return diagnosis.exit_code
+    if not names and args.provider:  # --provider A,B with --live: check those
+        names = [n.strip() for n in args.provider.split(",") if n.strip() and n.strip() != "local"]
     targets = [] if args.agent and not names else live_targets(names)
     if not targets and not args.agent:
         message = "no configured provider to check: set a provider's key (see `perplexed doctor`) or name one"

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from loopback import Json, Status, searxng_json, serve
+from testkit.loopback import Json, Status, searxng_json, serve
 
 WORKER = Path(__file__).with_name("mp_worker.py")
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ import contextlib
 import enum
 import json
 import logging
-from collections.abc import AsyncGenerator, Generator, Mapping
+from collections.abc import AsyncGenerator, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -26,21 +26,23 @@ from .._errors import (
     APITimeoutError,
     BadRequestError,
     ConflictError,
-    MalformedResponseError,
     NotFoundError,
+    ResponseBodyError,
     ServerError,
     StreamError,
 )
+from .._http import aiter_decoded
+from .._wire import scrub
 from ._elide import StringElider, restore
 from ._outcome import (
+    body_error,
     explain_unknown_field,
     parse_json,
     parse_response,
     raise_for_status,
-    scrub,
     terminal_event_for,
 )
-from ._policy import backoff_delay
+from ._policy import MAX_STREAM_BYTES, backoff_delay
 from ._request import AgentRequest, encode_body
 from ._response import (
     TERMINAL_EVENTS,
@@ -249,12 +251,8 @@ class AsyncAgentStream:
                 )
             except (httpx.TransportError, TimeoutError) as exc:
                 drop = self._drop_error(exc)
-            except httpx.DecodingError as exc:  # garbage under a Content-Encoding: resuming would not help
-                raise MalformedResponseError(
-                    f"the stream could not be decoded as its Content-Encoding "
-                    f"{source.headers.get('content-encoding', '')!r} claims ({exc})",
-                    status=source.status_code,
-                ) from None
+            except ResponseBodyError as exc:  # a bomb, or garbage under a Content-Encoding: not resumed
+                raise body_error(exc, source) from None
             finally:
                 await source.aclose()
             failures = 0 if progressed else failures + 1
@@ -379,15 +377,8 @@ class AsyncAgentStream:
             # The server answered with a whole response instead of a stream.
             yield await self._whole_response(source)
             return
-        # A huge data line (a multi-megabyte response.completed) is parsed with its long strings cut out and
-        # matched against the text gathered from the deltas: the answer is then held once, not three times.
-        elided: dict[str, str] = {}
-        known = self._assembler.texts
-
-        def elider() -> _ElidedData:
-            return _ElidedData(StringElider(known), elided)
-
-        decoder = SSEDecoder(data_filter=elider)
+        parser = _EventParser(self._assembler.texts)
+        decoder = SSEDecoder(data_filter=parser.data_filter)
         after = self._assembler.last_sequence_number
         # The stall timer counts events, not bytes: a server that drips bytes or sends only keep-alive
         # comments cannot hold the stream open past ``timeout`` without a single event (httpx's read
@@ -397,7 +388,8 @@ class AsyncAgentStream:
         loop = asyncio.get_running_loop()
         deadline = self._deadline
         idle_until = loop.time() + self._timeout
-        chunks = source.aiter_bytes().__aiter__()
+        # decoded by perplexed in bounded steps (httpx's decoders are not bounded: a decompression bomb)
+        chunks = aiter_decoded(source, MAX_STREAM_BYTES).__aiter__()
         while True:
             try:
                 async with asyncio.timeout_at(min(idle_until, deadline)):
@@ -418,17 +410,7 @@ class AsyncAgentStream:
                 name, data = batch.pop()[:2]
                 if data.startswith("[DONE]"):
                     return
-                try:
-                    payload = json.loads(data)
-                except ValueError:
-                    elided.clear()
-                    event: StreamEvent = UnknownEvent(type=name, raw={"data": data})
-                else:
-                    if elided:
-                        payload = restore(payload, elided)
-                        elided.clear()
-                    event = parse_event(payload, name if name != "message" else None)
-                    del payload
+                event = parser.parse(name, data)
                 del data
                 idle_until = loop.time() + self._timeout
                 seq = event.sequence_number
@@ -466,6 +448,31 @@ class AsyncAgentStream:
             )
         if final is not None:
             raise_for_status(final)
+
+
+class _EventParser:
+    """SSE data to typed events. A huge data line (a multi-megabyte ``response.completed``) arrives through
+    :meth:`data_filter` with its long strings cut out (``_elide.py``) and matched against the text gathered
+    from the deltas (``known``): the answer is then held once, not three times; :meth:`parse` puts them back.
+    """
+
+    def __init__(self, known: Callable[[], Sequence[str]]) -> None:
+        self._known = known
+        self._strings: dict[str, str] = {}
+
+    def data_filter(self) -> _ElidedData:
+        return _ElidedData(StringElider(self._known), self._strings)
+
+    def parse(self, name: str, data: str) -> StreamEvent:
+        try:
+            payload = json.loads(data)
+        except ValueError:
+            self._strings.clear()
+            return UnknownEvent(type=name, raw={"data": data})
+        if self._strings:
+            payload = restore(payload, self._strings)
+            self._strings.clear()
+        return parse_event(payload, name if name != "message" else None)
 
 
 class _ElidedData:
