@@ -45,9 +45,9 @@ from ._errors import (
     APIError,
     APITimeoutError,
     InvalidRequest,
+    NoSourcesError,
     PerplexedError,
     StreamError,
-    UpstreamError,
 )
 from ._grounding import (
     AGENT_CITATION_INSTRUCTION,
@@ -86,14 +86,6 @@ logger = logging.getLogger("perplexed.answer")
 #: Telemetry event of the Agent API call: measurements ``duration_ms``, ``cost``; metadata ``model``,
 #: ``response_id``.
 ANSWER_EVENT = ("perplexed", "answer", "agent")
-
-
-class NoSourcesError(UpstreamError):
-    """The search answered but found nothing to ground an answer in (``reason == "no_sources"``).
-
-    Raised by :func:`answer` with ``on_empty="raise"`` (the default) before the model is called; carries
-    the search attempts (and their cost). Pass ``on_empty="answer"`` to answer without sources instead.
-    """
 
 
 class AnswerCitation(BaseModel):
