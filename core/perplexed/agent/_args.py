@@ -11,6 +11,7 @@ import httpx
 from pydantic import SecretStr
 
 from .._errors import ConfigError, register_secret
+from .._wire import check_key as _wire_check_key
 
 __all__ = ["check_base_url", "check_count", "check_headers", "check_key", "check_key_text", "check_seconds"]
 
@@ -56,28 +57,20 @@ def check_headers(value: object, name: str) -> dict[str, str]:
 
 def check_key(value: object) -> SecretStr | None:
     """``api_key=`` as a SecretStr (``None``/empty: read the environment at the first call)."""
-    if value is None:
+    if value is None or (isinstance(value, str | SecretStr) and not str(_plain(value))):
         return None
-    if isinstance(value, SecretStr):
-        key = value.get_secret_value()
-    elif isinstance(value, str):
-        key = value
-    else:
-        raise ConfigError(f"api_key must be a str or a pydantic SecretStr, not {type(value).__name__}")
-    if not key:
-        return None
-    register_secret(key)
-    check_key_text(key, "api_key")
-    return SecretStr(key)
+    if isinstance(value, str | SecretStr):
+        register_secret(_plain(value))  # before the check: its message must not show any piece of it
+    return SecretStr(_wire_check_key(value, argument="api_key"))
 
 
 def check_key_text(key: str, source: str) -> None:
-    # A key goes into an HTTP header: printable ASCII without whitespace. The message never shows it.
-    if not all("!" <= c <= "~" for c in key):
-        raise ConfigError(
-            f"{source} is not a valid API key: it must be printable ASCII without spaces "
-            "(check for a stray space, newline or non-ASCII character)"
-        )
+    """A key read from ``source`` (e.g. an environment variable): a ConfigError naming it when unusable."""
+    _wire_check_key(key, argument=source)
+
+
+def _plain(value: str | SecretStr) -> str:
+    return value.get_secret_value() if isinstance(value, SecretStr) else value
 
 
 def check_base_url(value: object) -> str:

@@ -25,7 +25,6 @@ from .._errors import (
     APITimeoutError,
     BadRequestError,
     ConfigError,
-    ContentDecodingError,
     InvalidRequest,
     MalformedResponseError,
     ResponseBodyError,
@@ -42,6 +41,7 @@ from ._args import (
     check_seconds,
 )
 from ._outcome import (
+    body_error,
     error_from_response,
     explain_unknown_field,
     parse_json,
@@ -327,14 +327,8 @@ class AsyncAgentClient:
             raise APITimeoutError(f"{what}: reading the body timed out") from exc
         except httpx.TransportError as exc:
             raise APIConnectionError(f"{what}: {type(exc).__name__}") from exc
-        except ContentDecodingError as exc:  # e.g. a body claiming gzip that is not
-            raise MalformedResponseError(
-                f"{what}: the body could not be decoded as its Content-Encoding "
-                f"{response.headers.get('content-encoding', '')!r} claims ({exc})",
-                status=response.status_code,
-            ) from None
-        except ResponseBodyError as exc:  # too large: an Agent API error, not a search provider's
-            raise APIError(exc.message, status=response.status_code) from None
+        except ResponseBodyError as exc:  # too large, or not the encoding it claims
+            raise body_error(exc, response) from None
 
     # -- public API -------------------------------------------------------------------------------------
 

@@ -21,18 +21,19 @@ from .._errors import (
     AuthenticationError,
     BadRequestError,
     ConflictError,
+    ContentDecodingError,
     MalformedResponseError,
     NotFoundError,
     PermissionDeniedError,
     RateLimitError,
+    ResponseBodyError,
     ResponseCancelledError,
     ResponseFailedError,
     ResponseIncompleteError,
     ServerError,
-    redact,
 )
 from .._models import Attempt, Outcome
-from ._policy import parse_retry_after
+from .._wire import clip, parse_error_envelope, parse_retry_after, scrub
 from ._request import AgentRequest
 from ._response import (
     FAILED_STATUSES,
@@ -45,29 +46,18 @@ from ._response import (
 )
 
 __all__ = [
+    "body_error",
     "error_from_response",
     "explain_unknown_field",
     "not_json",
     "parse_json",
     "parse_response",
     "raise_for_status",
-    "scrub",
     "terminal_event_for",
 ]
 
 #: how much of a body that is not JSON an error keeps (after redaction)
 BODY_EXCERPT = 500
-
-
-def scrub(value: Any) -> Any:
-    """``value`` with every string in it redacted (credentials echoed by an upstream)."""
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, list):
-        return [scrub(v) for v in value]
-    if isinstance(value, dict):
-        return {k: scrub(v) for k, v in value.items()}
-    return value
 
 
 _STATUS_ERRORS: dict[int, type[APIStatusError]] = {
@@ -86,58 +76,27 @@ def error_from_response(
 ) -> APIStatusError:
     """The typed exception for an HTTP error response.
 
-    Reads the ``{"error": {message, type, code, param}}`` envelope (and FastAPI's ``{"detail": [...]}``);
-    the API's message is kept as the exception message (credentials scrubbed).
+    The body is read by :func:`perplexed._wire.parse_error_envelope` (the ``{"error": {message, type, code,
+    param}}`` envelope, FastAPI's ``{"detail": [...]}``, ...); the API's message becomes the exception
+    message. Credentials are redacted before anything is cut: a body that is not JSON is kept as its first
+    500 characters, after redaction.
     """
-    payload: Any = body
-    if isinstance(body, bytes | str):
-        try:
-            payload = json.loads(body) if body else None
-        except ValueError:
-            payload = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
-    message: str | None = None
-    etype: str | None = None
-    code: str | int | None = None
-    param: str | None = None
-    if isinstance(payload, dict):
-        err = payload.get("error")
-        if isinstance(err, dict):
-            message = _str_or_none(err.get("message"))
-            etype = _str_or_none(err.get("type"))
-            raw_code = err.get("code")
-            code = raw_code if isinstance(raw_code, int | str) and not isinstance(raw_code, bool) else None
-            param = _str_or_none(err.get("param"))
-        elif isinstance(err, str):
-            message = err
-        elif isinstance(payload.get("detail"), list):
-            details = [d for d in payload["detail"] if isinstance(d, dict)]
-            message = "; ".join(str(d.get("msg", "")) for d in details) or None
-            if details and isinstance(details[0].get("loc"), list) and details[0]["loc"]:
-                param = str(details[0]["loc"][-1])
-            etype = "validation_error"
-        elif isinstance(payload.get("detail"), str):
-            message = payload["detail"]
-        elif isinstance(payload.get("message"), str):
-            message = payload["message"]
-    elif isinstance(payload, str) and payload.strip():
-        payload = redact(payload.strip())[:BODY_EXCERPT]  # redact first, then cut (a cut key is not matched)
-        message = payload
-    if not message:
-        message = f"HTTP {status}"
+    envelope = parse_error_envelope(body)
+    message = envelope.message
+    payload = envelope.payload
+    if not envelope.is_json and isinstance(payload, str):
+        payload = clip(payload.strip(), BODY_EXCERPT)
+        message = payload or None
     cls = _STATUS_ERRORS.get(status) or (ServerError if status >= 500 else APIStatusError)
     return cls(
-        message,
+        message or f"HTTP {status}",
         status=status,
-        type=etype,
-        code=code,
-        param=param,
+        type=envelope.type,
+        code=envelope.code,
+        param=envelope.param,
         retry_after=parse_retry_after(headers),
-        body=scrub(payload),
+        body=payload,
     )
-
-
-def _str_or_none(value: Any) -> str | None:
-    return None if value is None else str(value)
 
 
 def not_json(status: int, body: bytes) -> MalformedResponseError:
@@ -146,7 +105,7 @@ def not_json(status: int, body: bytes) -> MalformedResponseError:
     return MalformedResponseError(
         f"the API answered HTTP {status} with a body that is not JSON",
         status=status,
-        body=redact(head)[:BODY_EXCERPT],
+        body=clip(head, BODY_EXCERPT),
     )
 
 
@@ -317,3 +276,16 @@ def _origin(response: httpx.Response) -> str | None:
     if ":" in host:
         host = f"[{host}]"
     return f"{scheme}://{host}:{port}"
+
+
+def body_error(exc: ResponseBodyError, response: httpx.Response) -> APIError:
+    """The Agent API error for a body the HTTP layer refused: not the encoding it claims (a
+    :class:`MalformedResponseError`), or larger than the cap once decoded (an :class:`APIError`)."""
+    what = f"{response.request.method} {response.url.path}"
+    if isinstance(exc, ContentDecodingError):
+        encoding = response.headers.get("content-encoding", "")
+        return MalformedResponseError(
+            f"{what}: the body could not be decoded as its Content-Encoding {encoding!r} claims ({exc.message})",
+            status=response.status_code,
+        )
+    return APIError(f"{what}: {exc.message}", status=response.status_code)

@@ -7,13 +7,12 @@ table-style in ``tests/agent/test_agent_retry.py``; the client (``_client.py``) 
 
 from __future__ import annotations
 
-import email.utils
 import random
-import time
 from collections.abc import Mapping
 
 import httpx
 
+from .._wire import parse_retry_after
 from ._request import AgentRequest
 
 __all__ = [
@@ -28,7 +27,6 @@ __all__ = [
     "PRESET_TIMEOUTS",
     "backoff_delay",
     "default_timeout",
-    "parse_retry_after",
     "retry_delay",
     "should_retry",
 ]
@@ -55,7 +53,9 @@ DEFAULT_MAX_RETRIES = 2
 INITIAL_RETRY_DELAY = 0.5
 MAX_RETRY_DELAY = 8.0
 MAX_RETRY_AFTER = 60.0
-MAX_BODY_BYTES = 32 * 1024 * 1024
+MAX_BODY_BYTES = 32 * 1024 * 1024  # a whole response (decoded)
+#: a whole stream (decoded): far above any answer; memory is bounded per event (the SSE decoder's 32 MB)
+MAX_STREAM_BYTES = 512 * 1024 * 1024
 ERROR_BODY_BYTES = 1024 * 1024  # an error response's body is read up to this much, for its message
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
 
@@ -66,37 +66,6 @@ def _lower(headers: Mapping[str, str] | None) -> dict[str, str]:
     if isinstance(headers, httpx.Headers):
         return {k.lower(): v for k, v in headers.items()}
     return {str(k).lower(): str(v) for k, v in headers.items()}
-
-
-def parse_retry_after(headers: Mapping[str, str] | None, *, now: float | None = None) -> float | None:
-    """Seconds to wait as the server asked: ``retry-after-ms`` (preferred) or ``Retry-After``.
-
-    ``Retry-After`` may be seconds or an HTTP date. Returns ``None`` when absent or unparseable; negative
-    values count as 0.
-    """
-    h = _lower(headers)
-    ms = h.get("retry-after-ms")
-    if ms is not None:
-        try:
-            return max(0.0, float(ms) / 1000.0)
-        except ValueError:
-            pass
-    ra = h.get("retry-after")
-    if ra is None:
-        return None
-    ra = ra.strip()
-    try:
-        return max(0.0, float(ra))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(ra)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when is None:
-        return None
-    now = time.time() if now is None else now
-    return max(0.0, when.timestamp() - now)
 
 
 def should_retry(status: int | None, headers: Mapping[str, str] | None = None) -> bool:

@@ -26,21 +26,23 @@ from .._errors import (
     APITimeoutError,
     BadRequestError,
     ConflictError,
-    MalformedResponseError,
     NotFoundError,
+    ResponseBodyError,
     ServerError,
     StreamError,
 )
+from .._http import aiter_decoded
+from .._wire import scrub
 from ._elide import StringElider, restore
 from ._outcome import (
+    body_error,
     explain_unknown_field,
     parse_json,
     parse_response,
     raise_for_status,
-    scrub,
     terminal_event_for,
 )
-from ._policy import backoff_delay
+from ._policy import MAX_STREAM_BYTES, backoff_delay
 from ._request import AgentRequest, encode_body
 from ._response import (
     TERMINAL_EVENTS,
@@ -249,12 +251,8 @@ class AsyncAgentStream:
                 )
             except (httpx.TransportError, TimeoutError) as exc:
                 drop = self._drop_error(exc)
-            except httpx.DecodingError as exc:  # garbage under a Content-Encoding: resuming would not help
-                raise MalformedResponseError(
-                    f"the stream could not be decoded as its Content-Encoding "
-                    f"{source.headers.get('content-encoding', '')!r} claims ({exc})",
-                    status=source.status_code,
-                ) from None
+            except ResponseBodyError as exc:  # a bomb, or garbage under a Content-Encoding: not resumed
+                raise body_error(exc, source) from None
             finally:
                 await source.aclose()
             failures = 0 if progressed else failures + 1
@@ -397,7 +395,8 @@ class AsyncAgentStream:
         loop = asyncio.get_running_loop()
         deadline = self._deadline
         idle_until = loop.time() + self._timeout
-        chunks = source.aiter_bytes().__aiter__()
+        # decoded by perplexed in bounded steps (httpx's decoders are not bounded: a decompression bomb)
+        chunks = aiter_decoded(source, MAX_STREAM_BYTES).__aiter__()
         while True:
             try:
                 async with asyncio.timeout_at(min(idle_until, deadline)):

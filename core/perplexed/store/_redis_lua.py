@@ -99,6 +99,13 @@ local function cool_record(s, now, health, trial, after, cds, ra)
 end
 
 -- rolling window (perplexed._policy.window_admit) ------------------------------------------------------
+local function window_now(key, now)
+  -- time never goes back inside one window: an admission whose clock read is older than the newest stamp
+  -- (another worker's script ran in between, or its host's clock is behind) counts from that stamp
+  local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+  if last[2] ~= nil and tonumber(last[2]) > now then return tonumber(last[2]) end
+  return now
+end
 local function window_check(key, now, limit, window)
   redis.call('ZREMRANGEBYSCORE', key, '-inf', fmt(now - window))
   local count = redis.call('ZCARD', key)
@@ -234,8 +241,10 @@ if ARGV[6] == '1' then
 end
 local limit = tonumber(ARGV[9])
 local window = tonumber(ARGV[10])
+local stamp = now
 if limit > 0 then
-  local ok, wait = window_check(KEYS[4], now, limit, window)
+  stamp = window_now(KEYS[4], now)
+  local ok, wait = window_check(KEYS[4], stamp, limit, window)
   if not ok then return {'rate_limited', fmt(wait)} end
 end
 local price = tonumber(ARGV[12])
@@ -246,7 +255,7 @@ if with_spend and price > 0 then
   if not spend_allows(S, now, price, 15) then return {'over_budget'} end
 end
 -- everything passed: take the slot, the lease, the claim and the money together
-if limit > 0 then window_add(KEYS[4], now, window, ARGV[11]) end
+if limit > 0 then window_add(KEYS[4], stamp, window, ARGV[11]) end
 if trial then cool_save(KEYS[3], cool) end
 if claim then
   local lease = tonumber(ARGV[4])
@@ -277,12 +286,19 @@ return 1
 """)
 
 RECORD = _script("record", r"""
--- KEYS: 1 cache 2 fill 3 cool 4 latency [5..10 spend: e a b s k n]
+-- KEYS: 1 cache 2 fill 3 cool 4 latency 5 window [6..11 spend: e a b s k n]
 -- ARGV: 1 now 2 provider part ('1'/'0') 3 cooldown_after ('' = off) 4 health 5 trial 6 cooldown_s
 --       7 retry_after_s ('' = none) 8 ttl_s ('' = no cache write) 9 payload 10 release_fill
 --       11 latency_ms ('' = none) 12 spend part ('1'/'0') 13 ticket ('' = none) 14 cost (nano) 15 label
+--       16 window member ('' = none)
 local now = tonumber(ARGV[1])
 if ARGV[2] == '1' then
+  if ARGV[16] ~= '' then
+    -- the call has ended: its slot stays taken until a window after its END (its arrival at the provider
+    -- lies between admission and end), so arrivals, not only admissions, keep the limit
+    local admitted = num(redis.call('ZSCORE', KEYS[5], ARGV[16]))
+    if admitted ~= nil and now > admitted then redis.call('ZADD', KEYS[5], 'XX', fmt(now), ARGV[16]) end
+  end
   local after = num(ARGV[3])
   if after ~= nil then
     local state = cool_load(KEYS[3])
@@ -305,7 +321,7 @@ if ARGV[2] == '1' then
   end
 end
 if ARGV[12] == '1' then
-  local S = spend_keys(5)
+  local S = spend_keys(6)
   local cost = tonumber(ARGV[14])
   if ARGV[13] ~= '' then
     spend_settle(S, ARGV[13], cost)

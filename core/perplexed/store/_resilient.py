@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
-from typing import Final, TypeVar
+from typing import Any, Final, TypeVar
 
 from .. import telemetry
 from .._errors import redact
@@ -44,6 +44,12 @@ RETRY_S: Final = 1.0
 """During an outage, the remote store is tried again at most this often."""
 
 _LOCAL_TICKET = "L:"
+
+
+def _consume(task: asyncio.Future[Any]) -> None:
+    """Retrieve an abandoned call's outcome (no "exception was never retrieved" warning)."""
+    if not task.cancelled():
+        task.exception()
 
 
 class _Skip:
@@ -95,8 +101,7 @@ class ResilientStore(Store):
                     self._next_try = now + RETRY_S
         try:
             if bounded:
-                async with asyncio.timeout(self._timeout_s):
-                    result = await make()
+                result = await self._bounded(make)
             else:
                 result = await make()
         except asyncio.CancelledError:
@@ -110,6 +115,25 @@ class ResilientStore(Store):
         if self._down_since is not None and changes_state:
             self._recovered()
         return result
+
+    async def _bounded(self, make: Callable[[], Awaitable[T]]) -> T:
+        """``await make()``, but never longer than the store timeout.
+
+        The call runs as its own task and is abandoned (cancelled, not awaited) when the timeout passes: a
+        client library that defers or absorbs a cancellation (reconnecting, closing a socket) cannot make
+        the search wait for it.
+        """
+        task = asyncio.ensure_future(make())
+        try:
+            done, _ = await asyncio.wait((task,), timeout=self._timeout_s)
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        if not done:
+            task.cancel()
+            task.add_done_callback(_consume)
+            raise TimeoutError
+        return task.result()
 
     def _failed(self, exc: BaseException) -> None:
         if isinstance(exc, TimeoutError):

@@ -63,6 +63,7 @@ _OWN_QUERY = ("prefix", "cluster", "timeout_ms", "fleet_size")
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 _P95_FRESH_S = 1.0
+_MEMBER_SEP = "|"  # a ticket "<spend ticket>|<window member>": record() moves that slot to the call's end
 _FILL_POLL_MIN_S = 0.005
 _FILL_POLL_MAX_S = 0.05
 
@@ -101,7 +102,7 @@ class _RedisBackend(Store):
         self._last: tuple[weakref.ref[asyncio.AbstractEventLoop] | None, Any] = (None, None)
         self._tags: dict[str, str] = {}
         self._spend_keys = tuple(f"{prefix}{{spend}}:{part}" for part in "eabskn")
-        self._spend_dummy = tuple(f"{prefix}{{spend}}:x{i}" for i in range(4))
+        self._spend_dummy = tuple(f"{prefix}{{spend}}:x{i}" for i in range(5))
         self._members = itertools.count()
         self._member_prefix = os.urandom(6).hex()
         self._p95: dict[str, tuple[float, float | None]] = {}
@@ -215,6 +216,8 @@ class _RedisBackend(Store):
                                      [member, "1" if trial else "0", "1" if claimed else "0"])
                     return Decision("over_budget")
                 ticket = reserved[1].decode()
+            if limit > 0:  # record() moves this slot to the call's end: see RECORD
+                ticket = f"{ticket or ''}{_MEMBER_SEP}{member}"
             if ticket is None and not trial and not claimed:
                 return CALL
             return Decision("call", ticket=ticket, trial=trial, fill_claimed=claimed)
@@ -238,10 +241,15 @@ class _RedisBackend(Store):
             else:
                 payload = b""
         release = record.cache_key is not None and record.release_fill
+        ticket, member = record.ticket, ""
+        if ticket is not None and _MEMBER_SEP in ticket:
+            spend_ticket, _, member = ticket.partition(_MEMBER_SEP)
+            ticket = spend_ticket or None
         provider_part = bool(provider) and (
             record.cooldown_after is not None or bool(ttl) or release or record.latency_ms is not None
+            or bool(member)
         )
-        spend_part = record.ticket is not None or record.cost > 0
+        spend_part = ticket is not None or record.cost > 0
         if not provider_part and not spend_part:
             return
         provider_args = [
@@ -257,20 +265,24 @@ class _RedisBackend(Store):
             "1" if release else "0",
             "" if record.latency_ms is None else _f(record.latency_ms),
         ]
-        spend_args = [record.ticket or "", _nano(max(record.cost, 0.0)), record.label]
+        spend_args = [ticket or "", _nano(max(record.cost, 0.0)), record.label, member]
         if record.latency_ms is not None:
             self._p95.pop(provider, None)
-        pkeys = self._provider_keys(provider, record.cache_key, "l") if provider_part else list(self._spend_dummy)
+        if provider_part:
+            pkeys = self._provider_keys(provider, record.cache_key, "l")
+            pkeys.append(f"{self._tag(provider)}:w")
+        else:
+            pkeys = list(self._spend_dummy)
         if not self.cluster:
             keys = pkeys + list(self._spend_keys) if spend_part else pkeys
             await self._eval(RECORD, keys, [_f(now), *provider_args, payload, *tail,
                                             "1" if spend_part else "0", *spend_args])
             return
         if provider_part:
-            await self._eval(RECORD, pkeys, [_f(now), *provider_args, payload, *tail, "0", "", "0", ""])
+            await self._eval(RECORD, pkeys, [_f(now), *provider_args, payload, *tail, "0", "", "0", "", member])
         if spend_part:
             await self._eval(RECORD, [*self._spend_dummy, *self._spend_keys],
-                             [_f(now), "0", "", "neutral", "0", "0", "", "", "", "0", "", "1", *spend_args])
+                             [_f(now), "0", "", "neutral", "0", "0", "", "", "", "0", "", "1", *spend_args[:3], ""])
 
     # -- reads -------------------------------------------------------------------------------------------------------
 
