@@ -24,14 +24,14 @@ from typing import Any
 import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "core"), str(ROOT / "tests" / "reliability")]
+sys.path[:0] = [str(ROOT / "core"), str(ROOT / "tests")]
 
 import perplexed  # noqa: E402
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun  # noqa: E402
 from langchain_core.documents import Document  # noqa: E402
 from langchain_core.retrievers import BaseRetriever  # noqa: E402
 from perplexed.providers import SearXNG  # noqa: E402
-from rel_server_proc import fault_servers  # noqa: E402
+from testkit.fault_process import fault_servers  # noqa: E402
 
 HANG_CAP_S = 1.0  # the outer cap a caller needs around with_fallbacks (it has no per-attempt timeout)
 _client = httpx.AsyncClient(

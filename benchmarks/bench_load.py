@@ -3,7 +3,7 @@ provider in front of a good one.
 
 Run:  .venv/bin/python benchmarks/bench_load.py [--rounds 5] [--concurrency 500] [--json]
 
-Servers: single-threaded asyncio servers in a child process (``tests/reliability/rel_server_proc.py``), so
+Servers: single-threaded asyncio servers in a child process (``tests/testkit/fault_process.py``), so
 they do not compete with the measured event loop for the GIL.
 
 1. **Throughput.** ``--concurrency`` calls at once, ``--rounds`` times, interleaved: ``perplexed.asearch``
@@ -29,13 +29,13 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "core"), str(ROOT / "tests" / "reliability")]
+sys.path[:0] = [str(ROOT / "core"), str(ROOT / "tests")]
 
 import perplexed  # noqa: E402
 from perplexed._http import DEFAULT_LIMITS  # noqa: E402
 from perplexed._options import SearchOptions  # noqa: E402
 from perplexed.providers import SearXNG  # noqa: E402
-from rel_server_proc import fault_servers  # noqa: E402
+from testkit.fault_process import fault_servers  # noqa: E402
 
 HANG_BUDGET_MS = 200
 

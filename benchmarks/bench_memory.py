@@ -25,7 +25,7 @@ import tracemalloc
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "core"), str(ROOT / "tests" / "reliability")]
+sys.path[:0] = [str(ROOT / "core"), str(ROOT / "tests")]
 
 CASES = ("stream_10mb", "capped_body")
 TARGET_MB = 20.0
@@ -39,7 +39,7 @@ async def _child(case: str) -> dict[str, float]:
     import perplexed
     from perplexed.agent import AsyncAgentClient
     from perplexed.providers import SearXNG
-    from rel_server_proc import fault_servers
+    from testkit.fault_process import fault_servers
 
     with fault_servers(["sse_10mb", "body_100mb_chunked", "good", "agent_sse_ok"]) as urls:
         # warm up: imports, pooled client, TLS context, pydantic models

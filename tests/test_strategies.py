@@ -16,7 +16,7 @@ import loopback as lb
 import perplexed
 import perplexed._http
 import pytest
-from loopback import Hang, Json, LoopbackServer, SearchAPI, searxng_json
+from loopback import HEALTHY_MS, Hang, Json, LoopbackServer, SearchAPI, searxng_json
 from perplexed import Attempt, Hit, Outcome, ProviderAnswer, Result, UpstreamError, _governance
 from perplexed._strategies import observed_p95
 from perplexed.providers import FunctionProvider, SearXNG
@@ -91,7 +91,7 @@ async def add_latencies(provider: FunctionProvider, *samples: float) -> None:
 async def test_the_default_strategy_is_sequential(api: SearchAPI) -> None:
     slow, fast = Hangs(), Counts("https://fast.example/1")
     # sequential: the second provider is never started while the first runs; the first times out
-    err_or_result = await api("q", [fp(slow, "slow"), fp(fast, "fast")], provider_timeout_ms=300)
+    err_or_result = await api("q", [fp(slow, "slow"), fp(fast, "fast")], provider_timeout_ms=HEALTHY_MS)
     assert outcomes(err_or_result) == [("slow", "timeout"), ("fast", "ok")]
     assert fast.calls == 1
     assert all(h.sources == [] for h in err_or_result.hits)
@@ -154,9 +154,25 @@ async def test_hedged_a_fast_failure_of_the_hedge_starts_the_third(api: SearchAP
 
 
 async def test_hedged_the_first_to_answer_wins_even_if_it_started_first(api: SearchAPI) -> None:
-    # the first provider answers after the second was started (which hangs): the first wins
-    first, second = Counts("https://a.example/1", delay=0.15), Hangs()
-    result = await api("q", [fp(first, "first"), fp(second, "second")], strategy="hedged", hedge_after_ms=10,
+    # the first provider answers once the second has started (and hangs): the first wins
+    events: list[asyncio.Event] = []  # made on the loop the search runs on (the portal's, for search())
+
+    def second_started() -> asyncio.Event:
+        if not events:
+            events.append(asyncio.Event())
+        return events[0]
+
+    second = Hangs()
+
+    async def hang(query: str, options: Any) -> ProviderAnswer:
+        second_started().set()
+        return await second(query, options)
+
+    async def first(query: str, options: Any) -> ProviderAnswer:
+        await second_started().wait()
+        return answer("https://a.example/1")
+
+    result = await api("q", [fp(first, "first"), fp(hang, "second")], strategy="hedged", hedge_after_ms=10,
                        provider_timeout_ms=LONG)
     assert result.provider == "first"
     assert outcomes(result) == [("first", "ok"), ("second", "cancelled")]
@@ -211,6 +227,7 @@ async def test_hedged_all_failing_raises_with_every_attempt(api: SearchAPI) -> N
     assert isinstance(info.value.__cause__, RuntimeError)
 
 
+@pytest.mark.timing
 async def test_hedged_keeps_the_deadline(api: SearchAPI) -> None:
     providers = [fp(Hangs(), f"h{i}") for i in range(12)]
     with pytest.raises(UpstreamError) as info:
@@ -429,7 +446,7 @@ async def test_merge_caps_at_max_results_and_applies_domain_filters(api: SearchA
 
 async def test_merge_with_a_slow_member_waits_for_it_within_its_budget(api: SearchAPI) -> None:
     result = await api("q", [fp(Hangs(), "slow"), fp(Counts("https://f.example/"), "fast")], strategy="merge",
-                       provider_timeout_ms=200)
+                       provider_timeout_ms=HEALTHY_MS)
     assert result.provider == "fast"
     assert outcomes(result) == [("slow", "timeout"), ("fast", "ok")]
 
@@ -562,3 +579,20 @@ async def test_accept_sees_the_merged_result(api: SearchAPI) -> None:
     assert merged.provider == "p,q"
     assert [len(h.sources) for h in merged.hits] == [1, 1]
     assert {a.provider for a in merged.attempts} == {"p", "q"}
+
+
+@pytest.mark.parametrize("strategy", ["hedged", "merge"])
+async def test_cancelling_the_search_cancels_every_call(strategy: str) -> None:
+    a, b = Hangs(), Hangs()
+    task = asyncio.create_task(perplexed.asearch("q", [fp(a, "a"), fp(b, "b")], strategy=strategy,
+                                                 hedge_after_ms=0, provider_timeout_ms=LONG))
+    for _ in range(2000):  # both calls running (a started Hangs sets its flag before awaiting)
+        if a.started.is_set() and b.started.is_set():
+            break
+        await asyncio.sleep(0.005)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert a.cancelled.is_set() and b.cancelled.is_set()
+    me = asyncio.current_task()
+    assert [t for t in asyncio.all_tasks() if t is not me and not t.done()] == []

@@ -102,12 +102,28 @@ async def test_merge_keeps_budget_usd_across_concurrent_calls(api: SearchAPI) ->
 
 
 async def test_hedged_keeps_budget_usd_while_the_first_call_is_in_flight(api: SearchAPI) -> None:
-    slow = Counts("https://s.example/", delay=0.3)
+    events: list[asyncio.Event] = []  # made on the loop the search runs on
+
+    def skipped() -> asyncio.Event:
+        if not events:
+            events.append(asyncio.Event())
+        return events[0]
+
+    async def slow(query: str, options: Any) -> ProviderAnswer:
+        await skipped().wait()  # answers only once the hedge was refused
+        return ProviderAnswer(hits=[Hit(url="https://s.example/")])
+
+    def on_attempt(attempt: Any) -> None:
+        if attempt.outcome is Outcome.SKIPPED:
+            skipped().set()
+
     second = Counts("https://b.example/")
     result = await api("q", [FunctionProvider(slow, name="slow", cost=0.01),
                              FunctionProvider(second, name="second", cost=0.01)],
-                       strategy="hedged", hedge_after_ms=10, budget_usd=0.015, provider_timeout_ms=LONG)
+                       strategy="hedged", hedge_after_ms=10, budget_usd=0.015, provider_timeout_ms=LONG,
+                       on_attempt=on_attempt)
     assert outcomes(result) == [("slow", "ok"), ("second", "skipped")]
+    assert result.attempts[1].reason == "over_budget"
     assert second.calls == 0
     assert result.cost <= 0.015
 

@@ -136,7 +136,9 @@ async def asearch(
     """Search ``query`` through ``provider`` (a name, dict, Provider, function, or a list of them = a chain).
 
     ``provider=None`` uses the default chain (``PERPLEXED_PROVIDER``). Chain options: ``provider_timeout_ms``
-    (default 15000), ``deadline_ms`` (default 30000), ``fallback_on`` (default ``("error", "empty")``).
+    (default 15000), ``deadline_ms`` (default 30000), ``fallback_on`` (default ``("error", "empty")``);
+    ``strategy`` (``"sequential"``, ``"hedged"`` with ``hedge_after_ms``, ``"merge"`` with
+    ``merge_providers``) and the quality floor ``min_hits`` / ``accept`` (see docs/strategies.md).
     Search options (``max_results``, ``include_domains``, ``exclude_domains``, ``recency``,
     ``published_after``, ``published_before``, ``language``, ``country``, ``safe_search``, and any
     provider-specific option) go to every provider. ``on_attempt`` is called with each :class:`Attempt` as it

@@ -34,6 +34,7 @@ from ._errors import (
     PermissionDeniedError,
     PerplexedError,
     UpstreamError,
+    UsageError,
 )
 from ._index import (
     INDEX_ENV,
@@ -54,16 +55,12 @@ if TYPE_CHECKING:  # pragma: no cover
     from rich.table import Table
     from rich.text import Text
 
-__all__ = ["main"]
+__all__ = ["UsageError", "main"]
 
 EXIT_OK, EXIT_NO_RESULTS, EXIT_USAGE = 0, 1, 2
 
 _OUTCOME_STYLE = {"ok": "green", "empty": "yellow", "timeout": "magenta", "deadline": "magenta", "error": "red",
                   "insufficient": "yellow", "cancelled": "dim", "skipped": "dim"}
-
-
-class UsageError(PerplexedError):
-    """Bad command-line usage (unknown option, missing argument, bad number): exit code 2."""
 
 
 class _Parser(argparse.ArgumentParser):

@@ -220,7 +220,7 @@ SHAPES: dict[str, Shape] = {
             Field("data", "dict"),
             Field("data.web", "list"),
             Field("data.news", "list", "optional"),
-            Field("creditsUsed", "num"),
+            Field("creditsUsed", "num", "optional"),  # a self-hosted instance may not report it
             Field("warning", "str|null", "optional"),
         ),
         item=(

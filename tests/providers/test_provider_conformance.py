@@ -7,16 +7,18 @@ filled where a provider reports an update date.
 
 from __future__ import annotations
 
+import json
 from datetime import date
 from typing import Any
 
 import httpx
 import perplexed
 import pytest
+import yaml
 from perplexed import Hit, Outcome, Result
 from perplexed._options import SearchOptions
 from perplexed.providers import Exa, Firecrawl, PerplexitySearch, SearXNG
-from testkit.cassettes import FAKE_KEYS, cassette
+from testkit.cassettes import FAKE_KEYS, SYNTHESIZED, cassette
 
 QUERY = "california rental laws"
 
@@ -145,3 +147,13 @@ async def test_exa_cassette_author_reaches_a_langchain_retriever() -> None:
     docs = result_documents(result)
     assert docs[0].metadata["author"] == "Jane Doe"
     assert "author" not in docs[1].metadata
+
+
+def test_exa_cassette_cost_breakdown_is_what_a_live_text_request_was_billed() -> None:
+    """A live call asking for text (10 results) was billed only ``costDollars.search.neural`` = 0.007."""
+    data = yaml.safe_load((SYNTHESIZED / "exa" / "ok.yaml").read_text(encoding="utf-8"))
+    [interaction] = data["interactions"]
+    assert json.loads(interaction["request"]["body"])["contents"]["text"]  # the request asks for text
+    body = json.loads(interaction["response"]["body"]["string"])
+    assert body["costDollars"] == {"total": 0.007, "search": {"neural": 0.007}}
+    assert all("score" not in r for r in body["results"])

@@ -4,7 +4,7 @@
 For every cell: the call raises a documented exception of the right class within its timeout + 50 ms, the
 attempts (search attempts for answers, the billed agent attempt for a failed run) survive on the error with
 their cost, and the peak of traced memory stays bounded. Fault servers: asyncio servers in a child process
-(``rel_server_proc``), loopback only. The clients use ``max_retries=0`` so one fault is one request; a
+(``testkit.fault_process``), loopback only. The clients use ``max_retries=0`` so one fault is one request; a
 separate cell checks that retries stay inside the budget.
 """
 
@@ -29,7 +29,7 @@ from perplexed import (
 from perplexed.agent import AgentClient, AsyncAgentClient
 from perplexed.providers import SearXNG
 from rel_faults import DEADLINE_SLACK_S, ameasure, measure
-from rel_server_proc import AGENT_FAILED_COST, AGENT_OK_COST, fault_servers
+from testkit.fault_process import AGENT_FAILED_COST, AGENT_OK_COST, fault_servers
 
 TIMEOUT = 0.5  # seconds: the Agent API calls' budget in this matrix
 #: the largest legitimate buffer is one capped Agent API body (32 MB); streaming holds one event at a time

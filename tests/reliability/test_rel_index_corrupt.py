@@ -84,6 +84,31 @@ def test_perplexed_index_on_a_damaged_index_exits_2_naming_the_file_and_the_reme
     assert proc.stderr.count("\n") == 1  # one line
 
 
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        "UPDATE docs_fts_data SET block = randomblob(length(block)) WHERE id = 10",  # the FTS structure record
+        "UPDATE docs_fts_data SET block = randomblob(length(block))",  # every FTS record, in sound pages
+        "DELETE FROM docs_fts_content WHERE id IN (3, 4)",  # full-text rows lost
+    ],
+)
+def test_garbage_full_text_records_in_sound_pages_are_found_too(
+    pristine: tuple[Path, Path], tmp_path: Path, garbage: str
+) -> None:
+    folder, source = pristine
+    index = tmp_path / "garbage-records.sqlite3"
+    index.write_bytes(source.read_bytes())
+    with sqlite3.connect(index) as conn:
+        conn.execute(garbage)
+    proc = cli("index", str(folder), "--index", str(index), cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
+    assert str(index) in proc.stderr and "perplexed index --rebuild" in proc.stderr
+    check = check_index(index)
+    assert not check.ok and check.remedy is not None and "--rebuild" in check.remedy
+    assert cli("index", "--rebuild", "--index", str(index), cwd=tmp_path).returncode == 0
+    assert check_index(index, thorough=True).ok
+
+
 @pytest.mark.parametrize("table", ["docs", "docs_fts_data"])
 def test_check_index_finds_the_damage_cheaply(pristine: tuple[Path, Path], tmp_path: Path, table: str) -> None:
     _, source = pristine

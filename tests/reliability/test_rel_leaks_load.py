@@ -4,7 +4,7 @@ Measured, not assumed: client sockets (psutil, sampled during the run and after 
 and live response/attempt objects after a collection. The run fails if sockets exceed the pool's limit, if a
 task is left pending, if the thread count grows, or if a run ended with the wrong outcome.
 
-The servers run in a child process (``rel_server_proc``), so the measured process holds only perplexed's
+The servers run in a child process (``testkit.fault_process``), so the measured process holds only perplexed's
 client side. Budget: runs with a hang fault use 1 s provider budgets (see ``LOAD_HANG_BUDGET_MS``), the rest
 are fast; ``PERPLEXED_LOAD_RUNS`` lowers the count for a quick local check.
 """
@@ -32,7 +32,7 @@ from perplexed import Attempt, Outcome, Result, UpstreamError
 from perplexed._http import DEFAULT_LIMITS, aclose_clients
 from perplexed.providers import SearXNG
 from rel_faults import FAULTS, Fault
-from rel_server_proc import fault_servers
+from testkit.fault_process import fault_servers
 from testkit.loopback import Close, Hang, serve
 
 LOAD_RUNS = int(os.environ.get("PERPLEXED_LOAD_RUNS", "10000"))

@@ -5,6 +5,9 @@
   chunked body with pauses and drops, e.g. an SSE stream), plus the ``loopback`` and ``api`` fixtures.
 - :mod:`testkit.mock_upstream`: the same routes, replies and request log served in-process by
   ``httpx.MockTransport``, for rule tests that are not about sockets or wall-clock time.
+- :mod:`testkit.fault_process`: the same faults served by single-threaded asyncio servers in a child process,
+  for load tests and benchmarks (a thread per connection in the test process would be the bottleneck).
+- :mod:`testkit.cassettes`: cassette replay (vcrpy, record mode ``none``), fake keys, combined cassettes.
 - :mod:`testkit.searxng`: the real SearXNG started on loopback once per session (fixtures ``searxng``,
   ``searxng_no_json``, ``searxng_upstream``...), launched by :mod:`testkit.searxng_launcher` from the venv that
   :mod:`testkit.searxng_env` builds.

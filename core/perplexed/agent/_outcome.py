@@ -32,6 +32,7 @@ from .._errors import (
     ResponseIncompleteError,
     ServerError,
 )
+from .._http import redirect_origin
 from .._models import Attempt, Outcome
 from .._wire import clip, parse_error_envelope, parse_retry_after, scrub
 from ._request import AgentRequest
@@ -250,7 +251,7 @@ def with_note(error: APIError, note: str) -> APIError:
 
 def redirect_error(response: httpx.Response) -> APIStatusError:
     """The error for a 3xx: redirects are never followed; the message names the target's origin only."""
-    target = _origin(response)
+    target = redirect_origin(response)
     where = f"to {target}" if target else "without a Location"
     return APIStatusError(
         f"the API answered HTTP {response.status_code}, redirecting {where}; perplexed does not follow "
@@ -258,24 +259,6 @@ def redirect_error(response: httpx.Response) -> APIStatusError:
         status=response.status_code,
         reason="redirect",
     )
-
-
-def _origin(response: httpx.Response) -> str | None:
-    """``scheme://host:port`` of a redirect's target (never its path or query)."""
-    location = response.headers.get("location")
-    if not location:
-        return None
-    try:
-        url = response.url.join(location)
-        scheme, host = url.scheme, url.host
-        port = url.port or {"http": 80, "https": 443}.get(scheme)
-    except (httpx.InvalidURL, ValueError):
-        return "an unparseable location"
-    if not scheme or not host:
-        return "an unparseable location"
-    if ":" in host:
-        host = f"[{host}]"
-    return f"{scheme}://{host}:{port}"
 
 
 def body_error(exc: ResponseBodyError, response: httpx.Response) -> APIError:

@@ -13,7 +13,7 @@ import contextlib
 import enum
 import json
 import logging
-from collections.abc import AsyncGenerator, Generator, Mapping
+from collections.abc import AsyncGenerator, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -377,15 +377,8 @@ class AsyncAgentStream:
             # The server answered with a whole response instead of a stream.
             yield await self._whole_response(source)
             return
-        # A huge data line (a multi-megabyte response.completed) is parsed with its long strings cut out and
-        # matched against the text gathered from the deltas: the answer is then held once, not three times.
-        elided: dict[str, str] = {}
-        known = self._assembler.texts
-
-        def elider() -> _ElidedData:
-            return _ElidedData(StringElider(known), elided)
-
-        decoder = SSEDecoder(data_filter=elider)
+        parser = _EventParser(self._assembler.texts)
+        decoder = SSEDecoder(data_filter=parser.data_filter)
         after = self._assembler.last_sequence_number
         # The stall timer counts events, not bytes: a server that drips bytes or sends only keep-alive
         # comments cannot hold the stream open past ``timeout`` without a single event (httpx's read
@@ -417,17 +410,7 @@ class AsyncAgentStream:
                 name, data = batch.pop()[:2]
                 if data.startswith("[DONE]"):
                     return
-                try:
-                    payload = json.loads(data)
-                except ValueError:
-                    elided.clear()
-                    event: StreamEvent = UnknownEvent(type=name, raw={"data": data})
-                else:
-                    if elided:
-                        payload = restore(payload, elided)
-                        elided.clear()
-                    event = parse_event(payload, name if name != "message" else None)
-                    del payload
+                event = parser.parse(name, data)
                 del data
                 idle_until = loop.time() + self._timeout
                 seq = event.sequence_number
@@ -465,6 +448,31 @@ class AsyncAgentStream:
             )
         if final is not None:
             raise_for_status(final)
+
+
+class _EventParser:
+    """SSE data to typed events. A huge data line (a multi-megabyte ``response.completed``) arrives through
+    :meth:`data_filter` with its long strings cut out (``_elide.py``) and matched against the text gathered
+    from the deltas (``known``): the answer is then held once, not three times; :meth:`parse` puts them back.
+    """
+
+    def __init__(self, known: Callable[[], Sequence[str]]) -> None:
+        self._known = known
+        self._strings: dict[str, str] = {}
+
+    def data_filter(self) -> _ElidedData:
+        return _ElidedData(StringElider(self._known), self._strings)
+
+    def parse(self, name: str, data: str) -> StreamEvent:
+        try:
+            payload = json.loads(data)
+        except ValueError:
+            self._strings.clear()
+            return UnknownEvent(type=name, raw={"data": data})
+        if self._strings:
+            payload = restore(payload, self._strings)
+            self._strings.clear()
+        return parse_event(payload, name if name != "message" else None)
 
 
 class _ElidedData:

@@ -1,11 +1,12 @@
 """Fault servers in a child process, on asyncio, for load tests and benchmarks.
 
-``tests/loopback.py`` serves each connection from a thread of the test process: right for unit tests, wrong
+:mod:`testkit.loopback` serves each connection from a thread of the test process: right for unit tests, wrong
 for 200 concurrent runs, where those threads compete with the event loop under test for the GIL and a
-thread per connection makes the server, not perplexed, the bottleneck. :func:`fault_servers` starts one
-single-threaded asyncio server per fault in a separate Python process instead.
+thread per connection makes the server, not perplexed, the bottleneck (and the memory measured would be the
+server's too). :func:`fault_servers` starts one single-threaded asyncio server per fault in a separate Python
+process instead: the same faults as loopback's replies, at load.
 
-As a script: ``python rel_server_proc.py NAME...`` starts one server per name, prints
+As a script: ``python fault_process.py NAME...`` starts one server per name, prints
 ``{"name": "http://127.0.0.1:PORT", ...}`` as one JSON line and serves until its standard input closes.
 Names: ``good`` (SearXNG JSON, 3 hits), ``refused`` (a closed port, no server), ``accept_hang``, ``drip``
 (1 byte / 200 ms), ``reset_mid_body``, ``close``, ``429_retry_after``, ``500``, ``502``, ``503``,
