@@ -25,10 +25,10 @@ import httpx
 import perplexed
 import pytest
 import rel_bombs
-from loopback import LoopbackServer, Status, searxng_json, serve
 from perplexed._decode import accept_encoding
 from perplexed._errors import BodyTooLargeError
 from perplexed._http import DEFAULT_MAX_BODY_BYTES, get_client, read_capped
+from testkit.loopback import LoopbackServer, Status, searxng_json, serve
 
 HERE = Path(__file__).resolve().parent
 CAP = DEFAULT_MAX_BODY_BYTES  # the providers' default cap: 8 MiB
@@ -236,3 +236,41 @@ def test_without_the_zstd_package_zstd_is_neither_advertised_nor_decoded() -> No
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "refused zstd"
+
+
+# --- the httpcore patch (issue 18 section 3): checked at first use -------------------------------------------
+
+
+def test_the_pool_patch_applies_to_the_pinned_httpcore() -> None:
+    """The installed httpcore (inside the pinned range) has the layout the pool fixes need: no warning."""
+    code = (
+        "import asyncio, warnings\n"
+        "warnings.simplefilter('error', RuntimeWarning)\n"
+        "from perplexed import _http\n"
+        "async def main():\n"
+        "    client = _http.get_client()\n"
+        "    assert type(client._transport._pool).__name__ == '_ReclaimingPool'\n"
+        "asyncio.run(main())\n"
+        "print('patched')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "patched"
+
+
+def test_a_pool_of_another_layout_is_said_once() -> None:
+    """When the patch cannot apply (an httpcore outside the range), the client works unpatched and one
+    RuntimeWarning says so, however many clients are made."""
+    code = (
+        "import warnings\n"
+        "from perplexed import _http\n"
+        "assert not _http._pool_layout_ok(object())\n"
+        "with warnings.catch_warnings(record=True) as seen:\n"
+        "    warnings.simplefilter('always')\n"
+        "    _http._patch_missing('a test')\n"
+        "    _http._patch_missing('again')\n"
+        "print(len(seen), 'tested: httpcore' in str(seen[0].message))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "1 True"
