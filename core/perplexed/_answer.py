@@ -38,7 +38,7 @@ from typing import Any, Literal
 import httpx
 from pydantic import BaseModel, ConfigDict, computed_field
 
-from . import _portal, telemetry
+from . import _governance, _portal, telemetry
 from ._answer_plan import DEFAULT_PRESET, AnswerPlan, prepare_answer
 from ._errors import (
     APIConnectionError,
@@ -284,6 +284,8 @@ def _emit(plan: AnswerPlan, started: float, response: Response | None, span: Any
     model = (response.model if response is not None else None) or plan.label
     response_id = (response.id or None) if response is not None else None
     telemetry.emit(ANSWER_EVENT, {"duration_ms": duration_ms, "cost": cost}, {"model": model, "response_id": response_id})
+    if cost > 0:  # perplexed.spend() reports the Agent API's cost too (never raises, never blocks)
+        _governance.record_spend(AGENT_PROVIDER, cost)
     if span is not None:
         span.set_attribute("perplexed.model", model)
         span.set_attribute("perplexed.cost", cost)

@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from ._errors import ConfigError, InvalidRequest
 from ._grounding import AGENT_PROVIDER, DEFAULT_MAX_SOURCE_CHARS, search_off, web_search_tool
@@ -69,6 +69,9 @@ class AnswerPlan:
     one (search, then the Agent API call capped by what is left), else ``None`` (the chain's 30 s, then
     the preset-sized Agent API timeout).
     """
+
+    #: The keyword arguments of :func:`prepare_answer` that are not search options (for the adapters).
+    ARGUMENTS: ClassVar[tuple[str, ...]] = ANSWER_ARGUMENTS
 
     query: str
     search: Search | None

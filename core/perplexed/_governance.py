@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import _portal
 from ._errors import ConfigError, InvalidRequest, ProviderError
+from ._http import get_client
 from ._models import Attempt, Hit, Outcome
 from ._policy import (
     SPEND_WINDOWS,
@@ -34,6 +35,7 @@ from ._policy import (
     parse_rate_limit,
     parse_spend_limits,
 )
+from .providers._base import CallableProvider
 from .store._base import Admission, CachedAnswer, Decision, Record, Store
 from .store.memory import MemoryStore
 
@@ -428,6 +430,10 @@ class Governor:
         )
         loop = asyncio.get_running_loop()
         ends = loop.time() + budget
+        if rate is not None and not isinstance(provider, CallableProvider):
+            # the pooled client first (the first call in a loop builds it: TLS context, ...), so the call
+            # reaches the provider right after its admission, not a client set-up later
+            get_client(provider.transport)
         while True:
             decision = await self._admit(request)
             verdict = decision.verdict
@@ -472,7 +478,7 @@ class Governor:
             self._record_later(Record(
                 provider=identity, label=provider.label, health="neutral", trial=decision.trial,
                 cooldown_after=settings.cooldown_after, cooldown_s=settings.cooldown_s,
-                ticket=decision.ticket, cost=price, cache_key=key, release_fill=decision.fill_claimed,
+                ticket=decision.ticket, cost=0.0, cache_key=key, release_fill=decision.fill_claimed,
             ))
             raise
         waited_ms = int((time.perf_counter() - start) * 1000) - attempt.duration_ms

@@ -161,6 +161,11 @@ class SearchOptions(BaseModel):
         except ValidationError as exc:
             err = exc.errors()[0]
             param = str(err["loc"][0]) if err.get("loc") else None
+            if param == "max_results":  # one wording for the limit, whatever side of it the value is
+                raise InvalidRequest(
+                    f"max_results must be a whole number, at least 1 and at most 100, got {common[param]!r}",
+                    param=param,
+                ) from None
             raise InvalidRequest(f"invalid option {param}: {err['msg']}", param=param) from None
         if opts.published_after and opts.published_before and opts.published_after > opts.published_before:
             raise InvalidRequest(
