@@ -349,3 +349,22 @@ def test_close_releases_the_streams_still_open() -> None:
 
 def test_errors_are_documented_perplexed_errors() -> None:
     assert issubclass(MalformedResponseError, APIError) and issubclass(MalformedResponseError, PerplexedError)
+
+
+def test_accept_encoding_names_only_bounded_decoders_even_with_a_callers_http_client() -> None:
+    from perplexed._decode import accept_encoding
+
+    seen: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers["accept-encoding"])
+        return httpx.Response(200, json=DONE)
+
+    async def main() -> None:
+        async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as http:
+            await AsyncAgentClient(api_key=KEY, base_url="https://api.test", http_client=http).create(
+                preset="fast", input="q"
+            )
+
+    asyncio.run(main())
+    assert seen == [accept_encoding()] and "identity" not in seen[0]

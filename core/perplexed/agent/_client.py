@@ -19,6 +19,7 @@ from urllib.parse import quote
 import httpx
 from pydantic import SecretStr
 
+from .._decode import accept_encoding
 from .._errors import (
     APIConnectionError,
     APIError,
@@ -186,6 +187,8 @@ class AsyncAgentClient:
             "Authorization": f"Bearer {self._key()}",
             "Accept": "text/event-stream" if stream else "application/json",
             "User-Agent": "perplexed (python)",
+            # only what perplexed decodes within bounds (also through a caller's http_client)
+            "Accept-Encoding": accept_encoding(),
             **self._default_headers,
         }
         if extra:
