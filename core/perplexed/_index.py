@@ -4,8 +4,9 @@
 incrementally: unchanged files are skipped by size and modification time (then by content hash), changed
 files are re-read, and files deleted from an indexed folder are dropped. A bad file (binary, not UTF-8,
 unreadable, a name that is not UTF-8 is fine) or a missing folder is reported in the :class:`IndexReport`
-and never stops the run. Each file's update is one transaction, so an interrupted run leaves a consistent
-index that the next run brings up to date.
+and never stops the run. A file's changes (its row and its full-text row) are always committed together, and
+deleted files are dropped before any file is read, so an interrupted run leaves a consistent index that the
+next run brings up to date.
 
 Managing an index: :func:`list_index` (folders, document counts, last indexed, size), :func:`remove_from_index`,
 :func:`rebuild_index` (from the indexed folders, also when the file is damaged), :func:`reset_index`, and
@@ -528,8 +529,8 @@ def build_index(
     reported in the returned :class:`IndexReport`, never raised; :class:`~perplexed.ConfigError` only when
     the index file itself cannot be created or is not a perplexed index, and
     :class:`~perplexed.CorruptIndexError` when it is damaged (rebuild it with :func:`rebuild_index`).
-    Each file is updated in one transaction: a run that is interrupted leaves a consistent index, and the
-    next run completes it.
+    A file's changes are always committed together (in batches of files), so a run that is interrupted
+    leaves a consistent index, and the next run completes it.
     """
     if not isinstance(follow_links, bool):
         raise ConfigError(f"follow_links must be True or False, got {follow_links!r}")
