@@ -7,7 +7,8 @@ Each benchmark runs in its own interpreter (so imports, pools and high-water mar
 refused/hung provider cost), ``bench_fallbacks.py`` (LangChain ``with_fallbacks`` vs a perplexed chain),
 ``bench_sse.py`` (decoder vs the perplexityai SDK, event latency), ``bench_import.py`` (import time vs the
 SDK, no framework imports), ``bench_memory.py`` (peak memory streaming a 10 MB answer / reading a capped
-body), ``bench_strategies.py`` (hedged tail latency, merge latency and recall). Needs the ``bench`` extra (``perplexityai``, ``psutil``) and ``langchain-core``.
+body), ``bench_strategies.py`` (hedged tail latency, merge latency and recall), ``bench_bombs.py`` (decompression
+bombs: peak RSS over the cap, wall time over the deadline). Needs the ``bench`` extra (``perplexityai``, ``psutil``) and ``langchain-core``.
 
 Exit status: 0 when every target is met, 1 otherwise (the table says which missed).
 """
@@ -240,6 +241,34 @@ def strategies(quick: bool) -> list[Row]:
     ]
 
 
+def bombs(quick: bool) -> list[Row]:
+    data: Any = _json("bench_bombs.py")
+    print(json.dumps(data, indent=1))
+    deadline = data["deadline_ms"]
+    rows = []
+    for case, label in (
+        ("identity_100mb", "capped identity body (100 MB chunked), for scale"),
+        ("zstd", "zstd bomb 32 KB -> 1 GiB (2 MiB window)"),
+        ("zstd_8mib_window", "zstd bomb 32 KB -> 1 GiB (8 MiB window, the RFC 9659 maximum)"),
+        ("gzip", "gzip bomb 1 MB -> 1 GiB"),
+        ("deflate", "deflate bomb 1 MB -> 1 GiB"),
+        ("br", "br bomb -> 1 GiB"),
+    ):
+        if case not in data:
+            continue
+        m = data[case]
+        ok = m["rss_over_cap"] <= 2.0 and m["elapsed"] * 1000 <= deadline + 50
+        rows.append(
+            Row(
+                f"{label}: peak RSS over baseline / cap, wall time (deadline {deadline} ms)",
+                f"{m['rss_over_cap']:.2f}x cap (+{m['rss_over'] / 2**20:.1f} MiB), {m['elapsed'] * 1000:.0f} ms",
+                "<= 2x cap, <= deadline + 50 ms",
+                ok,
+            )
+        )
+    return rows
+
+
 BENCHES: list[tuple[str, Callable[[bool], list[Row]]]] = [
     ("engine", engine),
     ("load", load),
@@ -248,6 +277,7 @@ BENCHES: list[tuple[str, Callable[[bool], list[Row]]]] = [
     ("import", imports),
     ("memory", memory),
     ("strategies", strategies),
+    ("bombs", bombs),
 ]
 
 

@@ -186,7 +186,9 @@ def prepare_answer(
         },
         agent_options,
     )
-    params.update(_tool_policy(params, search_options if search is None else None))
+    grounding = _tool_policy(params, search_options if search is None else None)
+    params.update(grounding)
+    params["sent_by"] = _sent_by(params, grounding, defaulted="preset" not in _given(preset, agent_options))
     # Validate the request now, so a bad agent option fails before the search is paid for.
     build_request(None, {**params, "input": cleaned, "instructions": instructions or ""})
     sync_client, async_only = _clients(client, async_client)
@@ -268,6 +270,39 @@ def _agent_params(named: Mapping[str, Any], agent_options: object) -> dict[str, 
     if not any(params.get(k) for k in _SELECTORS):
         params["preset"] = DEFAULT_PRESET
     return params
+
+
+def _given(preset: object, agent_options: object) -> set[str]:
+    """The request selectors the caller named (so a default one can be told apart)."""
+    named = {"preset"} if preset is not None else set()
+    if isinstance(agent_options, Mapping) and agent_options.get("preset") is not None:
+        named.add("preset")
+    return named
+
+
+def _sent_by(params: Mapping[str, Any], grounding: Mapping[str, Any], *, defaulted: bool) -> dict[str, str]:
+    """Who sent the request fields the caller did not (``AgentRequest.sent_by``): a 400 naming one of them
+    says which perplexed option is behind it."""
+    notes = {
+        "input": "perplexed.answer(): the numbered sources and the question",
+        "instructions": "perplexed.answer(): the citation instruction (instructions= replaces it)",
+    }
+    if defaulted and params.get("preset") == DEFAULT_PRESET:
+        notes["preset"] = (
+            f"perplexed.answer(): preset={DEFAULT_PRESET!r}, the default when no preset, effort, model or "
+            "models is named"
+        )
+    for field_name, value in grounding.items():
+        if field_name == "max_tool_calls":
+            notes[field_name] = (
+                f"perplexed.answer(): grounding with a preset sends max_tool_calls={value} (the model answers "
+                "from the chain's sources and must not search)"
+            )
+        elif field_name == "tools":
+            notes[field_name] = (
+                f"perplexed.answer(): provider={AGENT_PROVIDER!r} sends the web_search tool with the search filters"
+            )
+    return notes
 
 
 def _tool_type(tool: Any) -> Any:
