@@ -269,6 +269,37 @@ def bombs(quick: bool) -> list[Row]:
     return rows
 
 
+def governance(quick: bool) -> list[Row]:
+    data: Any = _json("bench_governance.py", "--rounds", "500" if quick else "2000")
+    print(json.dumps(data, indent=1))
+    return [
+        Row(
+            "cache hit vs a loopback provider call (memory store)",
+            f"{data['hit_ratio'] * 100:.1f} % ({data['hit_us']:.0f} vs {data['plain_us']:.0f} us)",
+            "<= 5 %",
+            data["hit_ratio"] <= 0.05,
+        ),
+        Row(
+            "memory store, everything configured, cache miss: overhead over plain",
+            f"+{data['memory_miss_overhead_us']:.1f} us",
+            "<= 15 us",
+            data["memory_miss_overhead_us"] <= 15,
+        ),
+        Row(
+            "SQLite store, same: overhead per search; transactions per attempt",
+            f"+{data['sqlite_miss_overhead_us']:.0f} us; {data['sqlite_transactions_per_search']:.2f}",
+            "<= 300 us; <= 2",
+            data["sqlite_miss_overhead_us"] <= 300 and data["sqlite_transactions_per_search"] <= 2,
+        ),
+        Row(
+            "provider cooling down in front of a chain: extra per search",
+            f"+{data['cooling_extra_us'] / 1000:.3f} ms",
+            "<= 0.1 ms",
+            data["cooling_extra_us"] <= 100,
+        ),
+    ]
+
+
 BENCHES: list[tuple[str, Callable[[bool], list[Row]]]] = [
     ("engine", engine),
     ("load", load),
@@ -277,6 +308,7 @@ BENCHES: list[tuple[str, Callable[[bool], list[Row]]]] = [
     ("import", imports),
     ("memory", memory),
     ("strategies", strategies),
+    ("governance", governance),
     ("bombs", bombs),
 ]
 
