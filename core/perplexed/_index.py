@@ -418,6 +418,7 @@ def _migrate_v1(conn: sqlite3.Connection, path: Path, report: IndexReport | None
             "INSERT OR IGNORE INTO roots (path, kind, follow_links, indexed_at) VALUES (?, 'folder', 0, ?)",
             [(folder, when) for folder in folders],
         )
+        _copy_roots(conn)
         conn.execute(
             "CREATE VIRTUAL TABLE docs_fts_v2 USING fts5(title, body, cjk_title, cjk_body, "
             "tokenize = 'porter unicode61 remove_diacritics 2')"
@@ -603,6 +604,7 @@ def _build(
             "follow_links = excluded.follow_links",
             (key, os.fsencode(root), kind, int(follow_links)),
         )
+        _copy_roots(conn)
         keyed = [(candidate, _shown(candidate.path)) for candidate in files]
         if kind == "folder":  # first, so that an interrupted run has dropped them already
             _drop_deleted(conn, key, {k for _, k in keyed}, report)
@@ -871,6 +873,7 @@ def remove_from_index(
                 keys.append(key)
             for key in dict.fromkeys(keys):
                 conn.execute("DELETE FROM roots WHERE path = ?", (key,))
+                _copy_roots(conn)
                 del known[key]
                 low, high = _prefix_range(key)
                 rows = conn.execute(
@@ -925,6 +928,14 @@ def reset_index(index: str | os.PathLike[str] | None = None) -> int:
     return documents
 
 
+def _copy_roots(conn: sqlite3.Connection) -> None:
+    """A second copy of the roots, in the meta table (another page): a rebuild still finds the folders when the
+    roots table's page is damaged."""
+    rows = conn.execute("SELECT path, raw, kind, follow_links FROM roots ORDER BY path").fetchall()
+    copy = [[k, raw.hex() if isinstance(raw, bytes) else None, kind, bool(follow)] for k, raw, kind, follow in rows]
+    conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('roots', ?)", (json.dumps(copy),))
+
+
 def _read_roots(path: Path) -> list[tuple[str, str, bool]] | None:
     """(path, kind, follow_links) of each root, read as far as the file allows; None when unreadable."""
     try:
@@ -936,6 +947,15 @@ def _read_roots(path: Path) -> list[tuple[str, str, bool]] | None:
             rows = conn.execute("SELECT path, raw, kind, follow_links FROM roots").fetchall()
             return [(_root_path(k, raw), str(kind), bool(follow)) for k, raw, kind, follow in rows]
         except sqlite3.Error:
+            pass
+        try:  # the copy in the meta table
+            row = conn.execute("SELECT value FROM meta WHERE key = 'roots'").fetchone()
+            if row is not None:
+                return [
+                    (_root_path(k, bytes.fromhex(raw) if raw else None), str(kind), bool(follow))
+                    for k, raw, kind, follow in json.loads(row[0])
+                ]
+        except (sqlite3.Error, ValueError, TypeError):
             pass
         try:  # a version-1 index, or a damaged roots table: the folders the documents are in
             docs = [r[0] for r in conn.execute("SELECT path FROM docs")]
