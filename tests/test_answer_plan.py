@@ -105,6 +105,8 @@ def test_agent_mode_plan_has_no_search(api: FakeAgentAPI) -> None:
         ({"max_source_chars": -1}, "max_source_chars"),
         ({"deadline_ms": float("nan")}, "deadline_ms"),
         ({"client": object()}, "client"),
+        ({"on_attempt": "print"}, "on_attempt"),
+        ({"strip_unmatched": "yes"}, "strip_unmatched"),
     ],
 )
 def test_bad_answer_arguments_are_typed_errors(api: FakeAgentAPI, kwargs: dict[str, Any], param: str) -> None:

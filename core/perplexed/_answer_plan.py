@@ -174,6 +174,10 @@ def prepare_answer(
     """
     cleaned = clean_query(query)
     _check_grounding(on_empty, max_source_chars, instructions)
+    if on_attempt is not None and not callable(on_attempt):
+        raise InvalidRequest("on_attempt must be a callable taking an Attempt", param="on_attempt")
+    if not isinstance(strip_unmatched, bool):
+        raise InvalidRequest(f"strip_unmatched must be True or False, got {strip_unmatched!r}", param="strip_unmatched")
     search, search_options = _search_plan(cleaned, provider, options)
     params = _agent_params(
         {
