@@ -210,3 +210,10 @@ def test_the_default_preset_is_noted_as_answers_own() -> None:
     assert "default" in plan.params["sent_by"]["preset"]
     named = perplexed.prepare_answer(QUERY, provider(), client=api.client(), preset="fast")
     assert "preset" not in named.params["sent_by"]
+
+
+def test_a_plan_is_hashable_and_its_repr_shows_no_client(api: FakeAgentAPI) -> None:
+    plan = perplexed.prepare_answer(QUERY, provider(), client=api.client())
+    assert {plan: 1}[plan] == 1
+    text = repr(plan)
+    assert "AnswerPlan(query=" in text and "client" not in text and "pplx-" not in text
