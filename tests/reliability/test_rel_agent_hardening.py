@@ -368,3 +368,35 @@ def test_accept_encoding_names_only_bounded_decoders_even_with_a_callers_http_cl
 
     asyncio.run(main())
     assert seen == [accept_encoding()] and "identity" not in seen[0]
+
+
+def test_aclose_while_another_task_reads_a_stream_does_not_raise() -> None:
+    from loopback import Drip
+
+    events = [
+        {
+            "type": "response.created",
+            "sequence_number": 0,
+            "response": {"id": "resp_1", "status": "in_progress"},
+        },
+        {"type": "response.completed", "sequence_number": 1, "response": DONE},
+    ]
+
+    async def main() -> list[str]:
+        with serve() as api:
+            api.route("*", Drip(_sse(events), interval=0.2, content_type="text/event-stream"))
+            client = AsyncAgentClient(api_key=KEY, base_url=api.url, timeout=10)
+            stream = client.stream(preset="fast", input="q")
+            seen: list[str] = []
+
+            async def read() -> None:
+                async for event in stream:
+                    seen.append(event.type)
+
+            reader = asyncio.create_task(read())
+            await asyncio.sleep(0.3)  # the reader is inside the stream, waiting for bytes
+            await client.aclose()  # must not raise "asynchronous generator is already running"
+            await asyncio.wait_for(reader, 10)
+            return seen
+
+    assert asyncio.run(main())[-1] == "response.completed"

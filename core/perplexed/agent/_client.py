@@ -9,6 +9,7 @@ coroutines on perplexed's portal loop. Decisions live elsewhere and are pure: ti
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import weakref
@@ -519,7 +520,8 @@ class AsyncAgentClient:
         close), so the client stays usable afterwards.
         """
         for stream in list(self._streams):
-            await stream.aclose()
+            with contextlib.suppress(RuntimeError):  # being iterated right now by another task: it ends there
+                await stream.aclose()
 
     async def __aenter__(self) -> AsyncAgentClient:
         return self
