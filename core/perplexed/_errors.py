@@ -35,7 +35,7 @@ The tree (``(also X)``: a second base class, so ``except X`` catches it too)::
         ├── StreamError ...................... a stream ended without a terminal event, or sent ``error``
         └── MalformedResponseError ........... a success status whose body is not what the API sends
 
-docs/reliability.md lists the same tree with what each error carries.
+docs/errors.md lists the same tree (generated; tests/test_error_tree.py keeps the two in step).
 """
 
 from __future__ import annotations

@@ -580,8 +580,47 @@ async def read_capped(response: httpx.Response, max_bytes: int = DEFAULT_MAX_BOD
     See :func:`aiter_decoded` (the errors are the same). The body is also stored on the response, so
     ``response.content`` / ``.json()`` work on it afterwards.
     """
-    chunks = [chunk async for chunk in aiter_decoded(response, max_bytes)]
-    body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    if response.headers.get("content-encoding", "").strip().lower() == "zstd" and not hasattr(response, "_content"):
+        body = await _read_zstd(response, max_bytes)
+    else:
+        chunks = [chunk async for chunk in aiter_decoded(response, max_bytes)]
+        body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
     response._content = body  # let response.json()/.text work on the capped body
     return body
 
+
+
+async def _read_zstd(response: httpx.Response, max_bytes: int) -> bytes:
+    """A zstd body in two passes: decoded once while it arrives, only counting, then once more, kept.
+
+    zstd's streaming decoder keeps its window (up to 8 MB) besides the output, so keeping the output of a
+    bomb until it crosses an 8 MB cap held twice the cap. Counting first, a bomb costs the window alone;
+    only a body known to fit is decoded again and kept (from its wire bytes, capped like the decoded ones).
+    """
+    status = response.status_code
+    raw_cap = max_bytes + 64 * 1024
+    try:
+        declared = response.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > raw_cap:
+            raise _too_large(max_bytes, status, declared)
+        counter = decoder_for("zstd", max_bytes)
+        raw: list[bytes] = []
+        size = 0
+        async for chunk in response.aiter_raw():
+            size += len(chunk)
+            if size > raw_cap:
+                raise _too_large(max_bytes, status)
+            raw.append(chunk)
+            for _ in counter.feed(chunk):  # the decoder raises BodyTooLargeError past the cap
+                await asyncio.sleep(0)
+        del counter  # its window is freed before the second pass allocates one
+        keeper = decoder_for("zstd", max_bytes)
+        chunks: list[bytes] = []
+        for piece in raw:
+            for out in keeper.feed(piece):
+                chunks.append(out)
+                await asyncio.sleep(0)
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    except ResponseBodyError as exc:
+        exc.status = status
+        raise

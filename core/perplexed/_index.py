@@ -4,8 +4,9 @@
 incrementally: unchanged files are skipped by size and modification time (then by content hash), changed
 files are re-read, and files deleted from an indexed folder are dropped. A bad file (binary, not UTF-8,
 unreadable, a name that is not UTF-8 is fine) or a missing folder is reported in the :class:`IndexReport`
-and never stops the run. Each file's update is one transaction, so an interrupted run leaves a consistent
-index that the next run brings up to date.
+and never stops the run. A file's changes (its row and its full-text row) are always committed together, and
+deleted files are dropped before any file is read, so an interrupted run leaves a consistent index that the
+next run brings up to date.
 
 Managing an index: :func:`list_index` (folders, document counts, last indexed, size), :func:`remove_from_index`,
 :func:`rebuild_index` (from the indexed folders, also when the file is damaged), :func:`reset_index`, and
@@ -417,6 +418,7 @@ def _migrate_v1(conn: sqlite3.Connection, path: Path, report: IndexReport | None
             "INSERT OR IGNORE INTO roots (path, kind, follow_links, indexed_at) VALUES (?, 'folder', 0, ?)",
             [(folder, when) for folder in folders],
         )
+        _copy_roots(conn)
         conn.execute(
             "CREATE VIRTUAL TABLE docs_fts_v2 USING fts5(title, body, cjk_title, cjk_body, "
             "tokenize = 'porter unicode61 remove_diacritics 2')"
@@ -528,8 +530,8 @@ def build_index(
     reported in the returned :class:`IndexReport`, never raised; :class:`~perplexed.ConfigError` only when
     the index file itself cannot be created or is not a perplexed index, and
     :class:`~perplexed.CorruptIndexError` when it is damaged (rebuild it with :func:`rebuild_index`).
-    Each file is updated in one transaction: a run that is interrupted leaves a consistent index, and the
-    next run completes it.
+    A file's changes are always committed together (in batches of files), so a run that is interrupted
+    leaves a consistent index, and the next run completes it.
     """
     if not isinstance(follow_links, bool):
         raise ConfigError(f"follow_links must be True or False, got {follow_links!r}")
@@ -602,6 +604,7 @@ def _build(
             "follow_links = excluded.follow_links",
             (key, os.fsencode(root), kind, int(follow_links)),
         )
+        _copy_roots(conn)
         keyed = [(candidate, _shown(candidate.path)) for candidate in files]
         if kind == "folder":  # first, so that an interrupted run has dropped them already
             _drop_deleted(conn, key, {k for _, k in keyed}, report)
@@ -870,6 +873,7 @@ def remove_from_index(
                 keys.append(key)
             for key in dict.fromkeys(keys):
                 conn.execute("DELETE FROM roots WHERE path = ?", (key,))
+                _copy_roots(conn)
                 del known[key]
                 low, high = _prefix_range(key)
                 rows = conn.execute(
@@ -924,6 +928,14 @@ def reset_index(index: str | os.PathLike[str] | None = None) -> int:
     return documents
 
 
+def _copy_roots(conn: sqlite3.Connection) -> None:
+    """A second copy of the roots, in the meta table (another page): a rebuild still finds the folders when the
+    roots table's page is damaged."""
+    rows = conn.execute("SELECT path, raw, kind, follow_links FROM roots ORDER BY path").fetchall()
+    copy = [[k, raw.hex() if isinstance(raw, bytes) else None, kind, bool(follow)] for k, raw, kind, follow in rows]
+    conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('roots', ?)", (json.dumps(copy),))
+
+
 def _read_roots(path: Path) -> list[tuple[str, str, bool]] | None:
     """(path, kind, follow_links) of each root, read as far as the file allows; None when unreadable."""
     try:
@@ -935,6 +947,15 @@ def _read_roots(path: Path) -> list[tuple[str, str, bool]] | None:
             rows = conn.execute("SELECT path, raw, kind, follow_links FROM roots").fetchall()
             return [(_root_path(k, raw), str(kind), bool(follow)) for k, raw, kind, follow in rows]
         except sqlite3.Error:
+            pass
+        try:  # the copy in the meta table
+            row = conn.execute("SELECT value FROM meta WHERE key = 'roots'").fetchone()
+            if row is not None:
+                return [
+                    (_root_path(k, bytes.fromhex(raw) if raw else None), str(kind), bool(follow))
+                    for k, raw, kind, follow in json.loads(row[0])
+                ]
+        except (sqlite3.Error, ValueError, TypeError):
             pass
         try:  # a version-1 index, or a damaged roots table: the folders the documents are in
             docs = [r[0] for r in conn.execute("SELECT path FROM docs")]

@@ -839,6 +839,8 @@ def _cmd_index(args: argparse.Namespace) -> int:
         _print_json(report.to_dict())
     else:
         _print_index_report(out, report)
+    if args.rebuild:  # indexed folders that are gone are left out (and said so); only a bad PATH is an error
+        return EXIT_USAGE if set(report.missing_roots) & set(args.paths) else EXIT_OK
     return EXIT_USAGE if report.missing_roots else EXIT_OK
 
 

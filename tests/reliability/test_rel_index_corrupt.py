@@ -159,6 +159,23 @@ def test_rebuild_mends_a_damaged_index_from_its_folders(
     assert (again.added, again.updated, again.removed) == ([], [], [])
 
 
+def test_rebuild_finds_the_folders_when_the_roots_page_is_damaged(
+    pristine: tuple[Path, Path], tmp_path: Path
+) -> None:
+    folder, source = pristine
+    index = damaged(pristine, tmp_path, "roots", pages=1)
+    with sqlite3.connect(source) as conn:
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    with open(index, "r+b") as fh:  # and the documents table: the folders cannot be inferred from it either
+        for page in pages_of(source, "docs")[:3] + pages_of(source, "sqlite_autoindex_docs_1")[:1]:
+            fh.seek((page - 1) * page_size)
+            fh.write(b"\xee" * page_size)
+    assert not check_index(index).ok
+    report = rebuild_index(index)  # from the copy kept in the meta table
+    assert report.documents == COUNT and [str(r) for r in report.roots] == [str(folder)]
+    assert check_index(index, thorough=True).ok
+
+
 def test_rebuild_needs_the_folders_when_they_cannot_be_read(tmp_path: Path, pristine: tuple[Path, Path]) -> None:
     folder, source = pristine
     index = tmp_path / "header-ok-rest-garbage.sqlite3"
