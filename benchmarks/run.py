@@ -269,6 +269,57 @@ def bombs(quick: bool) -> list[Row]:
     return rows
 
 
+def governance(quick: bool) -> list[Row]:
+    data: Any = _json("bench_governance.py", "--rounds", "500" if quick else "2000")
+    print(json.dumps(data, indent=1))
+    return [
+        Row(
+            "cache hit vs a loopback provider call (memory store)",
+            f"{data['hit_ratio'] * 100:.1f} % ({data['hit_us']:.0f} vs {data['plain_us']:.0f} us)",
+            "<= 5 %",
+            data["hit_ratio"] <= 0.05,
+        ),
+        Row(
+            "memory store, everything configured, cache miss: overhead over plain",
+            f"+{data['memory_miss_overhead_us']:.1f} us",
+            "<= 15 us",
+            data["memory_miss_overhead_us"] <= 15,
+        ),
+        Row(
+            "SQLite store, same: overhead per search; transactions per attempt",
+            f"+{data['sqlite_miss_overhead_us']:.0f} us; {data['sqlite_transactions_per_search']:.2f}",
+            "<= 300 us; <= 2",
+            data["sqlite_miss_overhead_us"] <= 300 and data["sqlite_transactions_per_search"] <= 2,
+        ),
+        Row(
+            "provider cooling down in front of a chain: extra per search",
+            f"+{data['cooling_extra_us'] / 1000:.3f} ms",
+            "<= 0.1 ms",
+            data["cooling_extra_us"] <= 100,
+        ),
+    ]
+
+
+def redis_store(quick: bool) -> list[Row]:
+    data: Any = _json("bench_redis.py", "--rounds", "500" if quick else "1500", "--batches", "6" if quick else "12")
+    print(json.dumps(data, indent=1))
+    return [
+        Row(
+            "RedisStore (loopback valkey) vs memory store: added per governed search, 1 in flight (median)",
+            f"{data['added_ms']:.2f} ms ({data['serial_redis_ms']:.2f} vs {data['serial_memory_ms']:.2f} ms; "
+            f"a bare PING round trip: {data['ping_ms']:.2f} ms)",
+            "<= 1 ms",
+            data["added_ms"] <= 1.0,
+        ),
+        Row(
+            f"RedisStore vs memory store: throughput at {data['concurrency']} searches in flight",
+            f"{data['throughput_ratio']:.2f}x ({data['rate_redis']:.0f} vs {data['rate_memory']:.0f} searches/s)",
+            ">= 0.8x",
+            data["throughput_ratio"] >= 0.8,
+        ),
+    ]
+
+
 BENCHES: list[tuple[str, Callable[[bool], list[Row]]]] = [
     ("engine", engine),
     ("load", load),
@@ -277,7 +328,9 @@ BENCHES: list[tuple[str, Callable[[bool], list[Row]]]] = [
     ("import", imports),
     ("memory", memory),
     ("strategies", strategies),
+    ("governance", governance),
     ("bombs", bombs),
+    ("redis", redis_store),
 ]
 
 
