@@ -7,7 +7,8 @@ Each benchmark runs in its own interpreter (so imports, pools and high-water mar
 refused/hung provider cost), ``bench_fallbacks.py`` (LangChain ``with_fallbacks`` vs a perplexed chain),
 ``bench_sse.py`` (decoder vs the perplexityai SDK, event latency), ``bench_import.py`` (import time vs the
 SDK, no framework imports), ``bench_memory.py`` (peak memory streaming a 10 MB answer / reading a capped
-body), ``bench_strategies.py`` (hedged tail latency, merge latency and recall). Needs the ``bench`` extra (``perplexityai``, ``psutil``) and ``langchain-core``.
+body), ``bench_strategies.py`` (hedged tail latency, merge latency and recall), ``bench_bombs.py`` (decompression
+bombs: peak RSS over the cap, wall time over the deadline). Needs the ``bench`` extra (``perplexityai``, ``psutil``) and ``langchain-core``.
 
 Exit status: 0 when every target is met, 1 otherwise (the table says which missed).
 """
@@ -240,6 +241,65 @@ def strategies(quick: bool) -> list[Row]:
     ]
 
 
+def bombs(quick: bool) -> list[Row]:
+    data: Any = _json("bench_bombs.py")
+    print(json.dumps(data, indent=1))
+    deadline = data["deadline_ms"]
+    rows = []
+    for case, label in (
+        ("identity_100mb", "capped identity body (100 MB chunked), for scale"),
+        ("zstd", "zstd bomb 32 KB -> 1 GiB (2 MiB window)"),
+        ("zstd_8mib_window", "zstd bomb 32 KB -> 1 GiB (8 MiB window, the RFC 9659 maximum)"),
+        ("gzip", "gzip bomb 1 MB -> 1 GiB"),
+        ("deflate", "deflate bomb 1 MB -> 1 GiB"),
+        ("br", "br bomb -> 1 GiB"),
+    ):
+        if case not in data:
+            continue
+        m = data[case]
+        ok = m["rss_over_cap"] <= 2.0 and m["elapsed"] * 1000 <= deadline + 50
+        rows.append(
+            Row(
+                f"{label}: peak RSS over baseline / cap, wall time (deadline {deadline} ms)",
+                f"{m['rss_over_cap']:.2f}x cap (+{m['rss_over'] / 2**20:.1f} MiB), {m['elapsed'] * 1000:.0f} ms",
+                "<= 2x cap, <= deadline + 50 ms",
+                ok,
+            )
+        )
+    return rows
+
+
+def governance(quick: bool) -> list[Row]:
+    data: Any = _json("bench_governance.py", "--rounds", "500" if quick else "2000")
+    print(json.dumps(data, indent=1))
+    return [
+        Row(
+            "cache hit vs a loopback provider call (memory store)",
+            f"{data['hit_ratio'] * 100:.1f} % ({data['hit_us']:.0f} vs {data['plain_us']:.0f} us)",
+            "<= 5 %",
+            data["hit_ratio"] <= 0.05,
+        ),
+        Row(
+            "memory store, everything configured, cache miss: overhead over plain",
+            f"+{data['memory_miss_overhead_us']:.1f} us",
+            "<= 15 us",
+            data["memory_miss_overhead_us"] <= 15,
+        ),
+        Row(
+            "SQLite store, same: overhead per search; transactions per attempt",
+            f"+{data['sqlite_miss_overhead_us']:.0f} us; {data['sqlite_transactions_per_search']:.2f}",
+            "<= 300 us; <= 2",
+            data["sqlite_miss_overhead_us"] <= 300 and data["sqlite_transactions_per_search"] <= 2,
+        ),
+        Row(
+            "provider cooling down in front of a chain: extra per search",
+            f"+{data['cooling_extra_us'] / 1000:.3f} ms",
+            "<= 0.1 ms",
+            data["cooling_extra_us"] <= 100,
+        ),
+    ]
+
+
 BENCHES: list[tuple[str, Callable[[bool], list[Row]]]] = [
     ("engine", engine),
     ("load", load),
@@ -248,6 +308,8 @@ BENCHES: list[tuple[str, Callable[[bool], list[Row]]]] = [
     ("import", imports),
     ("memory", memory),
     ("strategies", strategies),
+    ("governance", governance),
+    ("bombs", bombs),
 ]
 
 

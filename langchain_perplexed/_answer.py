@@ -4,10 +4,10 @@ Documents and as tool text. No I/O, no citation logic: the markers and sources a
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from langchain_core.documents import Document
-from perplexed import AGENT_PROVIDER, Hit
+from perplexed import AnswerPlan, Hit, prepare_answer
 from perplexed.citations import format_footnotes
 from pydantic import BaseModel, Field, SecretStr
 
@@ -16,19 +16,8 @@ from ._documents import NO_RESULTS, attempts_summary, flatten_metadata, hit_meta
 if TYPE_CHECKING:
     from perplexed import Answer
 
-__all__ = ["AGENT_FIELDS", "AnswerConfig", "answer_documents", "format_answer", "source_documents"]
+__all__ = ["AnswerConfig", "answer_documents", "format_answer", "source_documents"]
 
-# answer() keyword arguments that are Agent API / grounding settings (the rest are search options)
-AGENT_FIELDS = (
-    "preset",
-    "effort",
-    "model",
-    "models",
-    "instructions",
-    "max_output_tokens",
-    "reasoning",
-    "agent_options",
-)
 # settings that build a client when no ``client`` is given
 CLIENT_FIELDS = ("api_key", "base_url", "timeout")
 
@@ -92,26 +81,24 @@ class AnswerConfig(BaseModel):
     strip_unmatched: bool = False
     """Remove markers that cite no source from the answer text."""
 
-    def _check_provider(self) -> None:
-        # "perplexity-agent" is a grounding mode of answer() (the Agent API searches), not a chain provider
-        if getattr(self, "provider", None) != AGENT_PROVIDER:
-            super()._check_provider()  # type: ignore[misc]
+    # provider="perplexity-agent" (the Agent API searches by itself) is valid here (see SearchConfig)
+    _grounding_modes: ClassVar[bool] = True
 
     def answer_kwargs(self, overrides: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Split per-call ``overrides`` into (Agent API kwargs for ``answer()``, the rest), applying the
-        configured Agent settings under them."""
+        """Split per-call ``overrides`` into (the answer arguments of :func:`perplexed.prepare_answer`, the
+        rest), applying the configured Agent settings under them."""
         rest = dict(overrides)
         kwargs: dict[str, Any] = {}
-        for name in AGENT_FIELDS:
-            value = rest.pop(name) if name in rest else getattr(self, name)
-            if value is not None:
-                kwargs[name] = value
-        if "max_source_chars" in rest:
-            kwargs["max_source_chars"] = rest.pop("max_source_chars")
-        elif "max_source_chars" in self.model_fields_set:
-            kwargs["max_source_chars"] = self.max_source_chars
-        kwargs["on_empty"] = rest.pop("on_empty", self.on_empty)
-        kwargs["strip_unmatched"] = rest.pop("strip_unmatched", self.strip_unmatched)
+        for name in AnswerPlan.ARGUMENTS:
+            if name in ("client", "async_client", "on_attempt"):
+                continue
+            if name in rest:
+                kwargs[name] = rest.pop(name)
+            elif name == "max_source_chars":  # None is meaningful (no cap): only when set
+                if name in self.model_fields_set:
+                    kwargs[name] = self.max_source_chars
+            elif getattr(self, name) is not None:
+                kwargs[name] = getattr(self, name)
         client_settings = {name: rest.pop(name, getattr(self, name)) for name in CLIENT_FIELDS}
         client = rest.pop("client", None) or self.client
         async_client = rest.pop("async_client", None) or self.async_client
@@ -124,6 +111,10 @@ class AnswerConfig(BaseModel):
         if async_client is not None:
             kwargs["async_client"] = async_client
         return kwargs, rest
+
+    def answer_plan(self, query: str, search_kwargs: Mapping[str, Any], agent_kwargs: Mapping[str, Any]) -> AnswerPlan:
+        """The :class:`perplexed.AnswerPlan` of one call: the search's kwargs and the Agent API's."""
+        return prepare_answer(query, **search_kwargs, **agent_kwargs)
 
 
 def _citations(answer: Answer) -> list[dict[str, Any]]:

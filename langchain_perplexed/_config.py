@@ -11,12 +11,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from datetime import date
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from perplexed import ChainOptions, SearchOptions, providers
+from perplexed import AnswerPlan, ChainOptions, InvalidRequest, SearchOptions, chain
+from perplexed.providers import with_credentials
 from pydantic import BaseModel, ConfigDict, SecretStr, field_serializer, field_validator, model_validator
 
-__all__ = ["SearchConfig", "protect_secrets", "redact_spec"]
+__all__ = ["ProviderCredentials", "SearchConfig", "protect_secrets", "redact_spec"]
 
 CHAIN_FIELDS = (
     "provider_timeout_ms",
@@ -167,6 +168,28 @@ class SearchConfig(BaseModel):
     """Keep only scalar metadata values (lists and dicts become one compact JSON string, ``None`` values
     are dropped), for vector stores that reject nested metadata."""
 
+    # Whether provider="perplexity-agent" (the Agent API searching by itself) is a valid choice: the answer
+    # components say yes.
+    _grounding_modes: ClassVar[bool] = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _count_in_search_kwargs(cls, data: Any) -> Any:
+        # LangChain's vector-store idiom search_kwargs={"k": 1} (or max_results) is the component's count
+        extra = data.get("search_kwargs") if isinstance(data, dict) else None
+        if not isinstance(extra, Mapping) or not ({"k", "max_results"} & set(extra)):
+            return data
+        extra = dict(extra)
+        counts = [extra.pop(name) for name in ("k", "max_results") if name in extra]
+        named = [name for name in ("k", "max_results") if data.get(name) is not None]
+        if any(value != counts[0] for value in [*counts, *(data[name] for name in named)]):
+            raise InvalidRequest(
+                "the number of results is given twice with different values (k/max_results and "
+                "search_kwargs); pass it once",
+                param="k",
+            )
+        return {**data, "search_kwargs": extra, (named[0] if named else "k"): counts[0]}
+
     @field_validator("provider", mode="before")
     @classmethod
     def _protect_provider(cls, value: Any) -> Any:
@@ -183,14 +206,15 @@ class SearchConfig(BaseModel):
     @model_validator(mode="after")
     def _validate_with_core(self) -> SearchConfig:
         # The core's own validation, run now: a typo fails at construction, not at the first query.
-        ChainOptions.build(**{name: getattr(self, name) for name in CHAIN_FIELDS})
-        SearchOptions.build(**self.search_options())
-        self._check_provider()
+        chain_options = {name: getattr(self, name) for name in CHAIN_FIELDS}
+        if self._grounding_modes and AnswerPlan.is_agent_mode(self.provider):
+            ChainOptions.build(**chain_options)  # no chain runs; answer() checks the rest per call
+            SearchOptions.build(**self.search_options())
+        elif self.provider is not None or self.search_options():
+            chain.check_options(self.provider, **chain_options, **self.search_options())
+        else:
+            ChainOptions.build(**chain_options)  # the default chain is read at call time
         return self
-
-    def _check_provider(self) -> None:
-        if self.provider is not None:
-            providers.resolve(self.provider)
 
     def search_options(self) -> dict[str, Any]:
         """The configured search options (``search_kwargs`` first, the named fields over them)."""
@@ -221,3 +245,26 @@ class SearchConfig(BaseModel):
     def __repr_args__(self) -> Any:
         for key, value in super().__repr_args__():
             yield key, (redact_spec(value) if key == "provider" else value)
+
+
+class ProviderCredentials(BaseModel):
+    """``api_key=`` / ``base_url=`` for the one search provider ``provider`` names (a mixin of the search
+    components), as langchain-tavily's ``TavilySearch(tavily_api_key=...)``: checked at construction, so a
+    missing key fails there, naming the variable to set. A chain warns once about members that cannot run.
+    """
+
+    api_key: SecretStr | None = None
+    """The key of the provider ``provider`` names (default: its environment variable, e.g. ``TAVILY_API_KEY``).
+    Kept as a SecretStr, never shown. For a chain, put each key in its member's dict instead."""
+
+    base_url: str | None = None
+    """The base URL of the provider ``provider`` names (default: its environment variable or its own)."""
+
+    def __init__(self, **data: Any) -> None:
+        super().__init__(**data)
+        # After validation and outside it, so a missing key is a perplexed.ConfigError, not a ValidationError.
+        spec = getattr(self, "provider", None)
+        if spec is None and self.api_key is None and self.base_url is None:
+            return  # the default chain, read at call time
+        bound = with_credentials(spec, api_key=self.api_key, base_url=self.base_url, owner=type(self).__name__)
+        object.__setattr__(self, "provider", protect_secrets(bound))

@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.runnables.config import patch_config, set_config_context
-from perplexed import Attempt, telemetry
+from perplexed import AnswerPlan, Attempt, telemetry
 
 from ._events import AsyncAttemptEvents, AsyncRunManager, SyncAttemptEvents, SyncRunManager, has_handlers
 
@@ -24,7 +24,8 @@ def run_core(
     *args: Any,
     **kwargs: Any,
 ) -> T:
-    """Call a sync core function (``perplexed.search``, ``perplexed.answer``) inside ``run_manager``'s run.
+    """Call a sync core function (``perplexed.search``, or ``perplexed.answer`` of a plan) inside
+    ``run_manager``'s run.
 
     Attempts go to the run's handlers as ``perplexed_attempt`` events (an answer's Agent API call as
     ``perplexed_answer``). For a retriever run, LangChain
@@ -32,7 +33,7 @@ def run_core(
     runs of it (a tool run sets that context itself).
     """
     events = SyncAttemptEvents(run_manager)
-    call_kwargs = {**kwargs, "on_attempt": _chain(events, kwargs.get("on_attempt"))}
+    args, call_kwargs = _with_events(events, args, kwargs)
     with telemetry.scoped(events.telemetry):
         if isinstance(run_manager, CallbackManagerForRetrieverRun) and has_handlers(run_manager):
             with set_config_context(patch_config(None, callbacks=run_manager.get_child())) as context:
@@ -50,7 +51,7 @@ async def arun_core(
     """Await an async core function (``perplexed.asearch``, ``perplexed.aanswer``) inside the run; see
     :func:`run_core`. Every attempt event has reached the handlers when this returns or raises."""
     events = AsyncAttemptEvents(run_manager)
-    call_kwargs = {**kwargs, "on_attempt": _chain(events, kwargs.get("on_attempt"))}
+    args, call_kwargs = _with_events(events, args, kwargs)
     try:
         with telemetry.scoped(events.telemetry):
             if isinstance(run_manager, AsyncCallbackManagerForRetrieverRun) and has_handlers(run_manager):
@@ -59,6 +60,17 @@ async def arun_core(
             return await fn(*args, **call_kwargs)
     finally:
         await events.flush()
+
+
+def _with_events(
+    events: Callable[[Attempt], None], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The call's arguments with ``events`` chained before the caller's ``on_attempt``: on the plan when
+    the call runs an :class:`perplexed.AnswerPlan`, else as the ``on_attempt`` keyword."""
+    if args and isinstance(args[0], AnswerPlan):
+        plan = args[0]
+        return (plan.with_callback(_chain(events, plan.on_attempt)), *args[1:]), kwargs
+    return args, {**kwargs, "on_attempt": _chain(events, kwargs.get("on_attempt"))}
 
 
 def _chain(

@@ -8,11 +8,11 @@ import perplexed
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from perplexed import NoSourcesError, aanswer, answer
+from perplexed import AnswerPlan, NoSourcesError, aanswer, answer
 from pydantic import AliasChoices, ConfigDict, Field
 
 from ._answer import AnswerConfig, answer_documents
-from ._config import SearchConfig
+from ._config import ProviderCredentials, SearchConfig
 from ._documents import result_documents
 from ._run import arun_core, run_core
 
@@ -33,7 +33,7 @@ def _search_kwargs(config: SearchConfig, k: int, overrides: dict[str, Any]) -> d
     return config.core_kwargs(k if count is None else count, overrides)
 
 
-class PerplexedRetriever(SearchConfig, BaseRetriever):
+class PerplexedRetriever(ProviderCredentials, SearchConfig, BaseRetriever):
     """Web search as a LangChain retriever: ``perplexed.search`` down a fallback chain of providers.
 
     Setup::
@@ -50,9 +50,15 @@ class PerplexedRetriever(SearchConfig, BaseRetriever):
         docs = retriever.invoke("zoning setbacks")
         docs = await retriever.ainvoke("zoning setbacks", k=3, include_domains=["gov"])
 
+    ``api_key=`` / ``base_url=`` configure the one provider ``provider`` names
+    (``PerplexedRetriever(provider="tavily", api_key="tvly-...")``); a single provider without a key (argument
+    or environment) fails here, naming the variable to set, and a chain warns once about members that cannot
+    run. ``search_kwargs={"k": 3}`` is ``k=3``.
+
     Every field can be overridden per call through ``invoke(query, **overrides)``: ``k`` (or
-    ``max_results``), ``provider``, the chain options and the search options; any other keyword is a
-    provider-specific search option.
+    ``max_results``), ``provider``, the chain options, the search options and the chain members' own
+    options; any other keyword is an :class:`perplexed.InvalidRequest` naming the closest valid one
+    (``invoke(q, max_result=2)``: "did you mean 'max_results'?").
 
     Documents: ``page_content`` is the hit's content, else its snippet; ``metadata`` has ``id`` (the hit's
     ``n``), ``title``, ``url``, ``source`` (= url), ``published`` (ISO date, absent when unknown),
@@ -118,15 +124,15 @@ class PerplexedAnswerRetriever(AnswerConfig, SearchConfig, BaseRetriever):
     """How many sources to search for and give the model (the answer Document comes on top;
     ``max_results=`` is accepted)."""
 
-    def _answer_kwargs(self, overrides: dict[str, Any]) -> dict[str, Any]:
+    def _plan(self, query: str, overrides: dict[str, Any]) -> AnswerPlan:
         agent, rest = self.answer_kwargs(overrides)
-        return {**_search_kwargs(self, self.k, rest), **agent}
+        return self.answer_plan(query, _search_kwargs(self, self.k, rest), agent)
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         try:
-            result = run_core(answer, run_manager, query, **self._answer_kwargs(kwargs))
+            result = run_core(answer, run_manager, self._plan(query, kwargs))
         except NoSourcesError:
             return []
         return answer_documents(result, flat=self.flat_metadata)
@@ -135,7 +141,7 @@ class PerplexedAnswerRetriever(AnswerConfig, SearchConfig, BaseRetriever):
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         try:
-            result = await arun_core(aanswer, run_manager, query, **self._answer_kwargs(kwargs))
+            result = await arun_core(aanswer, run_manager, self._plan(query, kwargs))
         except NoSourcesError:
             return []
         return answer_documents(result, flat=self.flat_metadata)

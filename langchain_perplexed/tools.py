@@ -9,6 +9,7 @@ from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackMan
 from langchain_core.documents import Document
 from langchain_core.tools import BaseTool, ToolException
 from perplexed import (
+    AnswerPlan,
     APIError,
     ConfigError,
     InvalidRequest,
@@ -18,10 +19,10 @@ from perplexed import (
     aanswer,
     answer,
 )
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
 from ._answer import AnswerConfig, format_answer, source_documents
-from ._config import SearchConfig
+from ._config import ProviderCredentials, SearchConfig
 from ._documents import NO_RESULTS, format_hits, result_documents
 from ._run import arun_core, run_core
 
@@ -64,12 +65,14 @@ class PerplexedSearchInput(BaseModel):
 def _call_kwargs(
     config: SearchConfig,
     default_max: int,
-    max_results: int | None,
-    include_domains: list[str] | None,
-    exclude_domains: list[str] | None,
-    recency: str | None,
+    *,
+    max_results: int | None = None,
+    include_domains: list[str] | None = None,
+    exclude_domains: list[str] | None = None,
+    recency: str | None = None,
 ) -> dict[str, Any]:
-    """Core kwargs for a tool call: the tool's settings, narrowed (never widened) by the model's arguments."""
+    """Core kwargs for a tool call (the model's arguments, by name): the tool's settings, narrowed (never
+    widened) by the model's arguments."""
     overrides: dict[str, Any] = {}
     if include_domains and not config.include_domains:
         overrides["include_domains"] = include_domains
@@ -78,6 +81,41 @@ def _call_kwargs(
     if recency is not None:
         overrides["recency"] = recency
     return config.core_kwargs(max_results or default_max, overrides)
+
+
+#: What a model may pass, per argument, in the words of the error it gets when it passes something else.
+ALLOWED = {
+    "query": "a non-empty query string (at most 4000 characters)",
+    "max_results": "a whole number from 1 to 20",
+    "include_domains": "a list of domain names such as 'nature.com' or 'example.com/docs'",
+    "exclude_domains": "a list of domain names such as 'pinterest.com'",
+    "recency": "one of 'day', 'week', 'month', 'year'",
+}
+
+
+def arguments_error(problems: list[tuple[str, Any]]) -> ToolException:
+    """A :class:`ToolException` the model can act on: each bad argument, its value and what is allowed."""
+    parts = [
+        f"{name}={value!r} is not allowed (use {ALLOWED[name]})" if name in ALLOWED else f"{name}: {value}"
+        for name, value in problems
+    ]
+    return ToolException("Invalid arguments: " + "; ".join(parts) + ". Call the tool again with allowed values.")
+
+
+class _ModelArguments:
+    """Tool arguments a model got wrong (a number out of range, an unknown recency, a bad domain) raise a
+    :class:`ToolException` saying what is allowed, never a pydantic ``ValidationError``: with
+    ``handle_tool_error=True`` the model reads it and can retry."""
+
+    def _parse_input(self, tool_input: str | dict[str, Any], tool_call_id: str | None) -> Any:
+        try:
+            return super()._parse_input(tool_input, tool_call_id)  # type: ignore[misc]
+        except ValidationError as exc:
+            problems = []
+            for error in exc.errors():
+                name = str(error["loc"][0]) if error.get("loc") else "arguments"
+                problems.append((name, error.get("input") if name in ALLOWED else error["msg"]))
+            raise arguments_error(problems) from exc
 
 
 def tool_error(exc: PerplexedError, what: str = "Web search") -> ToolException:
@@ -95,11 +133,14 @@ def tool_error(exc: PerplexedError, what: str = "Web search") -> ToolException:
     if isinstance(exc, APIError):
         return ToolException(f"{what} failed: the Perplexity Agent API answered {type(exc).__name__}: {exc}")
     if isinstance(exc, InvalidRequest):
+        param = getattr(exc, "param", None)
+        if param in ALLOWED:
+            return ToolException(f"{what} failed: invalid input: {exc} (allowed: {ALLOWED[param]})")
         return ToolException(f"{what} failed: invalid input: {exc}")
     return ToolException(f"{what} failed: {exc}")
 
 
-class PerplexedSearchTool(SearchConfig, BaseTool):
+class PerplexedSearchTool(_ModelArguments, ProviderCredentials, SearchConfig, BaseTool):
     """Web search as a LangChain tool (``perplexed_search``), with ``response_format="content_and_artifact"``.
 
     Setup::
@@ -119,8 +160,10 @@ class PerplexedSearchTool(SearchConfig, BaseTool):
 
     When no provider answers, the tool raises :class:`~langchain_core.tools.ToolException` naming every
     failed provider and its error (``handle_tool_error=True`` turns it into the tool's output instead);
-    invalid arguments from the model raise ``ToolException`` too. The core error is the exception's
-    ``__cause__`` (with its ``attempts`` and ``cost``).
+    invalid arguments from the model (``max_results=50``, ``recency="fortnight"``, a bad domain) raise a
+    ``ToolException`` saying what is allowed. The core error is the exception's ``__cause__`` (with its
+    ``attempts`` and ``cost``). ``api_key=`` / ``base_url=`` configure the one provider ``provider`` names,
+    as on :class:`~langchain_perplexed.PerplexedRetriever`.
     """
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
@@ -133,16 +176,12 @@ class PerplexedSearchTool(SearchConfig, BaseTool):
     max_results: int = Field(default=5, ge=1, le=100, validation_alias=AliasChoices("max_results", "k"))
     """Results per search unless the model asks for another number (``k=`` is accepted)."""
 
+    # The model's arguments are those of ``args_schema`` (validated there), passed by name.
+
     def _run(
-        self,
-        query: str,
-        max_results: int | None = None,
-        include_domains: list[str] | None = None,
-        exclude_domains: list[str] | None = None,
-        recency: Literal["day", "week", "month", "year"] | None = None,
-        run_manager: CallbackManagerForToolRun | None = None,
+        self, query: str, run_manager: CallbackManagerForToolRun | None = None, **arguments: Any
     ) -> tuple[str, list[Document]]:
-        kwargs = _call_kwargs(self, self.max_results, max_results, include_domains, exclude_domains, recency)
+        kwargs = _call_kwargs(self, self.max_results, **arguments)
         try:
             result = run_core(perplexed.search, run_manager, query, **kwargs)
         except (UpstreamError, InvalidRequest) as exc:
@@ -150,15 +189,9 @@ class PerplexedSearchTool(SearchConfig, BaseTool):
         return format_hits(result.hits), result_documents(result, flat=self.flat_metadata)
 
     async def _arun(
-        self,
-        query: str,
-        max_results: int | None = None,
-        include_domains: list[str] | None = None,
-        exclude_domains: list[str] | None = None,
-        recency: Literal["day", "week", "month", "year"] | None = None,
-        run_manager: AsyncCallbackManagerForToolRun | None = None,
+        self, query: str, run_manager: AsyncCallbackManagerForToolRun | None = None, **arguments: Any
     ) -> tuple[str, list[Document]]:
-        kwargs = _call_kwargs(self, self.max_results, max_results, include_domains, exclude_domains, recency)
+        kwargs = _call_kwargs(self, self.max_results, **arguments)
         try:
             result = await arun_core(perplexed.asearch, run_manager, query, **kwargs)
         except (UpstreamError, InvalidRequest) as exc:
@@ -191,7 +224,7 @@ class PerplexedAnswerInput(BaseModel):
     )
 
 
-class PerplexedAnswerTool(AnswerConfig, SearchConfig, BaseTool):
+class PerplexedAnswerTool(_ModelArguments, AnswerConfig, SearchConfig, BaseTool):
     """A grounded answer as a LangChain tool (``perplexed_answer``): :func:`perplexed.answer` searches with the
     provider chain, then the Agent API answers from the hits, citing them inline as ``[n]``.
 
@@ -225,28 +258,22 @@ class PerplexedAnswerTool(AnswerConfig, SearchConfig, BaseTool):
     max_results: int = Field(default=5, ge=1, le=100, validation_alias=AliasChoices("max_results", "k"))
     """Sources per answer unless the model asks for another number (``k=`` is accepted)."""
 
-    def _answer_call_kwargs(
-        self,
-        max_results: int | None,
-        include_domains: list[str] | None,
-        exclude_domains: list[str] | None,
-        recency: str | None,
-    ) -> dict[str, Any]:
+    def _plan(self, query: str, arguments: dict[str, Any]) -> AnswerPlan:
         agent, _ = self.answer_kwargs({})
-        return {**_call_kwargs(self, self.max_results, max_results, include_domains, exclude_domains, recency), **agent}
+        search = _call_kwargs(self, self.max_results, **arguments)
+        try:
+            return self.answer_plan(query, search, agent)
+        except InvalidRequest as exc:
+            raise tool_error(exc, "Answer") from exc
+
+    # The model's arguments are those of ``args_schema`` (validated there), passed by name.
 
     def _run(
-        self,
-        query: str,
-        max_results: int | None = None,
-        include_domains: list[str] | None = None,
-        exclude_domains: list[str] | None = None,
-        recency: Literal["day", "week", "month", "year"] | None = None,
-        run_manager: CallbackManagerForToolRun | None = None,
+        self, query: str, run_manager: CallbackManagerForToolRun | None = None, **arguments: Any
     ) -> tuple[str, list[Document]]:
-        kwargs = self._answer_call_kwargs(max_results, include_domains, exclude_domains, recency)
+        plan = self._plan(query, arguments)
         try:
-            result = run_core(answer, run_manager, query, **kwargs)
+            result = run_core(answer, run_manager, plan)
         except NoSourcesError:
             return NO_RESULTS, []
         except ConfigError:
@@ -256,17 +283,11 @@ class PerplexedAnswerTool(AnswerConfig, SearchConfig, BaseTool):
         return format_answer(result), source_documents(result, flat=self.flat_metadata)
 
     async def _arun(
-        self,
-        query: str,
-        max_results: int | None = None,
-        include_domains: list[str] | None = None,
-        exclude_domains: list[str] | None = None,
-        recency: Literal["day", "week", "month", "year"] | None = None,
-        run_manager: AsyncCallbackManagerForToolRun | None = None,
+        self, query: str, run_manager: AsyncCallbackManagerForToolRun | None = None, **arguments: Any
     ) -> tuple[str, list[Document]]:
-        kwargs = self._answer_call_kwargs(max_results, include_domains, exclude_domains, recency)
+        plan = self._plan(query, arguments)
         try:
-            result = await arun_core(aanswer, run_manager, query, **kwargs)
+            result = await arun_core(aanswer, run_manager, plan)
         except NoSourcesError:
             return NO_RESULTS, []
         except ConfigError:

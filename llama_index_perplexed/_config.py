@@ -1,16 +1,15 @@
-"""The search options shared by the retriever, the query engine and the tool spec (validated up front)."""
+"""The search options shared by the retriever, the query engine and the tool spec (validated up front), and
+the answer options of the query engine and the tool spec (handed to :func:`perplexed.prepare_answer`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Mapping
 from typing import Any
 
-from perplexed import ChainOptions, InvalidRequest, SearchOptions
-from perplexed._grounding import AGENT_PROVIDER, DEFAULT_MAX_SOURCE_CHARS
-from perplexed._strategies import check_floor
-from perplexed.providers import resolve
+from perplexed import AnswerPlan, ChainOptions, InvalidRequest, SearchOptions, chain, prepare_answer
+from perplexed.providers import describe
 
-__all__ = ["SearchConfig"]
+__all__ = ["AnswerConfig", "SearchConfig", "split_answer_options"]
 
 
 class SearchConfig:
@@ -18,11 +17,12 @@ class SearchConfig:
 
     ``provider`` is any perplexed provider spec (name, dict, Provider, function, or a list = a chain; ``None``
     = the default chain; with ``answer_mode``, also ``"perplexity-agent"``, the Agent API searching by itself).
-    ``similarity_top_k`` is LlamaIndex's name for ``max_results``. ``strategy``, ``hedge_after_ms``,
-    ``merge_providers``, ``min_hits`` and ``accept`` are the chain's strategy and quality floor (see
-    ``docs/strategies.md``). ``cache_ttl_s``, ``cache_single_flight`` and ``budget_usd`` are the chain's
-    memory across calls (``docs/production.md``). Bad values raise
-    :class:`perplexed.InvalidRequest` / :class:`perplexed.ConfigError` here, not at the first query.
+    ``similarity_top_k`` is LlamaIndex's name for ``max_results``. The chain options (``provider_timeout_ms``,
+    ``deadline_ms``, ``fallback_on``, and the strategy and quality floor: ``strategy``, ``hedge_after_ms``,
+    ``merge_providers``, ``min_hits``, ``accept``, see ``docs/strategies.md``; the memory across calls:
+    ``cache_ttl_s``, ``cache_single_flight``, ``budget_usd``, see ``docs/production.md``) and the search options
+    are keywords. Bad values raise :class:`perplexed.InvalidRequest` / :class:`perplexed.ConfigError` here, not at
+    the first query; an unknown option names the closest valid one.
     """
 
     def __init__(
@@ -31,17 +31,6 @@ class SearchConfig:
         *,
         max_results: int | None = None,
         similarity_top_k: int | None = None,
-        provider_timeout_ms: int | None = None,
-        deadline_ms: int | None = None,
-        fallback_on: Any = None,
-        strategy: str | None = None,
-        hedge_after_ms: int | str | None = None,
-        merge_providers: int | None = None,
-        min_hits: int | None = None,
-        accept: Callable[..., Any] | None = None,
-        cache_ttl_s: float | None = None,
-        cache_single_flight: bool | None = None,
-        budget_usd: float | None = None,
         answer_mode: bool = False,
         **options: Any,
     ) -> None:
@@ -52,56 +41,34 @@ class SearchConfig:
                     param="similarity_top_k",
                 )
             max_results = similarity_top_k
-        # strategies and the quality floor (docs/strategies.md)
-        self.strategy_options = {
-            "strategy": strategy, "hedge_after_ms": hedge_after_ms, "merge_providers": merge_providers,
-            "min_hits": min_hits, "accept": accept,
-        }
-        # memory across calls: cache, single flight, per-call budget (docs/production.md)
-        self.governance_options = {
-            "cache_ttl_s": cache_ttl_s, "cache_single_flight": cache_single_flight, "budget_usd": budget_usd,
-        }
-        ChainOptions.build(provider_timeout_ms=provider_timeout_ms, deadline_ms=deadline_ms, fallback_on=fallback_on,
-                           **self.strategy_options, **self.governance_options)
-        check_floor(min_hits, SearchOptions.build(max_results=max_results, **options).max_results)
-        agent_mode = answer_mode and isinstance(provider, str) and provider.strip().lower() == AGENT_PROVIDER
-        if provider is not None and not agent_mode:
-            resolve(provider)
+        if answer_mode and AnswerPlan.is_agent_mode(provider):
+            chain_kw = {k: v for k, v in options.items() if k in ChainOptions.model_fields}
+            ChainOptions.build(**chain_kw)  # no chain runs; prepare_answer() checks the rest per query
+            SearchOptions.build(max_results=max_results, **{k: v for k, v in options.items() if k not in chain_kw})
+        elif provider is not None or options or max_results is not None:
+            also = ("similarity_top_k", *(AnswerPlan.ARGUMENTS if answer_mode else ()))
+            chain.check_options(provider, suggest=also, max_results=max_results, **options)
         self.provider = provider
         self.max_results = max_results
-        self.provider_timeout_ms = provider_timeout_ms
-        self.deadline_ms = deadline_ms
-        self.fallback_on = fallback_on
-        self.options = dict(options)
+        self.options = {k: v for k, v in options.items() if v is not None}
 
     def search_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for :func:`perplexed.search` / :func:`perplexed.asearch` (``None`` = default)."""
-        return {
-            "provider": self.provider,
-            "max_results": self.max_results,
-            "provider_timeout_ms": self.provider_timeout_ms,
-            "deadline_ms": self.deadline_ms,
-            "fallback_on": self.fallback_on,
-            **{k: v for k, v in self.strategy_options.items() if v is not None},
-            **{k: v for k, v in self.governance_options.items() if v is not None},
-            **self.options,
-        }
+        return {"provider": self.provider, "max_results": self.max_results, **self.options}
+
+    def describe(self) -> str:
+        """``provider=..., max_results=...`` for the components' reprs (no credential is shown)."""
+        parts = [f"provider={describe(self.provider)!r}"]
+        if self.max_results is not None:
+            parts.append(f"max_results={self.max_results}")
+        parts += [f"{k}={v!r}" for k, v in self.options.items() if k != "provider"]
+        return ", ".join(parts)
 
 
-#: The options of :func:`perplexed.answer` that are not search options.
-ANSWER_OPTION_NAMES = (
-    "preset",
-    "effort",
-    "model",
-    "models",
-    "instructions",
-    "max_output_tokens",
-    "reasoning",
-    "agent_options",
-    "max_source_chars",
-    "on_empty",
-    "strip_unmatched",
-)
+def split_answer_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(answer options of :func:`perplexed.prepare_answer`, the search options)."""
+    answer = {k: v for k, v in options.items() if k in AnswerPlan.ARGUMENTS}
+    return answer, {k: v for k, v in options.items() if k not in answer}
 
 
 class AnswerConfig:
@@ -111,20 +78,12 @@ class AnswerConfig:
     the async path); ``async_client`` an :class:`perplexed.agent.AsyncAgentClient` (used by the async path,
     and by the sync one when no ``client`` is given). With neither, one ``AgentClient`` is built from the
     settings (``PERPLEXITY_API_KEY``, ``PERPLEXITY_BASE_URL``; the key is read at the first call).
-    ``options`` are :data:`ANSWER_OPTION_NAMES` (``None`` values are left to ``answer()``'s defaults, except
-    ``max_source_chars=None``, which means no cap). They are checked by ``answer()`` when a query runs, before
-    any search.
+    ``options`` are the other answer arguments of :func:`perplexed.prepare_answer` (``preset``, ``model``,
+    ``max_source_chars``, ...); they are checked by ``prepare_answer()`` when a query runs, before any search.
     """
 
-    def __init__(
-        self,
-        client: Any = None,
-        async_client: Any = None,
-        *,
-        max_source_chars: int | None = DEFAULT_MAX_SOURCE_CHARS,
-        **options: Any,
-    ) -> None:
-        unknown = sorted(set(options) - set(ANSWER_OPTION_NAMES))
+    def __init__(self, client: Any = None, async_client: Any = None, **options: Any) -> None:
+        unknown = sorted(set(options) - set(AnswerPlan.ARGUMENTS))
         if unknown:  # pragma: no cover - callers split options by name first
             raise InvalidRequest(f"unknown answer option(s): {', '.join(unknown)}", param=unknown[0])
         if client is None and async_client is None:
@@ -133,13 +92,14 @@ class AnswerConfig:
             client = AgentClient()
         self.client = client
         self.async_client = async_client
-        self.options = {k: v for k, v in options.items() if v is not None}
-        self.options["max_source_chars"] = max_source_chars  # None is meaningful here: no cap
+        self.options = dict(options)
 
-    def sync_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for :func:`perplexed.answer` / :func:`perplexed.stream_answer`."""
-        return {"client": self.client if self.client is not None else self.async_client, **self.options}
+    def plan(self, query: str, search: SearchConfig, *, prefer_async: bool) -> AnswerPlan:
+        """The :class:`perplexed.AnswerPlan` of one query."""
+        first, second = (self.async_client, self.client) if prefer_async else (self.client, self.async_client)
+        client = first if first is not None else second
+        return prepare_answer(query, **search.search_kwargs(), client=client, **self.options)
 
-    def async_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for :func:`perplexed.aanswer` / :func:`perplexed.astream_answer`."""
-        return {"client": self.async_client if self.async_client is not None else self.client, **self.options}
+    def describe(self) -> str:
+        """The answer options for the components' reprs."""
+        return ", ".join(f"{k}={v!r}" for k, v in self.options.items() if k != "on_attempt")

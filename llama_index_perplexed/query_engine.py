@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator, Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
+from typing import Any
 
 from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.response.schema import (
@@ -16,9 +16,8 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.prompts.mixin import PromptMixinType
 from llama_index.core.schema import QueryBundle
 from perplexed import Answer, aanswer, answer, astream_answer, stream_answer
-from perplexed._grounding import DEFAULT_MAX_SOURCE_CHARS
 
-from ._config import AnswerConfig, SearchConfig
+from ._config import AnswerConfig, SearchConfig, split_answer_options
 from ._nodes import answer_metadata, answer_source_nodes
 from .events import dispatching
 
@@ -57,10 +56,11 @@ class PerplexedQueryEngine(BaseQueryEngine):
     raised) before the response is returned; ``source_nodes`` and ``metadata`` are filled in when the
     stream ends (the final answer arrives last).
 
-    Options are those of :func:`perplexed.answer`: ``provider`` and the search options (``max_results``,
-    alias ``similarity_top_k``, ``provider_timeout_ms``, ``deadline_ms``, ``fallback_on``,
-    ``include_domains``, ...), ``client`` (an :class:`~perplexed.agent.AgentClient`) and/or ``async_client``
-    (an :class:`~perplexed.agent.AsyncAgentClient`), built from the settings when neither is given, and the
+    Options are those of :func:`perplexed.prepare_answer` (each query runs an :class:`perplexed.AnswerPlan`):
+    ``provider`` and the search options (``max_results``, alias ``similarity_top_k``,
+    ``provider_timeout_ms``, ``deadline_ms``, ``fallback_on``, ``include_domains``, ...), ``client`` (an
+    :class:`~perplexed.agent.AgentClient`) and/or ``async_client`` (an
+    :class:`~perplexed.agent.AsyncAgentClient`), built from the settings when neither is given, and the
     Agent options ``preset``, ``effort``, ``model``, ``models``, ``instructions``, ``max_output_tokens``,
     ``reasoning``, ``agent_options``, ``max_source_chars``, ``on_empty``, ``strip_unmatched``.
 
@@ -73,55 +73,19 @@ class PerplexedQueryEngine(BaseQueryEngine):
         self,
         provider: Any = None,
         *,
-        client: Any = None,
-        async_client: Any = None,
         streaming: bool = False,
-        preset: str | None = None,
-        effort: str | None = None,
-        model: str | None = None,
-        models: Sequence[str] | None = None,
-        instructions: str | None = None,
-        max_output_tokens: int | None = None,
-        reasoning: Any = None,
-        agent_options: Mapping[str, Any] | None = None,
-        max_source_chars: int | None = DEFAULT_MAX_SOURCE_CHARS,
-        on_empty: Literal["raise", "answer"] = "raise",
-        strip_unmatched: bool = False,
-        max_results: int | None = None,
-        similarity_top_k: int | None = None,
-        provider_timeout_ms: int | None = None,
-        deadline_ms: int | None = None,
-        fallback_on: Any = None,
         callback_manager: CallbackManager | None = None,
         **options: Any,
     ) -> None:
-        self._search = SearchConfig(
-            provider,
-            max_results=max_results,
-            similarity_top_k=similarity_top_k,
-            provider_timeout_ms=provider_timeout_ms,
-            deadline_ms=deadline_ms,
-            fallback_on=fallback_on,
-            answer_mode=True,
-            **options,
-        )
-        self._answer = AnswerConfig(
-            client,
-            async_client,
-            preset=preset,
-            effort=effort,
-            model=model,
-            models=models,
-            instructions=instructions,
-            max_output_tokens=max_output_tokens,
-            reasoning=reasoning,
-            agent_options=agent_options,
-            on_empty=on_empty,
-            strip_unmatched=strip_unmatched,
-            max_source_chars=max_source_chars,
-        )
+        answer_options, search_options = split_answer_options(options)
+        self._search = SearchConfig(provider, answer_mode=True, **search_options)
+        self._answer = AnswerConfig(**answer_options)
         self.streaming = bool(streaming)
         super().__init__(callback_manager=callback_manager)
+
+    def __repr__(self) -> str:
+        settings = ", ".join(p for p in (self._search.describe(), self._answer.describe()) if p)
+        return f"PerplexedQueryEngine({settings}, streaming={self.streaming})"
 
     @property
     def client(self) -> Any:
@@ -139,13 +103,13 @@ class PerplexedQueryEngine(BaseQueryEngine):
     # -- sync -----------------------------------------------------------------------------------------------
 
     def _query(self, query_bundle: QueryBundle) -> RESPONSE_TYPE:
-        kwargs = {**self._search.search_kwargs(), **self._answer.sync_kwargs()}
+        plan = self._answer.plan(query_bundle.query_str, self._search, prefer_async=False)
         if not self.streaming:
             with dispatching():
-                ans = answer(query_bundle.query_str, **kwargs)
+                ans = answer(plan)
             return answer_to_response(ans)
         with dispatching():
-            stream = stream_answer(query_bundle.query_str, **kwargs)
+            stream = stream_answer(plan)
             first = next(stream)  # runs the search: its errors surface here, not in the consumer's loop
         response = StreamingResponse(response_gen=None, source_nodes=[], metadata={})  # type: ignore[arg-type]
         response.response_gen = self._deltas(first, stream, response)
@@ -171,12 +135,12 @@ class PerplexedQueryEngine(BaseQueryEngine):
     # -- async ----------------------------------------------------------------------------------------------
 
     async def _aquery(self, query_bundle: QueryBundle) -> RESPONSE_TYPE:
-        kwargs = {**self._search.search_kwargs(), **self._answer.async_kwargs()}
+        plan = self._answer.plan(query_bundle.query_str, self._search, prefer_async=True)
         if not self.streaming:
             with dispatching():
-                ans = await aanswer(query_bundle.query_str, **kwargs)
+                ans = await aanswer(plan)
             return answer_to_response(ans)
-        stream = astream_answer(query_bundle.query_str, **kwargs)
+        stream = astream_answer(plan)
         with dispatching():
             first = await stream.__anext__()
         response = AsyncStreamingResponse(response_gen=None, source_nodes=[], metadata={})  # type: ignore[arg-type]

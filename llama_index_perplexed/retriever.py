@@ -10,6 +10,8 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from perplexed import SearchOptions
+from perplexed.providers import with_credentials
+from pydantic import SecretStr
 
 from ._config import SearchConfig
 from ._nodes import result_to_nodes
@@ -27,7 +29,13 @@ class PerplexedRetriever(BaseRetriever):
     or a list of them = a fallback chain; ``None`` = the default chain), ``max_results`` (alias
     ``similarity_top_k``), ``provider_timeout_ms``, ``deadline_ms``, ``fallback_on``, and any search option
     (``include_domains``, ``exclude_domains``, ``recency``, ``published_after``, ``published_before``,
-    ``language``, ``country``, ``safe_search``, provider-specific options). Options are validated here.
+    ``language``, ``country``, ``safe_search``, the chain members' own options). Options are validated
+    here: an unknown one is a :class:`perplexed.InvalidRequest` naming the closest valid one.
+
+    ``api_key=`` / ``base_url=`` configure the one provider ``provider`` names
+    (``PerplexedRetriever("tavily", api_key="tvly-...")``); a single provider without a key (argument or
+    environment) raises :class:`perplexed.ConfigError` here, naming the variable to set, and a chain warns
+    once about the members that cannot run (the others run).
 
     Each hit becomes a ``NodeWithScore`` of a ``TextNode``:
 
@@ -53,23 +61,21 @@ class PerplexedRetriever(BaseRetriever):
         *,
         max_results: int | None = None,
         similarity_top_k: int | None = None,
-        provider_timeout_ms: int | None = None,
-        deadline_ms: int | None = None,
-        fallback_on: Any = None,
+        api_key: str | SecretStr | None = None,
+        base_url: str | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
         **options: Any,
     ) -> None:
-        self._config = SearchConfig(
-            provider,
-            max_results=max_results,
-            similarity_top_k=similarity_top_k,
-            provider_timeout_ms=provider_timeout_ms,
-            deadline_ms=deadline_ms,
-            fallback_on=fallback_on,
-            **options,
-        )
+        self._config = SearchConfig(provider, max_results=max_results, similarity_top_k=similarity_top_k, **options)
+        if provider is not None or api_key is not None or base_url is not None:  # options first, then keys
+            self._config.provider = with_credentials(
+                provider, api_key=api_key, base_url=base_url, owner="PerplexedRetriever"
+            )
         super().__init__(callback_manager=callback_manager, verbose=verbose)
+
+    def __repr__(self) -> str:
+        return f"PerplexedRetriever({self._config.describe()})"
 
     @property
     def provider(self) -> Any:

@@ -1,9 +1,12 @@
-"""``PerplexedToolSpec``: ``search`` and ``answer`` tools for LlamaIndex agents."""
+"""``PerplexedToolSpec``: ``perplexed_search`` and ``perplexed_answer`` tools for LlamaIndex agents.
 
-from __future__ import annotations
+No ``from __future__ import annotations`` here: LlamaIndex reads the tools' parameter annotations (the
+described ``query``) at run time.
+"""
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+
+from collections.abc import Sequence
+from typing import Annotated, Any
 
 import perplexed
 from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
@@ -11,10 +14,10 @@ from llama_index.core.tools.tool_spec.base import BaseToolSpec
 from perplexed import Answer, Hit, Result
 from perplexed import aanswer as _aanswer
 from perplexed import answer as _answer
-from perplexed._grounding import DEFAULT_MAX_SOURCE_CHARS
 from perplexed.citations import format_footnotes
+from pydantic import Field
 
-from ._config import AnswerConfig, SearchConfig
+from ._config import AnswerConfig, SearchConfig, split_answer_options
 from .events import dispatching
 
 __all__ = ["NO_RESULTS", "PerplexedToolSpec", "format_answer", "format_hits"]
@@ -52,100 +55,70 @@ def format_answer(ans: Answer) -> str:
     return f"{ans.text}\n\nSources:\n{format_footnotes(sources, numbers=[h.id for h in sources])}"
 
 
+Query = Annotated[str, Field(description="The search query or question, in plain words, e.g. 'typical residential zoning setbacks'.")]
+
+
 class PerplexedToolSpec(BaseToolSpec):
     """Web search and grounded answers as LlamaIndex agent tools: ``spec.to_tool_list()`` gives the tools
-    ``search`` and ``answer``, each with a sync and an async function.
+    ``perplexed_search`` and ``perplexed_answer`` (prefixed, so they do not collide with an agent's other
+    tools), each with a sync and an async function and a described ``query`` parameter.
 
-    - ``search(query)``: the hits of a perplexed provider chain as a numbered list (``[n] title — url`` and
-      the snippet);
-    - ``answer(query)``: a grounded answer (:func:`perplexed.answer`) with its ``[n]`` markers, followed by
-      the numbered sources.
+    - ``perplexed_search(query)``: the hits of a perplexed provider chain as a numbered list
+      (``[n] title — url`` and the snippet);
+    - ``perplexed_answer(query)``: a grounded answer (:func:`perplexed.answer`) with its ``[n]`` markers,
+      followed by the numbered sources.
 
     Takes the options of :class:`~llama_index_perplexed.PerplexedRetriever` (``provider``, ``max_results`` /
     ``similarity_top_k``, chain and search options) and of
     :class:`~llama_index_perplexed.PerplexedQueryEngine` (``client``, ``async_client``, ``preset``,
     ``model``, ...). Failures raise perplexed's typed errors (never an error string as a result); each
-    provider attempt is dispatched as a :class:`~llama_index_perplexed.PerplexedAttemptEvent`.
+    provider attempt is dispatched as a :class:`~llama_index_perplexed.PerplexedAttemptEvent`. The methods
+    ``search``/``asearch``/``answer``/``aanswer`` are the same functions under their short names.
     """
 
-    spec_functions = [("search", "asearch"), ("answer", "aanswer")]
+    spec_functions = [("perplexed_search", "aperplexed_search"), ("perplexed_answer", "aperplexed_answer")]
 
-    def __init__(
-        self,
-        provider: Any = None,
-        *,
-        client: Any = None,
-        async_client: Any = None,
-        preset: str | None = None,
-        effort: str | None = None,
-        model: str | None = None,
-        models: Sequence[str] | None = None,
-        instructions: str | None = None,
-        max_output_tokens: int | None = None,
-        reasoning: Any = None,
-        agent_options: Mapping[str, Any] | None = None,
-        max_source_chars: int | None = DEFAULT_MAX_SOURCE_CHARS,
-        on_empty: Literal["raise", "answer"] = "raise",
-        strip_unmatched: bool = False,
-        max_results: int | None = None,
-        similarity_top_k: int | None = None,
-        provider_timeout_ms: int | None = None,
-        deadline_ms: int | None = None,
-        fallback_on: Any = None,
-        **options: Any,
-    ) -> None:
-        self._search = SearchConfig(
-            provider,
-            max_results=max_results,
-            similarity_top_k=similarity_top_k,
-            provider_timeout_ms=provider_timeout_ms,
-            deadline_ms=deadline_ms,
-            fallback_on=fallback_on,
-            answer_mode=True,
-            **options,
-        )
-        self._answer = AnswerConfig(
-            client,
-            async_client,
-            preset=preset,
-            effort=effort,
-            model=model,
-            models=models,
-            instructions=instructions,
-            max_output_tokens=max_output_tokens,
-            reasoning=reasoning,
-            agent_options=agent_options,
-            on_empty=on_empty,
-            strip_unmatched=strip_unmatched,
-            max_source_chars=max_source_chars,
-        )
+    def __init__(self, provider: Any = None, **options: Any) -> None:
+        answer_options, search_options = split_answer_options(options)
+        self._search = SearchConfig(provider, answer_mode=True, **search_options)
+        self._answer = AnswerConfig(**answer_options)
+
+    def __repr__(self) -> str:
+        settings = ", ".join(p for p in (self._search.describe(), self._answer.describe()) if p)
+        names = ", ".join(repr(sync) for sync, _ in self.spec_functions)
+        return f"PerplexedToolSpec({settings}; tools: {names})"
 
     # The docstrings below are the tools' descriptions: they are written for the model.
 
     @dispatcher.span
-    def search(self, query: str) -> str:
+    def perplexed_search(self, query: Query) -> str:
         """Search the web for `query`. Returns numbered results: "[n] title — url" and a snippet each."""
         with dispatching():
             result: Result = perplexed.search(query, **self._search.search_kwargs())
         return format_hits(result.hits)
 
     @dispatcher.span
-    async def asearch(self, query: str) -> str:
+    async def aperplexed_search(self, query: Query) -> str:
         """Search the web for `query`. Returns numbered results: "[n] title — url" and a snippet each."""
         with dispatching():
             result: Result = await perplexed.asearch(query, **self._search.search_kwargs())
         return format_hits(result.hits)
 
     @dispatcher.span
-    def answer(self, query: str) -> str:
+    def perplexed_answer(self, query: Query) -> str:
         """Answer the question `query` from web sources. Returns the answer with [n] citation markers, then the numbered sources ("[n] title — url") they refer to."""
         with dispatching():
-            ans = _answer(query, **self._search.search_kwargs(), **self._answer.sync_kwargs())
+            ans = _answer(self._answer.plan(query, self._search, prefer_async=False))
         return format_answer(ans)
 
     @dispatcher.span
-    async def aanswer(self, query: str) -> str:
+    async def aperplexed_answer(self, query: Query) -> str:
         """Answer the question `query` from web sources. Returns the answer with [n] citation markers, then the numbered sources ("[n] title — url") they refer to."""
         with dispatching():
-            ans = await _aanswer(query, **self._search.search_kwargs(), **self._answer.async_kwargs())
+            ans = await _aanswer(self._answer.plan(query, self._search, prefer_async=True))
         return format_answer(ans)
+
+    search = perplexed_search
+    asearch = aperplexed_search
+    answer = perplexed_answer
+    aanswer = aperplexed_answer

@@ -105,6 +105,8 @@ def test_agent_mode_plan_has_no_search(api: FakeAgentAPI) -> None:
         ({"max_source_chars": -1}, "max_source_chars"),
         ({"deadline_ms": float("nan")}, "deadline_ms"),
         ({"client": object()}, "client"),
+        ({"on_attempt": "print"}, "on_attempt"),
+        ({"strip_unmatched": "yes"}, "strip_unmatched"),
     ],
 )
 def test_bad_answer_arguments_are_typed_errors(api: FakeAgentAPI, kwargs: dict[str, Any], param: str) -> None:
@@ -182,3 +184,36 @@ def test_check_options_validates_without_a_query() -> None:
     perplexed.chain.check_options("searxng", engines=["wikipedia"], max_results=3)
     with pytest.raises(InvalidRequest, match="did you mean 'engines'"):
         perplexed.chain.check_options("searxng", engine=["wikipedia"])
+
+
+# --- who sent a field the API rejects (helper "agent"'s AgentRequest.sent_by) -----------------------------
+
+
+def test_an_unknown_field_400_names_the_perplexed_option_behind_it() -> None:
+    from test_answer_fakes import status
+
+    api = FakeAgentAPI(reply=status(400, "invalid_request_error",
+                                    'invalid request body: json: unknown field "max_tool_calls"'))
+    with pytest.raises(perplexed.BadRequestError) as info:
+        perplexed.answer(QUERY, provider(cost=0.001), client=api.client(), preset="low")
+    assert info.value.param == "max_tool_calls"
+    assert "grounding with a preset sends max_tool_calls=0" in str(info.value)
+    assert [a.provider for a in info.value.attempts] == ["web"]  # the search is kept, with its cost
+    assert info.value.cost == pytest.approx(0.001)
+    assert "sent_by" not in api.body  # a note for errors, never sent
+
+
+def test_the_default_preset_is_noted_as_answers_own() -> None:
+    api = FakeAgentAPI()
+    plan = perplexed.prepare_answer(QUERY, provider(), client=api.client())
+    assert plan.params["preset"] == "fast"
+    assert "default" in plan.params["sent_by"]["preset"]
+    named = perplexed.prepare_answer(QUERY, provider(), client=api.client(), preset="fast")
+    assert "preset" not in named.params["sent_by"]
+
+
+def test_a_plan_is_hashable_and_its_repr_shows_no_client(api: FakeAgentAPI) -> None:
+    plan = perplexed.prepare_answer(QUERY, provider(), client=api.client())
+    assert {plan: 1}[plan] == 1
+    text = repr(plan)
+    assert "AnswerPlan(query=" in text and "client" not in text and "pplx-" not in text

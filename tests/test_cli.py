@@ -291,10 +291,10 @@ def test_timeout_option_reaches_the_chain(cli, indexed: Path) -> None:  # type: 
     ("args", "message"),
     [
         (["search", "zoning", "--provider", "nosuch"], "unknown provider 'nosuch'"),
-        (["search", "zoning", "--max-results", "0"], "at least 1"),
+        (["search", "zoning", "--max-results", "0"], "--max-results must be a whole number, at least 1 and at most 100"),
         (["search", "zoning", "--max-results", "many"], "whole number"),
         (["search", "zoning", "--deadline-ms", "-5"], "deadline-ms"),
-        (["search", "zoning", "--max-results", "1000"], "max_results"),
+        (["search", "zoning", "--max-results", "1000"], "--max-results must be a whole number, at least 1 and at most 100"),
         (["search"], "required"),
         (["search", "   "], "query is empty"),
         (["search", "zoning", "--frobnicate"], "unrecognized arguments"),
@@ -349,7 +349,9 @@ def test_providers_json_shows_configuration_from_the_environment(cli) -> None:  
     bare = cli("providers", "--json").json()
     assert isinstance(bare, list)
     by_name = {row["name"]: row for row in bare}
-    assert set(by_name) == registered_in_a_fresh_process()
+    assert set(by_name) == registered_in_a_fresh_process() | {"perplexity-agent"}
+    agent = by_name["perplexity-agent"]  # a grounding mode of `perplexed answer`, listed too
+    assert not agent["configured"] and agent["missing"] == ["PERPLEXITY_API_KEY"]
     assert not by_name["local"]["configured"] and "perplexed index" in by_name["local"]["note"]
     assert not by_name["tavily"]["configured"] and by_name["tavily"]["missing"] == ["TAVILY_API_KEY"]
     assert by_name["tavily"]["paid"] is True and by_name["tavily"]["price"] > 0

@@ -572,3 +572,31 @@ async def test_sqlite_store_work_runs_off_the_event_loop(tmp_path: Path) -> None
     await tick
     assert seen and loop_thread not in seen
     assert max(gaps) < 0.25  # generous on a loaded machine; SQLite itself never runs on the loop
+
+
+async def test_a_cancelled_call_releases_its_trial_lease_and_reservation() -> None:
+    store = MemoryStore()
+    perplexed.configure(store=store, spend_limits={"day": 1.0})
+    started = asyncio.Event()
+
+    async def slow(query: str, options: Any) -> list[dict[str, str]]:
+        started.set()
+        await asyncio.sleep(30)
+        return []
+
+    provider = FunctionProvider(slow, name="slow", cost=0.4, cooldown_after=1, cooldown_s=60)
+    identity = _governance.provider_identity(provider)
+    await store.record(_governance.Record(provider=identity, label="slow", health="failure", cooldown_after=1))
+    task = asyncio.create_task(perplexed.asearch("q", provider))  # cooling down: the early trial calls it
+    await asyncio.wait_for(started.wait(), 5)
+    assert (await store.state(identity)).trial_in_flight
+    assert await store.spend(86400) == {"slow": 0.4}
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    for _ in range(50):
+        await asyncio.sleep(0.01)
+        if not (await store.state(identity)).trial_in_flight:
+            break
+    assert not (await store.state(identity)).trial_in_flight  # the next search may send a trial
+    assert await store.spend(86400) == {}  # settled at 0: a cancelled call is not billed

@@ -115,3 +115,21 @@ def test_fts5_agrees_that_the_bigram_phrase_is_a_substring_test(tmp_path: Path) 
         match = fts_query("茄和罗")
         assert match is not None
         assert conn.execute("SELECT count(*) FROM t WHERE t MATCH ?", (match,)).fetchone()[0] == 1
+
+
+def test_random_mixed_queries_never_raise_and_find_their_own_text(index: Path) -> None:
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    alphabet = st.sampled_from(list('"*^:(){}[]-+ .,;\'\\\t\nANDORNOTNEAR/') + list("番茄和罗勒東京タワー서울aé𠀀ー"))
+
+    @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(st.text(alphabet, min_size=1, max_size=30))
+    def check(text: str) -> None:
+        query_index(index, text, limit=3)
+
+    check()
+    # every two-character piece of a document's CJK text finds that document
+    body = "番茄和罗勒是很好的伴生植物"
+    for i in range(len(body) - 1):
+        assert "companion.md" in names(index, body[i : i + 2]), body[i : i + 2]

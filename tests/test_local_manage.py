@@ -138,6 +138,18 @@ def test_reset_deletes_the_index(corpus: Path, index: Path) -> None:
     assert not check_index(index).exists
 
 
+def test_cli_rebuild_leaves_out_folders_that_are_gone(corpus: Path, tmp_path: Path) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    (gone / "x.md").write_text("# X\n\nquokka\n", encoding="utf-8")
+    assert cli("index", str(corpus), str(gone), "--index", "i.db", cwd=tmp_path, home=tmp_path).returncode == 0
+    shutil.rmtree(gone)
+    run = cli("index", "--rebuild", "--index", "i.db", cwd=tmp_path, home=tmp_path)
+    assert run.returncode == 0 and "16 documents" in run.stdout and "left out" in run.stdout
+    bad = cli("index", "--rebuild", str(tmp_path / "nope"), "--index", "i.db", cwd=tmp_path, home=tmp_path)
+    assert bad.returncode == 2 and "not found" in bad.stdout
+
+
 def test_cli_reset_uses_the_default_index_unless_told(corpus: Path, tmp_path: Path) -> None:
     assert cli("index", str(corpus), cwd=tmp_path, home=tmp_path).returncode == 0
     default = tmp_path / "data" / "perplexed" / "local-index.sqlite3"

@@ -106,7 +106,7 @@ def _ping(port: int, timeout: float = 0.5) -> bool:
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
             sock.sendall(b"PING\r\n")
-            return sock.recv(64).startswith(b"+PONG")
+            return sock.recv(64).startswith((b"+PONG", b"-NOAUTH"))  # up (with --requirepass: NOAUTH)
     except OSError:
         return False
 

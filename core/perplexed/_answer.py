@@ -38,16 +38,16 @@ from typing import Any, Literal
 import httpx
 from pydantic import BaseModel, ConfigDict, computed_field
 
-from . import _portal, telemetry
+from . import _governance, _portal, telemetry
 from ._answer_plan import DEFAULT_PRESET, AnswerPlan, prepare_answer
 from ._errors import (
     APIConnectionError,
     APIError,
     APITimeoutError,
     InvalidRequest,
+    NoSourcesError,
     PerplexedError,
     StreamError,
-    UpstreamError,
 )
 from ._grounding import (
     AGENT_CITATION_INSTRUCTION,
@@ -86,14 +86,6 @@ logger = logging.getLogger("perplexed.answer")
 #: Telemetry event of the Agent API call: measurements ``duration_ms``, ``cost``; metadata ``model``,
 #: ``response_id``.
 ANSWER_EVENT = ("perplexed", "answer", "agent")
-
-
-class NoSourcesError(UpstreamError):
-    """The search answered but found nothing to ground an answer in (``reason == "no_sources"``).
-
-    Raised by :func:`answer` with ``on_empty="raise"`` (the default) before the model is called; carries
-    the search attempts (and their cost). Pass ``on_empty="answer"`` to answer without sources instead.
-    """
 
 
 class AnswerCitation(BaseModel):
@@ -292,6 +284,8 @@ def _emit(plan: AnswerPlan, started: float, response: Response | None, span: Any
     model = (response.model if response is not None else None) or plan.label
     response_id = (response.id or None) if response is not None else None
     telemetry.emit(ANSWER_EVENT, {"duration_ms": duration_ms, "cost": cost}, {"model": model, "response_id": response_id})
+    if cost > 0:  # perplexed.spend() reports the Agent API's cost too (never raises, never blocks)
+        _governance.record_spend(AGENT_PROVIDER, cost)
     if span is not None:
         span.set_attribute("perplexed.model", model)
         span.set_attribute("perplexed.cost", cost)

@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from ._errors import ConfigError, InvalidRequest
 from ._grounding import AGENT_PROVIDER, DEFAULT_MAX_SOURCE_CHARS, search_off, web_search_tool
@@ -58,7 +58,7 @@ ANSWER_ARGUMENTS = (
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # compared and hashed by identity: it holds clients and callbacks
 class AnswerPlan:
     """A validated grounded answer, ready to run: ``perplexed.answer(plan)`` (or ``aanswer``,
     ``stream_answer``, ``astream_answer``). Built by :func:`prepare_answer`; running it twice asks twice.
@@ -70,6 +70,9 @@ class AnswerPlan:
     the preset-sized Agent API timeout).
     """
 
+    #: The keyword arguments of :func:`prepare_answer` that are not search options (for the adapters).
+    ARGUMENTS: ClassVar[tuple[str, ...]] = ANSWER_ARGUMENTS
+
     query: str
     search: Search | None
     params: Mapping[str, Any]
@@ -78,10 +81,10 @@ class AnswerPlan:
     on_empty: OnEmpty = "raise"
     strip_unmatched: bool = False
     deadline_ms: int | None = None
-    on_attempt: AttemptCallback | None = field(default=None, repr=False, compare=False)
-    client: Any = field(default=None, repr=False, compare=False)
+    on_attempt: AttemptCallback | None = field(default=None, repr=False)
+    client: Any = field(default=None, repr=False)
     """The Agent API client of the sync entry points (an AsyncAgentClient, or a duck-typed one)."""
-    async_client: Any = field(default=None, repr=False, compare=False)
+    async_client: Any = field(default=None, repr=False)
     """The Agent API client of the async entry points."""
 
     @property
@@ -99,6 +102,13 @@ class AnswerPlan:
         """What answers: the model, effort or preset named in the request."""
         p = self.params
         return str(p.get("model") or p.get("effort") or p.get("preset") or (p.get("models") or [""])[0])
+
+    def __repr__(self) -> str:
+        request = {k: v for k, v in self.params.items() if k != "sent_by"}
+        return (
+            f"AnswerPlan(query={self.query!r}, providers={self.providers!r}, request={request!r}, "
+            f"deadline_ms={self.deadline_ms!r}, on_empty={self.on_empty!r})"
+        )
 
     def with_callback(self, on_attempt: AttemptCallback | None) -> AnswerPlan:
         """The same plan with another ``on_attempt`` callback (the adapters' event dispatch)."""
@@ -171,6 +181,10 @@ def prepare_answer(
     """
     cleaned = clean_query(query)
     _check_grounding(on_empty, max_source_chars, instructions)
+    if on_attempt is not None and not callable(on_attempt):
+        raise InvalidRequest("on_attempt must be a callable taking an Attempt", param="on_attempt")
+    if not isinstance(strip_unmatched, bool):
+        raise InvalidRequest(f"strip_unmatched must be True or False, got {strip_unmatched!r}", param="strip_unmatched")
     search, search_options = _search_plan(cleaned, provider, options)
     params = _agent_params(
         {
@@ -183,7 +197,9 @@ def prepare_answer(
         },
         agent_options,
     )
-    params.update(_tool_policy(params, search_options if search is None else None))
+    grounding = _tool_policy(params, search_options if search is None else None)
+    params.update(grounding)
+    params["sent_by"] = _sent_by(params, grounding, defaulted="preset" not in _given(preset, agent_options))
     # Validate the request now, so a bad agent option fails before the search is paid for.
     build_request(None, {**params, "input": cleaned, "instructions": instructions or ""})
     sync_client, async_only = _clients(client, async_client)
@@ -265,6 +281,39 @@ def _agent_params(named: Mapping[str, Any], agent_options: object) -> dict[str, 
     if not any(params.get(k) for k in _SELECTORS):
         params["preset"] = DEFAULT_PRESET
     return params
+
+
+def _given(preset: object, agent_options: object) -> set[str]:
+    """The request selectors the caller named (so a default one can be told apart)."""
+    named = {"preset"} if preset is not None else set()
+    if isinstance(agent_options, Mapping) and agent_options.get("preset") is not None:
+        named.add("preset")
+    return named
+
+
+def _sent_by(params: Mapping[str, Any], grounding: Mapping[str, Any], *, defaulted: bool) -> dict[str, str]:
+    """Who sent the request fields the caller did not (``AgentRequest.sent_by``): a 400 naming one of them
+    says which perplexed option is behind it."""
+    notes = {
+        "input": "perplexed.answer(): the numbered sources and the question",
+        "instructions": "perplexed.answer(): the citation instruction (instructions= replaces it)",
+    }
+    if defaulted and params.get("preset") == DEFAULT_PRESET:
+        notes["preset"] = (
+            f"perplexed.answer(): preset={DEFAULT_PRESET!r}, the default when no preset, effort, model or "
+            "models is named"
+        )
+    for field_name, value in grounding.items():
+        if field_name == "max_tool_calls":
+            notes[field_name] = (
+                f"perplexed.answer(): grounding with a preset sends max_tool_calls={value} (the model answers "
+                "from the chain's sources and must not search)"
+            )
+        elif field_name == "tools":
+            notes[field_name] = (
+                f"perplexed.answer(): provider={AGENT_PROVIDER!r} sends the web_search tool with the search filters"
+            )
+    return notes
 
 
 def _tool_type(tool: Any) -> Any:

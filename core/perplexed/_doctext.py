@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from html.parser import HTMLParser
 
-from ._errors import PerplexedError
+from ._errors import DocumentError
 
 __all__ = [
     "CJK_RUN",
@@ -56,10 +56,6 @@ KINDS: dict[str, str] = {
 
 #: what to install to index PDFs (shown when a PDF is skipped)
 PDF_HINT = "install the 'pdf' extra to index PDFs: pip install 'perplexed-search[pdf]'"
-
-
-class DocumentError(PerplexedError):
-    """A file cannot be indexed: binary, not UTF-8, unreadable. The message says why, for the report."""
 
 
 @dataclass(frozen=True)

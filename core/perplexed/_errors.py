@@ -1,7 +1,41 @@
-"""Typed exceptions. Every error perplexed raises is a :class:`PerplexedError`.
+"""Typed exceptions. Every error perplexed raises is a :class:`PerplexedError`, and every exception class of
+the library is defined here (other modules import them; ``perplexed`` exports the public ones).
 
 Nothing paid for is lost: every error carries the attempts made before it was raised (possibly none) and
 their summed cost. Messages never contain credentials: they are passed through :func:`redact` first.
+
+The tree (``(also X)``: a second base class, so ``except X`` catches it too)::
+
+    PerplexedError
+    ├── ConfigError (also ValueError) ........ misconfiguration: unknown provider, missing/bad key, bad setting
+    │   └── CorruptIndexError ................ the local index file is damaged (remedy: index --rebuild)
+    ├── InvalidRequest (also ValueError) ..... the caller's input is invalid; ``param`` names it
+    ├── UsageError ........................... bad command-line usage (the CLI exits with code 2)
+    ├── DocumentError ........................ a file cannot be indexed (binary, unreadable, too large)
+    ├── ProviderError ........................ one search provider call failed; ``reason`` classifies it
+    ├── UpstreamError ........................ a chain failed: ``reason == "all_providers_failed"``, every attempt
+    │   └── NoSourcesError ................... answer(): the search found nothing to ground an answer in
+    ├── ResponseBodyError .................... a body could not be read within bounds (HTTP layer)
+    │   ├── BodyTooLargeError ................ larger than the cap, in decoded bytes; ``limit``
+    │   └── ContentDecodingError ............. corrupt, or in an encoding not decoded here; ``encoding``
+    └── APIError ............................. talking to the Perplexity Agent API
+        ├── APIConnectionError ............... not reached (refused, reset, DNS, bad port)
+        │   └── APITimeoutError .............. no answer within the timeout
+        ├── APIStatusError ................... an HTTP error status (or a refused redirect)
+        │   ├── BadRequestError (also InvalidRequest) .... 400/422
+        │   ├── AuthenticationError .......... 401
+        │   ├── PermissionDeniedError ........ 403
+        │   ├── NotFoundError ................ 404
+        │   ├── ConflictError ................ 409
+        │   ├── RateLimitError ............... 429; ``retry_after``
+        │   └── ServerError .................. 5xx
+        ├── ResponseFailedError .............. 200, but the run failed; ``response``, ``reason``
+        │   ├── ResponseIncompleteError ...... ... stopped incomplete (e.g. max_output_tokens)
+        │   └── ResponseCancelledError ....... ... was cancelled
+        ├── StreamError ...................... a stream ended without a terminal event, or sent ``error``
+        └── MalformedResponseError ........... a success status whose body is not what the API sends
+
+docs/errors.md lists the same tree (generated; tests/test_error_tree.py keeps the two in step).
 """
 
 from __future__ import annotations
@@ -25,8 +59,10 @@ __all__ = [
     "ConflictError",
     "ContentDecodingError",
     "CorruptIndexError",
+    "DocumentError",
     "InvalidRequest",
     "MalformedResponseError",
+    "NoSourcesError",
     "NotFoundError",
     "PermissionDeniedError",
     "PerplexedError",
@@ -39,6 +75,7 @@ __all__ = [
     "ServerError",
     "StreamError",
     "UpstreamError",
+    "UsageError",
     "redact",
     "register_secret",
 ]
@@ -150,6 +187,14 @@ class InvalidRequest(PerplexedError, ValueError):
         self.param = param
 
 
+class UsageError(PerplexedError):
+    """Bad command-line usage (unknown option, missing argument, bad number): exit code 2."""
+
+
+class DocumentError(PerplexedError):
+    """A file cannot be indexed: binary, not UTF-8, unreadable. The message says why, for the report."""
+
+
 class ProviderError(PerplexedError):
     """One provider call failed, with a classified ``reason``.
 
@@ -187,6 +232,14 @@ class UpstreamError(PerplexedError):
             message = _describe_attempts(reason, attempts)
         super().__init__(message, attempts=attempts)
         self.reason = reason
+
+
+class NoSourcesError(UpstreamError):
+    """The search answered but found nothing to ground an answer in (``reason == "no_sources"``).
+
+    Raised by :func:`answer` with ``on_empty="raise"`` (the default) before the model is called; carries
+    the search attempts (and their cost). Pass ``on_empty="answer"`` to answer without sources instead.
+    """
 
 
 class ResponseBodyError(PerplexedError):

@@ -25,7 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 from . import _portal
 from ._errors import ConfigError, InvalidRequest, ProviderError
+from ._http import get_client
 from ._models import Attempt, Hit, Outcome
+from ._options import _DEFAULT_SEARCH_OPTIONS
 from ._policy import (
     SPEND_WINDOWS,
     RateLimit,
@@ -34,6 +36,7 @@ from ._policy import (
     parse_rate_limit,
     parse_spend_limits,
 )
+from .providers._base import CallableProvider, FunctionProvider
 from .store._base import Admission, CachedAnswer, Decision, Record, Store
 from .store.memory import MemoryStore
 
@@ -257,8 +260,6 @@ def _digest(*parts: str) -> str:
 def provider_identity(provider: Provider) -> str:
     """A stable hash naming ``provider`` across processes: registry name, base URL and a hash of its key
     (HTTP providers); label and the function's qualified name (function providers)."""
-    from .providers import CallableProvider, FunctionProvider
-
     if isinstance(provider, FunctionProvider):
         fn = provider._fn
         qual = f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', type(fn).__qualname__)}"
@@ -271,18 +272,23 @@ def provider_identity(provider: Provider) -> str:
         base_url = provider.base_url
     except ConfigError:
         base_url = ""
-    key_hash = ""
+    key = ""
     if provider.env_key:
         try:
-            key_hash = hashlib.sha256(provider.api_key().encode()).hexdigest()
+            key = provider.api_key()
         except ConfigError:
-            key_hash = ""
-    return _digest("http", provider.name, base_url, key_hash)
+            key = ""
+    cached = provider.__dict__.get("_gov_identity")
+    key_check = hash(key)  # the process's salted hash: tells a changed key, keeps no key
+    if cached is not None and cached[0] == base_url and cached[1] == key_check:
+        return cached[2]  # type: ignore[no-any-return]
+    key_hash = hashlib.sha256(key.encode()).hexdigest() if key else ""
+    identity = _digest("http", provider.name, base_url, key_hash)
+    provider.__dict__["_gov_identity"] = (base_url, key_check, identity)
+    return identity
 
 
 def _options_key(options: Any) -> str:
-    from ._options import _DEFAULT_SEARCH_OPTIONS
-
     if options is _DEFAULT_SEARCH_OPTIONS:
         return ""
     return json.dumps(options.model_dump(mode="json"), sort_keys=True, default=repr, separators=(",", ":"))
@@ -305,14 +311,13 @@ def plan(prepared: Search, attempt: AttemptFn) -> Governor | None:
     Raises :class:`~perplexed.ConfigError` (before any call) when ``PERPLEXED_STORE`` is not a store.
     """
     chain = prepared.chain
-    if (
-        chain.cache_ttl_s is None
-        and chain.budget_usd is None
-        and not _settings.active
-        and not any(_governed(p) for p in prepared.providers)
-    ):
-        return None
-    return Governor(prepared, current_store(), attempt)
+    if chain.cache_ttl_s is None and chain.budget_usd is None and not _settings.active:
+        for provider in prepared.providers:
+            if _governed(provider):
+                break
+        else:
+            return None
+    return Governor(prepared, _settings.store or current_store(), attempt)
 
 
 _flights: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Future[CachedAnswer | None]]] = (
@@ -428,6 +433,11 @@ class Governor:
         )
         loop = asyncio.get_running_loop()
         ends = loop.time() + budget
+        waited = False
+        if rate is not None and not isinstance(provider, CallableProvider):
+            # the pooled client first (the first call in a loop builds it: TLS context, ...), so the call
+            # reaches the provider right after its admission, not a client set-up later
+            get_client(provider.transport)
         while True:
             decision = await self._admit(request)
             verdict = decision.verdict
@@ -436,6 +446,7 @@ class Governor:
             if verdict == "cached" and decision.answer is not None:
                 return (self._cached(provider, decision.answer, start), list(decision.answer.hits), None), None
             if verdict == "fill_pending" and lookup is not None:
+                waited = True
                 try:
                     answer = await store.wait_fill(lookup, max(0.0, ends - loop.time()), provider=identity)
                 except Exception as exc:
@@ -449,6 +460,7 @@ class Governor:
                 wait = decision.wait_s
                 left = ends - loop.time()
                 if wait * 1000 <= settings.wait_ms and wait < left:
+                    waited = True
                     await asyncio.sleep(wait + 0.0005)
                     request = _replace(request, cache_key=None, claim_fill=False)
                     continue
@@ -472,12 +484,13 @@ class Governor:
             self._record_later(Record(
                 provider=identity, label=provider.label, health="neutral", trial=decision.trial,
                 cooldown_after=settings.cooldown_after, cooldown_s=settings.cooldown_s,
-                ticket=decision.ticket, cost=price, cache_key=key, release_fill=decision.fill_claimed,
+                ticket=decision.ticket, cost=0.0, cache_key=key, release_fill=decision.fill_claimed,
             ))
             raise
-        waited_ms = int((time.perf_counter() - start) * 1000) - attempt.duration_ms
-        if waited_ms > 0:
-            attempt = attempt.model_copy(update={"duration_ms": attempt.duration_ms + waited_ms})
+        if waited:  # the attempt's duration includes the wait for a rate-limit slot (or another's fill)
+            total_ms = int((time.perf_counter() - start) * 1000)
+            if total_ms > attempt.duration_ms:
+                attempt = attempt.model_copy(update={"duration_ms": total_ms})
         self.spent += attempt.cost
         outcome = attempt.outcome
         health = health_of(outcome.value, attempt.reason)
@@ -506,14 +519,20 @@ class Governor:
             or decision.fill_claimed or attempt.cost > 0 or health == "answer"
         ):
             try:
-                await store.record(record)
+                if type(store) is MemoryStore:
+                    store.record_now(record)
+                elif not store.record_soon(record):
+                    await store.record(record)
             except Exception as exc:
                 _store_failed("record", exc)
         return (attempt, hits, failure), filled
 
     async def _admit(self, request: Admission) -> Decision:
+        store = self.store
         try:
-            return await self.store.admit(request)
+            if type(store) is MemoryStore:  # never blocks: skip the coroutine
+                return store.admit_now(request)
+            return await store.admit(request)
         except Exception as exc:
             _store_failed("admit", exc)
             return Decision("call")
@@ -556,8 +575,10 @@ class Governor:
 
     @staticmethod
     def _cached(provider: Provider, answer: CachedAnswer, start: float) -> Attempt:
-        return Attempt(provider=provider.label, outcome=Outcome.OK, cost=0.0, billable=False, cached=True,
-                       duration_ms=int((time.perf_counter() - start) * 1000), detail=answer.detail)
+        # every field is known to be valid: construct without validation (the hit path is hot)
+        return Attempt.model_construct(provider=provider.label, outcome=Outcome.OK, cost=0.0, billable=False,
+                                       cached=True, duration_ms=int((time.perf_counter() - start) * 1000),
+                                       detail=answer.detail, error=None, reason=None)
 
     @staticmethod
     def _skipped(provider: Provider, reason: str, start: float, decision: Decision, why: str) -> Attempt:

@@ -22,6 +22,8 @@ import http.cookiejar
 import logging
 import ssl
 import threading
+import traceback
+import warnings
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, cast
@@ -48,22 +50,75 @@ __all__ = [
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 DEFAULT_LIMITS = httpx.Limits(max_connections=200, max_keepalive_connections=50, keepalive_expiry=30)
 
+#: loggers whose records (theirs and their children's, e.g. ``httpcore.http11``) are redacted: they print
+#: URLs with key parameters, response headers (``WWW-Authenticate``, a ``Location`` with ``user:key@``) and
+#: upstream messages
+REDACTED_LOGGERS = ("httpx", "httpcore", "perplexed")
+
+
+def scrub_record(record: logging.LogRecord) -> None:
+    """Redact a log record in place: its message (formatted once, then kept without arguments when it
+    changed), its traceback and its stack text."""
+    if getattr(record, "_perplexed_scrubbed", False):
+        return
+    record._perplexed_scrubbed = True
+    try:
+        message = record.getMessage()
+    except Exception:  # a malformed record is not ours to fix
+        return
+    clean = redact(message)
+    if clean != message:
+        record.msg, record.args = clean, None
+    if record.exc_info and not record.exc_text:
+        text = "".join(traceback.format_exception(*record.exc_info)).rstrip("\n")
+        clean = redact(text)
+        if clean != text:  # what a formatter would print; the live exception (and its repr) is dropped
+            record.exc_text, record.exc_info = clean, None
+    elif record.exc_text:
+        record.exc_text = redact(record.exc_text)
+    if record.stack_info:
+        record.stack_info = redact(record.stack_info)
+
+
+def _redacted(name: str) -> bool:
+    return name.partition(".")[0] in REDACTED_LOGGERS
+
+
 class _RedactingFilter(logging.Filter):
-    """Scrub credentials from httpx's own log lines (``HTTP Request: GET https://...?key=...``): a provider
-    that sends its key in the query string must not leak it when the application logs at INFO."""
+    """On the redacted loggers themselves: records logged on them directly (also if the record factory
+    below was replaced by the application after import)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        try:
-            message = record.getMessage()
-        except Exception:  # a malformed record is not ours to fix
-            return True
-        clean = redact(message)
-        if clean != message:
-            record.msg, record.args = clean, None
+        scrub_record(record)
         return True
 
 
-logging.getLogger("httpx").addFilter(_RedactingFilter())
+class _RedactingFactory:
+    """The log-record factory, wrapped: a record of a redacted logger (or of any of its children, which a
+    filter on the parent never sees: filters do not apply to propagated records) is redacted as it is made,
+    before any handler, on any logger, formats it."""
+
+    def __init__(self, previous: Callable[..., logging.LogRecord]) -> None:
+        self.previous = previous
+
+    def __call__(self, *args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = self.previous(*args, **kwargs)
+        if _redacted(record.name):
+            scrub_record(record)
+        return record
+
+
+def _install_log_redaction() -> None:
+    if not isinstance(logging.getLogRecordFactory(), _RedactingFactory):
+        logging.setLogRecordFactory(_RedactingFactory(logging.getLogRecordFactory()))
+    names = [n for n in list(logging.root.manager.loggerDict) if _redacted(n)] + list(REDACTED_LOGGERS)
+    for name in names:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _RedactingFilter) for f in logger.filters):
+            logger.addFilter(_RedactingFilter())
+
+
+_install_log_redaction()
 
 _ssl_lock = threading.Lock()
 _ssl_context: ssl.SSLContext | None = None
@@ -177,17 +232,63 @@ class _Transport(httpx.AsyncHTTPTransport):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         pool = getattr(self, "_pool", None)
-        if type(pool) is httpcore.AsyncConnectionPool:  # same layout: only the re-planning method differs
+        if _pool_layout_ok(pool):  # same layout: only the re-planning method differs
             pool.__class__ = _ReclaimingPool
             reclaiming = cast(_ReclaimingPool, pool)
             reclaiming._requests = _Requests(reclaiming, reclaiming._requests)
+        else:
+            _patch_missing(f"its connection pool is a {type(pool).__name__} of another layout")
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         response = await super().handle_async_request(request)
         stream = response.stream
         if isinstance(stream, httpx.AsyncByteStream):
+            if not _stream_checked:
+                _check_stream(stream)
             response.stream = _ShieldedClose(stream)
         return response
+
+
+#: the httpcore versions the two fixes above were tested on (pyproject.toml pins the same range); the
+#: guard is tests/reliability/test_rel_leaks_load.py::test_a_cancellation_at_any_step_of_a_request_leaks_nothing
+HTTPCORE_TESTED = ">=1.0.3,<1.1"  # run on 1.0.3, 1.0.5 and 1.0.9
+_POOL_METHODS = ("_assign_requests_to_connections", "_close_connections")
+_warned = False
+_stream_checked = False
+
+
+def _pool_layout_ok(pool: object) -> bool:
+    """Whether ``pool`` is httpcore's own pool with the private parts the fixes rely on."""
+    return (
+        type(pool) is httpcore.AsyncConnectionPool
+        and all(callable(getattr(pool, name, None)) for name in _POOL_METHODS)
+        and isinstance(getattr(pool, "_requests", None), list)
+        and isinstance(getattr(pool, "_connections", None), list)
+    )
+
+
+def _check_stream(stream: httpx.AsyncByteStream) -> None:
+    """On the first response: does httpx's stream still wrap httpcore's pool stream as the release fix expects?"""
+    global _stream_checked
+    _stream_checked = True
+    inner = getattr(stream, "_httpcore_stream", None)
+    if inner is None or not hasattr(inner, "_pool") or not hasattr(inner, "_pool_request"):
+        _patch_missing("its response stream no longer exposes the pool request")
+
+
+def _patch_missing(why: str) -> None:
+    """Say once that the pool fixes are off (the client still works, as plain httpx does)."""
+    global _warned
+    if _warned:
+        return
+    _warned = True
+    warnings.warn(
+        f"perplexed: httpcore {httpcore.__version__} is not a version its connection-pool fixes were tested "
+        f"on ({why}; tested: httpcore{HTTPCORE_TESTED}); requests cancelled by a budget may leak pool "
+        "connections under load",
+        RuntimeWarning,
+        stacklevel=3,
+    )
 
 
 class _ShieldedClose(httpx.AsyncByteStream):
@@ -479,8 +580,47 @@ async def read_capped(response: httpx.Response, max_bytes: int = DEFAULT_MAX_BOD
     See :func:`aiter_decoded` (the errors are the same). The body is also stored on the response, so
     ``response.content`` / ``.json()`` work on it afterwards.
     """
-    chunks = [chunk async for chunk in aiter_decoded(response, max_bytes)]
-    body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    if response.headers.get("content-encoding", "").strip().lower() == "zstd" and not hasattr(response, "_content"):
+        body = await _read_zstd(response, max_bytes)
+    else:
+        chunks = [chunk async for chunk in aiter_decoded(response, max_bytes)]
+        body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
     response._content = body  # let response.json()/.text work on the capped body
     return body
 
+
+
+async def _read_zstd(response: httpx.Response, max_bytes: int) -> bytes:
+    """A zstd body in two passes: decoded once while it arrives, only counting, then once more, kept.
+
+    zstd's streaming decoder keeps its window (up to 8 MB) besides the output, so keeping the output of a
+    bomb until it crosses an 8 MB cap held twice the cap. Counting first, a bomb costs the window alone;
+    only a body known to fit is decoded again and kept (from its wire bytes, capped like the decoded ones).
+    """
+    status = response.status_code
+    raw_cap = max_bytes + 64 * 1024
+    try:
+        declared = response.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > raw_cap:
+            raise _too_large(max_bytes, status, declared)
+        counter = decoder_for("zstd", max_bytes)
+        raw: list[bytes] = []
+        size = 0
+        async for chunk in response.aiter_raw():
+            size += len(chunk)
+            if size > raw_cap:
+                raise _too_large(max_bytes, status)
+            raw.append(chunk)
+            for _ in counter.feed(chunk):  # the decoder raises BodyTooLargeError past the cap
+                await asyncio.sleep(0)
+        del counter  # its window is freed before the second pass allocates one
+        keeper = decoder_for("zstd", max_bytes)
+        chunks: list[bytes] = []
+        for piece in raw:
+            for out in keeper.feed(piece):
+                chunks.append(out)
+                await asyncio.sleep(0)
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    except ResponseBodyError as exc:
+        exc.status = status
+        raise

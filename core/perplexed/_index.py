@@ -4,8 +4,9 @@
 incrementally: unchanged files are skipped by size and modification time (then by content hash), changed
 files are re-read, and files deleted from an indexed folder are dropped. A bad file (binary, not UTF-8,
 unreadable, a name that is not UTF-8 is fine) or a missing folder is reported in the :class:`IndexReport`
-and never stops the run. Each file's update is one transaction, so an interrupted run leaves a consistent
-index that the next run brings up to date.
+and never stops the run. A file's changes (its row and its full-text row) are always committed together, and
+deleted files are dropped before any file is read, so an interrupted run leaves a consistent index that the
+next run brings up to date.
 
 Managing an index: :func:`list_index` (folders, document counts, last indexed, size), :func:`remove_from_index`,
 :func:`rebuild_index` (from the indexed folders, also when the file is damaged), :func:`reset_index`, and
@@ -311,6 +312,20 @@ def _quick_check(conn: sqlite3.Connection, path: Path) -> None:
         raise _corrupt(path, "; ".join(str(r[0]) for r in rows[:3]))
 
 
+def _fts_probe(conn: sqlite3.Connection, path: Path) -> int:
+    """The full-text index answers a query and holds a row per document (a few pages read); the document count.
+
+    ``quick_check`` sees damaged pages, not damaged full-text records inside sound pages: this probe reads the
+    FTS5 structure record, which every search reads first, and compares the row counts.
+    """
+    documents = int(conn.execute("SELECT count(*) FROM docs").fetchone()[0])
+    rows = int(conn.execute("SELECT count(*) FROM docs_fts").fetchone()[0])
+    if rows != documents:
+        raise _corrupt(path, f"{documents} documents but {rows} full-text rows")
+    conn.execute("SELECT rowid FROM docs_fts WHERE docs_fts MATCH '\"perplexed\"' LIMIT 1").fetchall()
+    return documents
+
+
 def _schema_version(conn: sqlite3.Connection, path: Path) -> str | None:
     """The index's schema version; None for an empty database; ConfigError when it is something else."""
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
@@ -355,6 +370,8 @@ def _connect_for_write(path: Path, report: IndexReport | None = None) -> sqlite3
             _migrate_v1(conn, path, report)
         elif version != SCHEMA_VERSION:
             raise _newer(path, version)
+        else:
+            _fts_probe(conn, path)
     except sqlite3.Error as exc:
         conn.close()
         raise _db_error(path, exc, "open") from None
@@ -401,6 +418,7 @@ def _migrate_v1(conn: sqlite3.Connection, path: Path, report: IndexReport | None
             "INSERT OR IGNORE INTO roots (path, kind, follow_links, indexed_at) VALUES (?, 'folder', 0, ?)",
             [(folder, when) for folder in folders],
         )
+        _copy_roots(conn)
         conn.execute(
             "CREATE VIRTUAL TABLE docs_fts_v2 USING fts5(title, body, cjk_title, cjk_body, "
             "tokenize = 'porter unicode61 remove_diacritics 2')"
@@ -512,8 +530,8 @@ def build_index(
     reported in the returned :class:`IndexReport`, never raised; :class:`~perplexed.ConfigError` only when
     the index file itself cannot be created or is not a perplexed index, and
     :class:`~perplexed.CorruptIndexError` when it is damaged (rebuild it with :func:`rebuild_index`).
-    Each file is updated in one transaction: a run that is interrupted leaves a consistent index, and the
-    next run completes it.
+    A file's changes are always committed together (in batches of files), so a run that is interrupted
+    leaves a consistent index, and the next run completes it.
     """
     if not isinstance(follow_links, bool):
         raise ConfigError(f"follow_links must be True or False, got {follow_links!r}")
@@ -586,6 +604,7 @@ def _build(
             "follow_links = excluded.follow_links",
             (key, os.fsencode(root), kind, int(follow_links)),
         )
+        _copy_roots(conn)
         keyed = [(candidate, _shown(candidate.path)) for candidate in files]
         if kind == "folder":  # first, so that an interrupted run has dropped them already
             _drop_deleted(conn, key, {k for _, k in keyed}, report)
@@ -854,6 +873,7 @@ def remove_from_index(
                 keys.append(key)
             for key in dict.fromkeys(keys):
                 conn.execute("DELETE FROM roots WHERE path = ?", (key,))
+                _copy_roots(conn)
                 del known[key]
                 low, high = _prefix_range(key)
                 rows = conn.execute(
@@ -908,6 +928,14 @@ def reset_index(index: str | os.PathLike[str] | None = None) -> int:
     return documents
 
 
+def _copy_roots(conn: sqlite3.Connection) -> None:
+    """A second copy of the roots, in the meta table (another page): a rebuild still finds the folders when the
+    roots table's page is damaged."""
+    rows = conn.execute("SELECT path, raw, kind, follow_links FROM roots ORDER BY path").fetchall()
+    copy = [[k, raw.hex() if isinstance(raw, bytes) else None, kind, bool(follow)] for k, raw, kind, follow in rows]
+    conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('roots', ?)", (json.dumps(copy),))
+
+
 def _read_roots(path: Path) -> list[tuple[str, str, bool]] | None:
     """(path, kind, follow_links) of each root, read as far as the file allows; None when unreadable."""
     try:
@@ -919,6 +947,15 @@ def _read_roots(path: Path) -> list[tuple[str, str, bool]] | None:
             rows = conn.execute("SELECT path, raw, kind, follow_links FROM roots").fetchall()
             return [(_root_path(k, raw), str(kind), bool(follow)) for k, raw, kind, follow in rows]
         except sqlite3.Error:
+            pass
+        try:  # the copy in the meta table
+            row = conn.execute("SELECT value FROM meta WHERE key = 'roots'").fetchone()
+            if row is not None:
+                return [
+                    (_root_path(k, bytes.fromhex(raw) if raw else None), str(kind), bool(follow))
+                    for k, raw, kind, follow in json.loads(row[0])
+                ]
+        except (sqlite3.Error, ValueError, TypeError):
             pass
         try:  # a version-1 index, or a damaged roots table: the folders the documents are in
             docs = [r[0] for r in conn.execute("SELECT path FROM docs")]
@@ -1071,10 +1108,7 @@ def check_index(index: str | os.PathLike[str] | None = None, *, thorough: bool =
         documents = int(conn.execute("SELECT count(*) FROM docs").fetchone()[0])
         if version != "1":
             folders = int(conn.execute("SELECT count(*) FROM roots").fetchone()[0])
-        rows = int(conn.execute("SELECT count(*) FROM docs_fts").fetchone()[0])
-        if rows != documents:
-            return done(f"damaged: {documents} documents but {rows} full-text rows", rebuild)
-        conn.execute("SELECT rowid FROM docs_fts WHERE docs_fts MATCH '\"perplexed\"' LIMIT 1").fetchall()
+        _fts_probe(conn, path)
         if thorough:  # a command written as an INSERT: it needs a writable connection (it changes nothing)
             rw = sqlite3.connect(path, timeout=10)
             try:
@@ -1082,7 +1116,8 @@ def check_index(index: str | os.PathLike[str] | None = None, *, thorough: bool =
             finally:
                 rw.close()
     except CorruptIndexError as exc:
-        return done(f"damaged ({str(exc).split('(', 1)[-1].split(')')[0]})", rebuild)
+        detail = str(exc).removeprefix(f"the local index {path} is damaged (").rsplit("); rebuild it", 1)[0]
+        return done(f"damaged ({detail})", rebuild)
     except ConfigError as exc:
         return done(str(exc), "choose another index file with --index FILE, or delete this one")
     except sqlite3.Error as exc:
@@ -1366,50 +1401,46 @@ def _search(
     before: date | None,
     snippet_tokens: int,
 ) -> list[Row]:
-    # 1. rank: cheap columns only, one row per content hash
+    # One top-N query (SQLite keeps only the best rows while it ranks), a little deeper than ``limit`` so that
+    # duplicates (same content hash) can be set aside; deeper again in the rare case that was not enough.
     sql = (
         "SELECT d.id, d.path, d.url, d.title, d.kind, d.mtime_ns, d.sha256, d.pages, "
-        "bm25(docs_fts, ?, 1.0, ?, 1.0) AS score "
+        "bm25(docs_fts, ?, 1.0, ?, 1.0) AS score, snippet(docs_fts, 1, ?, ?, '…', ?), docs_fts.body "
         "FROM docs_fts JOIN docs AS d ON d.id = docs_fts.rowid WHERE docs_fts MATCH ?"
     )
-    params: list[Any] = [TITLE_WEIGHT, TITLE_WEIGHT, match]
+    tokens = max(4, min(snippet_tokens, 64))
+    params: list[Any] = [TITLE_WEIGHT, TITLE_WEIGHT, _MARK_OPEN, _MARK_CLOSE, tokens, match]
     if after is not None:
         sql += " AND d.mtime_ns >= ?"
         params.append(_ns(after))
     if before is not None:
         sql += " AND d.mtime_ns < ?"
         params.append(_ns(before) + 86_400 * 1_000_000_000)
-    sql += " ORDER BY score, d.path"
-    chosen: dict[str, tuple[Any, ...]] = {}
-    duplicates: dict[str, list[str]] = {}
-    last_score: float | None = None
-    for r in conn.execute(sql, params):
-        sha, score = r[6], r[8]
-        if sha in chosen:
-            duplicates[sha].append(r[1])
-            continue
-        if len(chosen) >= limit:
-            if last_score is None or score > last_score:  # no later duplicate of a chosen one can come
-                break
-            continue
-        chosen[sha] = r
-        duplicates[sha] = []
-        last_score = score
-    # 2. snippets and text for the chosen few
-    tokens = max(4, min(snippet_tokens, 64))
+    sql += " ORDER BY score, d.path LIMIT ?"
+    depth = limit + max(5, limit // 2)
+    while True:
+        found = conn.execute(sql, [*params, depth]).fetchall()
+        chosen: dict[str, tuple[Any, ...]] = {}
+        duplicates: dict[str, list[str]] = {}
+        for r in found:
+            sha = r[6]
+            if sha in chosen:
+                duplicates[sha].append(r[1])
+            elif len(chosen) < limit:
+                chosen[sha] = r
+                duplicates[sha] = []
+        if len(chosen) >= limit or len(found) < depth:
+            break
+        depth *= 4
     rows: list[Row] = []
     for sha, r in chosen.items():
-        got = conn.execute(
-            "SELECT snippet(docs_fts, 1, ?, ?, '…', ?), body FROM docs_fts WHERE docs_fts MATCH ? AND rowid = ?",
-            (_MARK_OPEN, _MARK_CLOSE, tokens, match, r[0]),
-        ).fetchone()
-        marked, body = (got[0] or "", got[1] or "") if got else ("", "")
+        marked, body = r[9] or "", r[10] or ""
         position: int | None = None
         if runs and _MARK_OPEN not in marked:
-            found = _cjk_snippet(body, runs, tokens)
-            if found is not None:
-                marked, position = found
-        rows.append(_row(r, marked, body, position, tuple(duplicates[sha])))
+            cjk = _cjk_snippet(body, runs, tokens)
+            if cjk is not None:
+                marked, position = cjk
+        rows.append(_row(r[:9], marked, body, position, tuple(duplicates[sha])))
     return rows
 
 

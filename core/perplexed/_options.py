@@ -161,6 +161,11 @@ class SearchOptions(BaseModel):
         except ValidationError as exc:
             err = exc.errors()[0]
             param = str(err["loc"][0]) if err.get("loc") else None
+            if param == "max_results":  # one wording for the limit, whatever side of it the value is
+                raise InvalidRequest(
+                    f"max_results must be a whole number, at least 1 and at most 100, got {common[param]!r}",
+                    param=param,
+                ) from None
             raise InvalidRequest(f"invalid option {param}: {err['msg']}", param=param) from None
         if opts.published_after and opts.published_before and opts.published_after > opts.published_before:
             raise InvalidRequest(
@@ -195,6 +200,21 @@ class ChainOptions(BaseModel):
         values = {k: v for k, v in options.items() if v is not None}
         if not values:
             return _DEFAULT_CHAIN_OPTIONS
+        # the same options call after call (a service's settings): validate once (frozen, so shareable)
+        try:
+            memo_key: tuple[Any, ...] | None = tuple(sorted((k, type(v), v) for k, v in values.items()))
+            known = _CHAIN_MEMO.get(memo_key)  # type: ignore[arg-type]
+        except TypeError:  # an unhashable value (a list): validate every time
+            memo_key, known = None, None
+        if known is not None:
+            return known
+        built = cls._build(values)
+        if memo_key is not None and len(_CHAIN_MEMO) < 512:
+            _CHAIN_MEMO[memo_key] = built
+        return built
+
+    @classmethod
+    def _build(cls, values: dict[str, Any]) -> ChainOptions:
         unknown = set(values) - set(CHAIN_OPTION_NAMES)
         if unknown:
             name = sorted(unknown)[0]
@@ -263,6 +283,7 @@ def _finite(value: object, param: str, what: str) -> float:
 
 _DEFAULT_SEARCH_OPTIONS = SearchOptions()
 _DEFAULT_CHAIN_OPTIONS = ChainOptions()
+_CHAIN_MEMO: dict[tuple[Any, ...], ChainOptions] = {}
 
 
 def split_options(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -17,7 +17,15 @@ from pydantic import SecretStr
 
 from ._errors import ConfigError, register_secret
 
-__all__ = ["configure", "default_chain", "env_secret", "env_str", "price_override", "reset"]
+__all__ = [
+    "configure",
+    "default_chain",
+    "default_chain_origin",
+    "env_secret",
+    "env_str",
+    "price_override",
+    "reset",
+]
 
 DEFAULT_CHAIN = "local,searxng"
 
@@ -83,6 +91,14 @@ def default_chain() -> Any:
     if not names:
         raise ConfigError("PERPLEXED_PROVIDER is set but names no provider")
     return names
+
+
+def default_chain_origin() -> str | None:
+    """Where :func:`default_chain` comes from when it is not the code's: ``"PERPLEXED_PROVIDER"`` when that
+    variable sets it (so an error about it can say so), else ``None``."""
+    if "provider" in _overrides or not os.environ.get("PERPLEXED_PROVIDER", "").strip():
+        return None
+    return "PERPLEXED_PROVIDER"
 
 
 def price_override(name: str) -> float | None:

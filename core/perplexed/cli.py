@@ -34,6 +34,7 @@ from ._errors import (
     PermissionDeniedError,
     PerplexedError,
     UpstreamError,
+    UsageError,
 )
 from ._index import (
     INDEX_ENV,
@@ -54,16 +55,12 @@ if TYPE_CHECKING:  # pragma: no cover
     from rich.table import Table
     from rich.text import Text
 
-__all__ = ["main"]
+__all__ = ["UsageError", "main"]
 
 EXIT_OK, EXIT_NO_RESULTS, EXIT_USAGE = 0, 1, 2
 
 _OUTCOME_STYLE = {"ok": "green", "empty": "yellow", "timeout": "magenta", "deadline": "magenta", "error": "red",
                   "insufficient": "yellow", "cancelled": "dim", "skipped": "dim"}
-
-
-class UsageError(PerplexedError):
-    """Bad command-line usage (unknown option, missing argument, bad number): exit code 2."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -117,12 +114,34 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _fail(exc: PerplexedError, as_json: bool, code: int = EXIT_USAGE) -> int:
     if as_json:
         _print_json({"error": _error_doc(exc)})
-    sys.stderr.write(f"perplexed: error: {exc}\n")
+    sys.stderr.write(f"perplexed: error: {_cli_words(str(exc), getattr(exc, 'param', None))}\n")
     return code
 
 
+#: The command-line flag of each option an error message can name.
+_FLAGS = {"max_results": "--max-results", "provider_timeout_ms": "--timeout-ms", "deadline_ms": "--deadline-ms"}
+
+#: The Python hints of the library's messages, and what the command line says instead.
+_PYTHON_HINTS = (
+    (re.compile(r" or pass api_key=\.\.\."), ""),
+    (re.compile(r"pass base_url=\.\.\. or set (\w+)"), r"set \1"),
+    (re.compile(r" or pass client=AgentClient\(api_key=\.\.\.\)( \(AsyncAgentClient for the async API\))?"), ""),
+    (re.compile(r"; pass on_empty='answer' to answer without sources"), ""),
+)
+
+
+def _cli_words(text: str, param: str | None = None) -> str:
+    """A library message as the command line says it: no Python hints, flags instead of argument names."""
+    for pattern, replacement in _PYTHON_HINTS:
+        text = pattern.sub(replacement, text)
+    flag = _FLAGS.get(param or "")
+    if flag is not None:
+        text = re.sub(rf"(?<![\w-]){re.escape(param or '')}\b", flag, text)
+    return text
+
+
 def _error_doc(exc: PerplexedError) -> dict[str, Any]:
-    doc: dict[str, Any] = {"type": type(exc).__name__, "message": str(exc)}
+    doc: dict[str, Any] = {"type": type(exc).__name__, "message": _cli_words(str(exc), getattr(exc, "param", None))}
     reason = getattr(exc, "reason", None)
     if isinstance(reason, str):
         doc["reason"] = reason
@@ -157,7 +176,7 @@ def _build_parser() -> _Parser:
             help="provider or comma-separated chain, tried in order (default: $PERPLEXED_PROVIDER or "
             "local,searxng)",
         )
-        p.add_argument("--max-results", "-n", type=_positive_int, metavar="N", help="hits to return (1-100)")
+        p.add_argument("--max-results", "-n", type=_whole_number, metavar="N", help="hits to return (1-100)")
         p.add_argument("--timeout-ms", type=_positive_int, metavar="MS", help="time limit per provider")
         p.add_argument("--deadline-ms", type=_positive_int, metavar="MS", help="time limit for the chain")
         p.add_argument("--strategy", choices=("sequential", "hedged", "merge"),
@@ -250,11 +269,16 @@ def _hedge_after(text: str) -> int | str:
     return value
 
 
-def _positive_int(text: str) -> int:
+def _whole_number(text: str) -> int:
+    """A whole number; its range is the library's to check (one wording for a limit, whatever the value)."""
     try:
-        value = int(text)
+        return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+
+
+def _positive_int(text: str) -> int:
+    value = _whole_number(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
@@ -328,9 +352,32 @@ def _money(cost: float) -> str:
 # --- search ----------------------------------------------------------------------------------------------
 
 
+def _chain_spec(args: argparse.Namespace) -> Any:
+    """The provider spec of ``--provider``, with ``--index FILE`` given to the ``local`` provider itself
+    (never through the process environment, so no later message blames a variable the user did not set)."""
+    spec = _provider_spec(args.provider)
+    if not args.index:
+        return spec
+    path = os.path.abspath(os.path.expanduser(args.index))
+
+    def is_local(item: Any) -> bool:
+        return isinstance(item, str) and item.strip().lower() == "local"
+
+    if spec is None:
+        try:
+            default = default_chain()
+        except ConfigError:
+            return None  # resolving it says what is wrong, and where it came from
+        if not any(is_local(item) for item in (default if isinstance(default, list) else [default])):
+            return None
+        spec = default
+    local = {"name": "local", "index": path}
+    if isinstance(spec, list):
+        return [local if is_local(item) else item for item in spec]
+    return local if is_local(spec) else spec
+
+
 def _chain_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    if args.index:
-        os.environ[INDEX_ENV] = os.path.abspath(os.path.expanduser(args.index))
     options: dict[str, Any] = {}
     if args.max_results is not None:
         options["max_results"] = args.max_results
@@ -397,7 +444,7 @@ def _provider_spec(raw: str | None) -> Any:
 
 def _cmd_search(args: argparse.Namespace) -> int:
     query = " ".join(args.query)
-    spec = _provider_spec(args.provider)
+    spec = _chain_spec(args)
     options = _chain_kwargs(args)
     prepared = chain.prepare(query, spec, **options)  # validates everything: exit 2 before any call
     labels = [p.label for p in prepared.providers]
@@ -503,28 +550,21 @@ def _outcome_text(attempt: Attempt) -> str:
 def _attempt_note(attempt: Attempt) -> str:
     floor = f"below the quality floor: {attempt.reason}" if attempt.outcome.value == "insufficient" else None
     parts = [p for p in (floor, attempt.error, attempt.detail) if p]
-    return "; ".join(parts)
+    return _cli_words("; ".join(parts))
 
 
 # --- answer ----------------------------------------------------------------------------------------------
 
 
-AGENT_MODE = "perplexity-agent"
-
-
 def _cmd_answer(args: argparse.Namespace) -> int:
     import perplexed
 
-    query = " ".join(args.query)
-    spec = _provider_spec(args.provider)
     options = _chain_kwargs(args)
-    names = spec if isinstance(spec, list) else [spec] if spec else []
-    if AGENT_MODE in [str(n).lower() for n in names]:
-        labels = [AGENT_MODE]  # the Agent API searches by itself (answer() rejects it inside a chain)
-    else:
-        labels = [p.label for p in chain.prepare(query, spec, **options).providers]
     if args.preset:
         options["preset"] = args.preset
+    # every check before any call (exit 2): the chain or the perplexity-agent mode, options, the key
+    plan = perplexed.prepare_answer(" ".join(args.query), _chain_spec(args), **options)
+    labels = plan.providers
     out, err = _consoles()
     spin = not args.json and err.is_terminal
     final: Any = None
@@ -532,7 +572,7 @@ def _cmd_answer(args: argparse.Namespace) -> int:
     try:
         if args.stream:
             with _spinner(err, labels, enabled=spin, after="Answering"):
-                stream = iter(perplexed.stream_answer(query, provider=spec, **options))
+                stream = iter(perplexed.stream_answer(plan))
                 first = next(stream, None)  # the spinner runs until the first words arrive
             for item in _prepend(first, stream):
                 if isinstance(item, str):
@@ -544,9 +584,9 @@ def _cmd_answer(args: argparse.Namespace) -> int:
                     final = item
         else:
             with _spinner(err, labels, enabled=spin, after="Answering"):
-                final = perplexed.answer(query, provider=spec, **options)
+                final = perplexed.answer(plan)
     except UpstreamError as exc:  # all providers failed, or nothing found to ground an answer in
-        failed = Result(query=query, provider=None, hits=[], attempts=exc.attempts)
+        failed = Result(query=plan.query, provider=None, hits=[], attempts=exc.attempts)
         if args.json:
             _print_json({"error": _error_doc(exc), "search": failed.model_dump(mode="json")})
         else:
@@ -663,7 +703,7 @@ def _provider_rows() -> list[dict[str, Any]]:
                 row["note"] = f"no index at {path}: run `perplexed index PATH`"
             else:
                 row["configured"] = stats.documents > 0
-                row["note"] = f"{stats.documents} documents in {path}"
+                row["note"] = f"{_count(stats.documents, 'document')} in {path}"
             rows.append(row)
             continue
         row["configured"] = bool(instance.configured)
@@ -681,7 +721,31 @@ def _provider_rows() -> list[dict[str, Any]]:
         elif missing:
             row["note"] = "set " + " and ".join(missing)
         rows.append(row)
+    rows.append(_agent_row())
     return rows
+
+
+def _agent_row() -> dict[str, Any]:
+    """``perplexity-agent``: not a search provider but a grounding mode of ``perplexed answer``."""
+    from .agent._client import ENV_API_KEY  # stays there (helper "agent"); the URL variable is documented
+
+    ENV_BASE_URL = "PERPLEXITY_BASE_URL"
+    configured = bool(os.environ.get(ENV_API_KEY, "").strip())
+    note = "answers only (perplexed answer --provider perplexity-agent): the Agent API searches by itself"
+    return {
+        "name": "perplexity-agent",
+        "configured": configured,
+        "price": None,
+        "paid": True,
+        "billing": "per use",
+        "env": [ENV_API_KEY, ENV_BASE_URL],
+        "missing": [] if configured else [ENV_API_KEY],
+        "note": note if configured else f"{note}; set {ENV_API_KEY}",
+    }
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _governance_row(instance: Any) -> dict[str, Any]:
@@ -720,7 +784,7 @@ def _cmd_providers(args: argparse.Namespace) -> int:
     for row in rows:
         configured = Text("yes", style="green") if row["configured"] else Text("no", style="red")
         price = row["price"]
-        price_text = "?" if price is None else ("free" if price == 0 else _money(price))
+        price_text = row.get("billing") or ("?" if price is None else ("free" if price == 0 else _money(price)))
         rate = row.get("rate_limit") or "no limit"
         if row.get("window_calls") is not None and row.get("rate_limit"):
             rate = f"{rate} ({row['window_calls']} in window)"
@@ -728,6 +792,8 @@ def _cmd_providers(args: argparse.Namespace) -> int:
         state = Text(f"{rate} · ")
         state.append(f"cool-down {cooldown}", style="yellow" if cooldown.startswith(("cooling", "trial")) else "")
         state.append(f" · {_money(float(row.get('spend_today') or 0.0))}")
+        if row["name"] == "perplexity-agent":
+            state = Text("-", style="dim")
         table.add_row(row["name"], configured, price_text, ", ".join(row["env"]), state, Text(row["note"]))
     out.print(table)
     try:
@@ -773,6 +839,8 @@ def _cmd_index(args: argparse.Namespace) -> int:
         _print_json(report.to_dict())
     else:
         _print_index_report(out, report)
+    if args.rebuild:  # indexed folders that are gone are left out (and said so); only a bad PATH is an error
+        return EXIT_USAGE if set(report.missing_roots) & set(args.paths) else EXIT_OK
     return EXIT_USAGE if report.missing_roots else EXIT_OK
 
 

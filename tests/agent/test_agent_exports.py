@@ -66,3 +66,15 @@ def test_errors_are_the_ones_of_perplexed() -> None:
         if name.endswith("Error"):
             assert getattr(perplexed, name) is getattr(agent, name), name
             assert getattr(agent, name).__module__ == "perplexed._errors", name
+
+
+def test_every_agent_exception_class_lives_in_errors() -> None:
+    import importlib
+    import inspect
+    import pkgutil
+
+    for info in pkgutil.iter_modules(agent.__path__):
+        module = importlib.import_module(f"perplexed.agent.{info.name}")
+        for name, obj in vars(module).items():
+            if inspect.isclass(obj) and issubclass(obj, BaseException) and obj.__module__.startswith("perplexed"):
+                assert obj.__module__ == "perplexed._errors", f"{info.name}.{name} is defined in {obj.__module__}"

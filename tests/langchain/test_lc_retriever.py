@@ -13,7 +13,7 @@ import perplexed
 import pytest
 from langchain_core.documents import Document
 from lc_support import DEAD_URL, QUERY, mock_searxng, searxng_results
-from perplexed import Hit, InvalidRequest, UpstreamError
+from perplexed import ConfigError, Hit, InvalidRequest, UpstreamError
 from perplexed.providers import FunctionProvider, SearXNG
 from pydantic import SecretStr, ValidationError
 
@@ -181,8 +181,8 @@ def test_bad_options_fail_at_construction() -> None:
 def test_unknown_constructor_keywords_are_rejected_not_dropped() -> None:
     with pytest.raises(ValidationError, match="recncy"):
         PerplexedRetriever(recncy="day")
-    with pytest.raises(ValidationError, match="api_key"):  # a search key goes in the provider spec
-        PerplexedRetriever(provider="tavily", api_key="tvly-abcdefghijklmnop")
+    with pytest.raises(ConfigError, match="naming one provider"):  # a key for the default chain: which member?
+        PerplexedRetriever(api_key="tvly-abcdefghijklmnop")
 
 
 def test_max_results_is_an_alias_of_k() -> None:

@@ -155,7 +155,7 @@ async def test_streaming_query_engine_over_searxng(searxng: SearxngServer, agent
 
 
 def test_search_tool_over_searxng(searxng: SearxngServer) -> None:
-    tool = {t.metadata.name: t for t in PerplexedToolSpec(spec(searxng, engines=SQLITE_ENGINE)).to_tool_list()}["search"]
+    tool = {t.metadata.name: t for t in PerplexedToolSpec(spec(searxng, engines=SQLITE_ENGINE)).to_tool_list()}["perplexed_search"]
     content = tool.call(query="zoning").content
     lines = [line for line in content.splitlines() if line.startswith("[")]
     assert len(lines) == len(corpus_urls("zoning"))

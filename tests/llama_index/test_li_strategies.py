@@ -82,6 +82,6 @@ def test_bad_options_fail_at_construction(options: dict[str, Any], param: str) -
 @pytest.mark.parametrize("mode", ["sync", "async"])
 async def test_tool_spec_merge(mode: str) -> None:
     spec = PerplexedToolSpec([EXA, BRAVE], strategy="merge")
-    tool = next(t for t in spec.to_tool_list() if t.metadata.name == "search")
+    tool = next(t for t in spec.to_tool_list() if t.metadata.name == "perplexed_search")
     out = tool.call(query="q") if mode == "sync" else await tool.acall(query="q")
     assert "https://a.example/" in str(out) and "https://c.example/" in str(out)

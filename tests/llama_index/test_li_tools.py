@@ -30,19 +30,25 @@ ANSWER_OUTPUT = (
 
 
 def tools_by_name(spec: PerplexedToolSpec) -> dict[str, FunctionTool]:
-    return {tool.metadata.name: tool for tool in spec.to_tool_list()}
+    """The tools by their short names (the tools themselves are named ``perplexed_search``/``perplexed_answer``)."""
+    return {tool.metadata.name.removeprefix("perplexed_"): tool for tool in spec.to_tool_list()}
 
 
 def test_spec_lists_sync_and_async_pairs(agent_api: LoopbackAgentAPI) -> None:
     assert BaseToolSpec in PerplexedToolSpec.__mro__
-    assert PerplexedToolSpec.spec_functions == [("search", "asearch"), ("answer", "aanswer")]
-    tools = tools_by_name(PerplexedToolSpec(web, client=agent_api.client()))
-    assert set(tools) == {"search", "answer"}
+    assert PerplexedToolSpec.spec_functions == [
+        ("perplexed_search", "aperplexed_search"),
+        ("perplexed_answer", "aperplexed_answer"),
+    ]
+    spec = PerplexedToolSpec(web, client=agent_api.client())
+    assert {tool.metadata.name for tool in spec.to_tool_list()} == {"perplexed_search", "perplexed_answer"}
+    tools = tools_by_name(spec)
     for tool in tools.values():
         assert tool.fn is not None and tool.async_fn is not None
         params = tool.metadata.get_parameters_dict()
         assert params["required"] == ["query"]
         assert params["properties"]["query"]["type"] == "string"
+        assert "query" in params["properties"]["query"]["description"]
     assert "[n] title — url" in tools["search"].metadata.description
     assert "[n] citation markers" in tools["answer"].metadata.description
 
@@ -52,7 +58,7 @@ def test_search_tool_returns_a_numbered_list(agent_api: LoopbackAgentAPI) -> Non
     output = tools["search"].call(query="alpha")
     assert output.content == SEARCH_OUTPUT
     assert output.is_error is False
-    assert output.tool_name == "search"
+    assert output.tool_name == "perplexed_search"
 
 
 async def test_search_tool_async_matches_sync(agent_api: LoopbackAgentAPI) -> None:
@@ -149,7 +155,7 @@ AGENT_WARNINGS = pytest.mark.filterwarnings("ignore:.*(__fields|model_computed_f
 
 
 @AGENT_WARNINGS
-@pytest.mark.parametrize("tool_name", ["search", "answer"])
+@pytest.mark.parametrize("tool_name", ["perplexed_search", "perplexed_answer"])
 async def test_a_llamaindex_agent_calls_the_tools(agent_api: LoopbackAgentAPI, tool_name: str) -> None:
     spec = PerplexedToolSpec(aweb, async_client=agent_api.async_client())
     agent = FunctionAgent(tools=spec.to_tool_list(), llm=_scripted_llm(tool_name))
@@ -158,7 +164,7 @@ async def test_a_llamaindex_agent_calls_the_tools(agent_api: LoopbackAgentAPI, t
     output = await handler
 
     assert [(r.tool_name, r.tool_kwargs) for r in results] == [(tool_name, {"query": "alpha"})]
-    expected = SEARCH_OUTPUT if tool_name == "search" else ANSWER_OUTPUT
+    expected = SEARCH_OUTPUT if tool_name == "perplexed_search" else ANSWER_OUTPUT
     assert results[0].tool_output.content == expected
     assert results[0].tool_output.is_error is False
     assert str(output.response.content) == "Final: " + expected
@@ -167,7 +173,7 @@ async def test_a_llamaindex_agent_calls_the_tools(agent_api: LoopbackAgentAPI, t
 @AGENT_WARNINGS
 async def test_a_failing_tool_is_reported_to_the_agent_as_an_error(agent_api: LoopbackAgentAPI) -> None:
     spec = PerplexedToolSpec([broken], async_client=agent_api.async_client())
-    agent = FunctionAgent(tools=spec.to_tool_list(), llm=_scripted_llm("search"))
+    agent = FunctionAgent(tools=spec.to_tool_list(), llm=_scripted_llm("perplexed_search"))
     handler = agent.run("tell me about alpha")
     results = [ev async for ev in handler.stream_events() if isinstance(ev, ToolCallResult)]
     await handler

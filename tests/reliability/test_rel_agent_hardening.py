@@ -349,3 +349,54 @@ def test_close_releases_the_streams_still_open() -> None:
 
 def test_errors_are_documented_perplexed_errors() -> None:
     assert issubclass(MalformedResponseError, APIError) and issubclass(MalformedResponseError, PerplexedError)
+
+
+def test_accept_encoding_names_only_bounded_decoders_even_with_a_callers_http_client() -> None:
+    from perplexed._decode import accept_encoding
+
+    seen: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers["accept-encoding"])
+        return httpx.Response(200, json=DONE)
+
+    async def main() -> None:
+        async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as http:
+            await AsyncAgentClient(api_key=KEY, base_url="https://api.test", http_client=http).create(
+                preset="fast", input="q"
+            )
+
+    asyncio.run(main())
+    assert seen == [accept_encoding()] and "identity" not in seen[0]
+
+
+def test_aclose_while_another_task_reads_a_stream_does_not_raise() -> None:
+    from loopback import Drip
+
+    events = [
+        {
+            "type": "response.created",
+            "sequence_number": 0,
+            "response": {"id": "resp_1", "status": "in_progress"},
+        },
+        {"type": "response.completed", "sequence_number": 1, "response": DONE},
+    ]
+
+    async def main() -> list[str]:
+        with serve() as api:
+            api.route("*", Drip(_sse(events), interval=0.2, content_type="text/event-stream"))
+            client = AsyncAgentClient(api_key=KEY, base_url=api.url, timeout=10)
+            stream = client.stream(preset="fast", input="q")
+            seen: list[str] = []
+
+            async def read() -> None:
+                async for event in stream:
+                    seen.append(event.type)
+
+            reader = asyncio.create_task(read())
+            await asyncio.sleep(0.3)  # the reader is inside the stream, waiting for bytes
+            await client.aclose()  # must not raise "asynchronous generator is already running"
+            await asyncio.wait_for(reader, 10)
+            return seen
+
+    assert asyncio.run(main())[-1] == "response.completed"

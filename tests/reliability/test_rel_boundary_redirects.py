@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import perplexed
 import pytest
-from loopback import Json, LoopbackServer, Request, Status, searxng_json, serve
+from testkit.loopback import Json, LoopbackServer, Request, Status, searxng_json, serve
 
 KEYS = {
     "exa": "exa-Qm7vX2pL9sK4wR8tN3yB6cF1",

@@ -84,6 +84,31 @@ def test_perplexed_index_on_a_damaged_index_exits_2_naming_the_file_and_the_reme
     assert proc.stderr.count("\n") == 1  # one line
 
 
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        "UPDATE docs_fts_data SET block = randomblob(length(block)) WHERE id = 10",  # the FTS structure record
+        "UPDATE docs_fts_data SET block = randomblob(length(block))",  # every FTS record, in sound pages
+        "DELETE FROM docs_fts_content WHERE id IN (3, 4)",  # full-text rows lost
+    ],
+)
+def test_garbage_full_text_records_in_sound_pages_are_found_too(
+    pristine: tuple[Path, Path], tmp_path: Path, garbage: str
+) -> None:
+    folder, source = pristine
+    index = tmp_path / "garbage-records.sqlite3"
+    index.write_bytes(source.read_bytes())
+    with sqlite3.connect(index) as conn:
+        conn.execute(garbage)
+    proc = cli("index", str(folder), "--index", str(index), cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
+    assert str(index) in proc.stderr and "perplexed index --rebuild" in proc.stderr
+    check = check_index(index)
+    assert not check.ok and check.remedy is not None and "--rebuild" in check.remedy
+    assert cli("index", "--rebuild", "--index", str(index), cwd=tmp_path).returncode == 0
+    assert check_index(index, thorough=True).ok
+
+
 @pytest.mark.parametrize("table", ["docs", "docs_fts_data"])
 def test_check_index_finds_the_damage_cheaply(pristine: tuple[Path, Path], tmp_path: Path, table: str) -> None:
     _, source = pristine
@@ -132,6 +157,23 @@ def test_rebuild_mends_a_damaged_index_from_its_folders(
     # the next plain run finds nothing to do
     again = build_index(folder, index)
     assert (again.added, again.updated, again.removed) == ([], [], [])
+
+
+def test_rebuild_finds_the_folders_when_the_roots_page_is_damaged(
+    pristine: tuple[Path, Path], tmp_path: Path
+) -> None:
+    folder, source = pristine
+    index = damaged(pristine, tmp_path, "roots", pages=1)
+    with sqlite3.connect(source) as conn:
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    with open(index, "r+b") as fh:  # and the documents table: the folders cannot be inferred from it either
+        for page in pages_of(source, "docs")[:3] + pages_of(source, "sqlite_autoindex_docs_1")[:1]:
+            fh.seek((page - 1) * page_size)
+            fh.write(b"\xee" * page_size)
+    assert not check_index(index).ok
+    report = rebuild_index(index)  # from the copy kept in the meta table
+    assert report.documents == COUNT and [str(r) for r in report.roots] == [str(folder)]
+    assert check_index(index, thorough=True).ok
 
 
 def test_rebuild_needs_the_folders_when_they_cannot_be_read(tmp_path: Path, pristine: tuple[Path, Path]) -> None:

@@ -95,3 +95,20 @@ def test_the_cli_indexes_the_folder_and_names_the_file(tmp_path: Path) -> None:
         else:
             assert len(doc["removed"]) == 100 and len(doc["updated"]) == 200
     assert len(indexed_paths(index)) == 201
+
+
+def test_folders_whose_names_are_not_utf8_are_listed_and_rebuilt(tmp_path: Path) -> None:
+    from perplexed._index import list_index, rebuild_index
+
+    root = os.path.join(os.fsencode(tmp_path), b"r\xe9sum\xe9s")
+    os.makedirs(os.path.join(root, b"sub\xff"))
+    with open(os.path.join(root, b"sub\xff", b"n\xe9.md"), "wb") as fh:
+        fh.write(b"# Koala\n\nkoala bear\n")
+    index = tmp_path / "index.sqlite3"
+    report = build_index(os.fsdecode(root), index)
+    assert report.errors == [] and report.documents == 1
+    (folder,) = list_index(index).folders
+    assert folder.path.endswith("r\\xe9sum\\xe9s") and folder.exists and folder.documents == 1
+    rebuilt = rebuild_index(index)  # the folder is found again from its real bytes
+    assert rebuilt.documents == 1 and rebuilt.missing_roots == []
+    assert [r.url.rsplit("/", 2)[-2:] for r in query_index(index, "koala")] == [["sub%FF", "n%E9.md"]]

@@ -9,6 +9,7 @@ coroutines on perplexed's portal loop. Decisions live elsewhere and are pure: ti
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import weakref
@@ -19,6 +20,7 @@ from urllib.parse import quote
 import httpx
 from pydantic import SecretStr
 
+from .._decode import accept_encoding
 from .._errors import (
     APIConnectionError,
     APIError,
@@ -186,6 +188,8 @@ class AsyncAgentClient:
             "Authorization": f"Bearer {self._key()}",
             "Accept": "text/event-stream" if stream else "application/json",
             "User-Agent": "perplexed (python)",
+            # only what perplexed decodes within bounds (also through a caller's http_client)
+            "Accept-Encoding": accept_encoding(),
             **self._default_headers,
         }
         if extra:
@@ -516,7 +520,8 @@ class AsyncAgentClient:
         close), so the client stays usable afterwards.
         """
         for stream in list(self._streams):
-            await stream.aclose()
+            with contextlib.suppress(RuntimeError):  # being iterated right now by another task: it ends there
+                await stream.aclose()
 
     async def __aenter__(self) -> AsyncAgentClient:
         return self

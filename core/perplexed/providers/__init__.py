@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import ConfigError
 from ._base import CallableProvider, FunctionProvider, Provider, parse_published, parse_retry_after
+from ._credentials import describe, with_credentials
 from ._table import support_table
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -41,12 +42,14 @@ __all__ = [
     "SearXNG",
     "Tavily",
     "available",
+    "describe",
     "get",
     "parse_published",
     "parse_retry_after",
     "register",
     "resolve",
     "support_table",
+    "with_credentials",
 ]
 
 # registry name -> "module:Class" (imported lazily) or a class registered at run time
@@ -148,9 +151,14 @@ def _masked(spec: Mapping[Any, Any]) -> str:
 def resolve(spec: Any) -> tuple[list[Provider], bool]:
     """Turn a spec into providers. Returns ``(providers, is_chain)``; a list spec is a chain even of one."""
     if spec is None:
-        from .._settings import default_chain
+        from .._settings import default_chain, default_chain_origin
 
-        spec = default_chain()
+        spec, origin = default_chain(), default_chain_origin()
+        if origin is not None:  # a bad value must say where it came from
+            try:
+                return resolve(spec)
+            except ConfigError as exc:
+                raise ConfigError(f"{exc} (from the {origin} environment variable)") from None
     if isinstance(spec, str) and "," in spec:
         spec = [s for s in spec.split(",") if s.strip()]
     if isinstance(spec, Sequence) and not isinstance(spec, str | bytes):

@@ -21,6 +21,7 @@ import httpx
 from .._errors import ConfigError
 from .._models import Hit, ProviderAnswer
 from .._options import SearchOptions
+from .._wire import clip
 from ._base import Provider, parse_published
 from ._common import as_float, as_str, country_code, date_window, merged_extra
 
@@ -201,7 +202,7 @@ class Firecrawl(Provider):
         if data.get("success") is False:
             message = data.get("error") or data.get("message") or "success: false"
             raise self.fail(
-                "soft_failure", f"Firecrawl answered success=false: {str(message)[:300]}", response
+                "soft_failure", f"Firecrawl answered success=false: {clip(str(message), 300)}", response
             )
         payload = data.get("data")
         items: list[Any]

@@ -8,14 +8,14 @@ lists are the class attributes ``no_result_codes`` and ``credit_code_words``.
 
 from __future__ import annotations
 
-import json
 from typing import Any, ClassVar
 
 import httpx
 
 from .._models import Hit, ProviderAnswer
 from .._options import SearchOptions
-from ._base import Provider
+from .._wire import clip, parse_error_envelope
+from ._base import ERROR_TEXT_LIMIT, Provider
 from ._common import as_str, date_window, merged_extra
 
 __all__ = ["Linkup"]
@@ -128,12 +128,8 @@ class Linkup(Provider):
 
 
 def _error_code(response: httpx.Response) -> tuple[str, str]:
-    """``(CODE, message)`` from Linkup's ``{"statusCode", "error": {"code", "message", "details"}}`` body."""
-    try:
-        data = json.loads(response.content)
-    except (ValueError, UnicodeDecodeError):
-        return "", ""
-    error = data.get("error") if isinstance(data, dict) else None
-    if not isinstance(error, dict):
-        return "", str(error or "")
-    return str(error.get("code") or "").upper(), str(error.get("message") or "")
+    """``(CODE, message)`` from Linkup's ``{"statusCode", "error": {"code", "message", "details"}}`` body
+    (read by the shared envelope parser; the message redacted, then cut)."""
+    envelope = parse_error_envelope(response.content)
+    code = "" if envelope.code is None else str(envelope.code).upper()
+    return code, clip(envelope.message or "", ERROR_TEXT_LIMIT)

@@ -16,6 +16,7 @@ is interrupted, so a timeout really stops the work.
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import sqlite3
 from pathlib import Path
@@ -95,6 +96,8 @@ class Local(CallableProvider):
         self._index = None if index is None else Path(index).expanduser()
         self.content_chars = content_chars
         self.snippet_tokens = snippet_tokens
+        if isinstance(time_limit, bool) or not isinstance(time_limit, int | float) or not 0 <= time_limit < math.inf:
+            raise ConfigError(f"time_limit must be a finite number of seconds >= 0, got {time_limit!r}")
         self.time_limit = float(time_limit)
 
     def __repr__(self) -> str:

@@ -26,6 +26,7 @@ import abc
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any, Literal
 
 from .._models import Hit
@@ -40,6 +41,8 @@ __all__ = [
     "Verdict",
     "decode_answer",
     "encode_answer",
+    "restore_hits",
+    "snapshot_hits",
 ]
 
 Verdict = Literal["call", "cached", "cooling_down", "rate_limited", "over_budget", "fill_pending"]
@@ -55,7 +58,7 @@ Verdict = Literal["call", "cached", "cooling_down", "rate_limited", "over_budget
 """
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CachedAnswer:
     """A provider's ``ok`` answer as kept in the cache: its (finalised) hits and the provider's detail.
 
@@ -66,9 +69,10 @@ class CachedAnswer:
     detail: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Admission:
-    """Everything :meth:`Store.admit` needs to decide, in the order it is checked.
+    """Everything :meth:`Store.admit` needs to decide, in the order it is checked (plain slotted classes,
+    not frozen ones, because they are built on every governed attempt: treat them as read-only).
 
     * ``provider``: hashed provider identity (keys rate windows, cool-downs and latencies).
     * ``label``: the name attempts show; spend is reported under it.
@@ -100,7 +104,7 @@ class Admission:
     spend_limits: tuple[tuple[float, float], ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Decision:
     """The answer of :meth:`Store.admit` (see :data:`Verdict`)."""
 
@@ -118,10 +122,10 @@ class Decision:
 
 
 CALL = Decision("call")
-"""The plain ``call`` decision (nothing taken), shared."""
+"""The plain ``call`` decision (nothing taken), shared: treat decisions as read-only."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Record:
     """Everything :meth:`Store.record` applies, together, after a provider call (or for a bare spend).
 
@@ -202,6 +206,12 @@ class Store(abc.ABC):
     async def state(self, provider: str, window_s: float | None = None) -> ProviderState:
         """A read-only snapshot of ``provider``'s cool-down and, when ``window_s`` is given, window count."""
 
+    def record_soon(self, record: Record) -> bool:
+        """Optionally apply ``record`` without the caller waiting (a store with its own ordered worker, like
+        the SQLite store, queues it there). Returns False when the caller must ``await record(...)`` itself
+        (the default)."""
+        return False
+
     async def wait_fill(self, cache_key: str, timeout_s: float, provider: str = "") -> CachedAnswer | None:
         """Wait (at most ``timeout_s``) for another process's fill of ``cache_key``; the answer, or None
         when the fill ended without one (or the claim expired). ``provider`` is the Admission's provider
@@ -226,19 +236,50 @@ class Store(abc.ABC):
 # -- a JSON form of cached answers for stores that persist them ---------------------------------------------
 
 
+def _json_default(value: Any) -> Any:
+    if isinstance(value, date):
+        return value.isoformat()
+    return str(value)
+
+
 def encode_answer(answer: CachedAnswer) -> bytes:
-    """A cached answer as compact JSON bytes (dates as ISO strings)."""
-    payload = {
-        "hits": [hit.model_dump(mode="json", exclude_defaults=True) for hit in answer.hits],
-        "detail": answer.detail,
-    }
-    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+    """A cached answer as compact JSON bytes (dates as ISO strings, default-valued fields left out)."""
+    hits = []
+    for hit in answer.hits:
+        fields = {}
+        for k, v in hit.__dict__.items():
+            if v is None or v == "" or (not v and isinstance(v, list | dict)):
+                continue
+            fields[k] = v.isoformat() if isinstance(v, date) else v
+        hits.append(fields)
+    payload = {"hits": hits, "detail": answer.detail}
+    return json.dumps(payload, separators=(",", ":"), default=_json_default).encode()
 
 
 def decode_answer(data: bytes | str) -> CachedAnswer:
-    """The inverse of :func:`encode_answer` (fresh Hit objects)."""
+    """The inverse of :func:`encode_answer` (fresh, validated Hit objects)."""
     payload = json.loads(data)
     return CachedAnswer(
         hits=[Hit.model_validate(item) for item in payload.get("hits", ())],
         detail=payload.get("detail"),
     )
+
+
+def snapshot_hits(hits: Sequence[Hit]) -> tuple[tuple[dict[str, Any], frozenset[str]], ...]:
+    """Cheap shallow snapshots of hits (their field dicts), for an in-process cache."""
+    return tuple((dict(hit.__dict__), frozenset(hit.__pydantic_fields_set__)) for hit in hits)
+
+
+def restore_hits(snapshots: Sequence[tuple[dict[str, Any], frozenset[str]]]) -> list[Hit]:
+    """Fresh Hit objects from :func:`snapshot_hits` (no validation: the snapshots came from valid hits)."""
+    out = []
+    new = object.__new__
+    setattr_ = object.__setattr__
+    for fields, fields_set in snapshots:
+        hit = new(Hit)
+        setattr_(hit, "__dict__", dict(fields))
+        setattr_(hit, "__pydantic_fields_set__", set(fields_set))
+        setattr_(hit, "__pydantic_extra__", None)
+        setattr_(hit, "__pydantic_private__", None)
+        out.append(hit)
+    return out

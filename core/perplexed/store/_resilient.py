@@ -65,8 +65,9 @@ class ResilientStore(Store):
     shared = True
 
     def __init__(self, remote: Store, *, kind: str, timeout_s: float, fleet_size: int,
-                 clock: Callable[[], float]) -> None:
+                 clock: Callable[[], float], abandon: bool = False) -> None:
         self._remote = remote
+        self._abandon = abandon
         self.kind = kind
         self.clock = clock
         self._timeout_s = timeout_s
@@ -100,8 +101,11 @@ class ResilientStore(Store):
                     self._probing = probing = True
                     self._next_try = now + RETRY_S
         try:
-            if bounded:
+            if bounded and self._abandon:
                 result = await self._bounded(make)
+            elif bounded:
+                async with asyncio.timeout(self._timeout_s):
+                    result = await make()
             else:
                 result = await make()
         except asyncio.CancelledError:
@@ -117,11 +121,12 @@ class ResilientStore(Store):
         return result
 
     async def _bounded(self, make: Callable[[], Awaitable[T]]) -> T:
-        """``await make()``, but never longer than the store timeout.
+        """``await make()``, but never longer than the store timeout (``abandon=True``).
 
         The call runs as its own task and is abandoned (cancelled, not awaited) when the timeout passes: a
-        client library that defers or absorbs a cancellation (reconnecting, closing a socket) cannot make
-        the search wait for it.
+        client library that defers or absorbs a cancellation (reconnecting, closing a socket; redis-py's
+        cluster client) cannot make the search wait for it. Costs a task per call (~20 us), so a client
+        that honours cancellation at once (the store's own RESP client) uses ``asyncio.timeout`` instead.
         """
         task = asyncio.ensure_future(make())
         try:

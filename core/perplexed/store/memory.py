@@ -6,9 +6,9 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from typing import Any
 
-from .._models import Hit
 from .._policy import (
     LATENCY_SAMPLES,
     SPEND_WINDOWS,
@@ -20,7 +20,17 @@ from .._policy import (
     spend_allows,
     window_admit,
 )
-from ._base import CALL, Admission, CachedAnswer, Decision, ProviderState, Record, Store
+from ._base import (
+    CALL,
+    Admission,
+    CachedAnswer,
+    Decision,
+    ProviderState,
+    Record,
+    Store,
+    restore_hits,
+    snapshot_hits,
+)
 
 __all__ = ["MemoryStore"]
 
@@ -116,7 +126,7 @@ class MemoryStore(Store):
         self.clock = clock or time.time
         self.max_cache_entries = max_cache_entries
         self._lock = threading.Lock()
-        self._cache: OrderedDict[str, tuple[float, CachedAnswer]] = OrderedDict()
+        self._cache: OrderedDict[str, tuple[float, Any, str | None]] = OrderedDict()  # expires, snapshots, detail
         self._windows: dict[str, deque[float]] = {}
         self._cool: dict[str, CoolState] = {}
         self._spend = _Spend()
@@ -139,7 +149,7 @@ class MemoryStore(Store):
                 entry = self._cache.get(key)
                 if entry is not None:
                     if entry[0] > now:
-                        return Decision("cached", answer=CachedAnswer(_copy(entry[1].hits), entry[1].detail))
+                        return Decision("cached", answer=CachedAnswer(restore_hits(entry[1]), entry[2]))
                     del self._cache[key]
             if request.over_call_budget:
                 return Decision("over_budget")
@@ -208,7 +218,7 @@ class MemoryStore(Store):
                 self._spend.add(now, record.label, record.cost)
             if record.cache_key is not None and record.answer is not None and record.ttl_s:
                 cache = self._cache
-                cache[record.cache_key] = (now + record.ttl_s, CachedAnswer(_copy(record.answer.hits), record.answer.detail))
+                cache[record.cache_key] = (now + record.ttl_s, snapshot_hits(record.answer.hits), record.answer.detail)
                 cache.move_to_end(record.cache_key)
                 while len(cache) > self.max_cache_entries:
                     cache.popitem(last=False)
@@ -256,8 +266,3 @@ def _state(cool: CoolState, now: float, calls: int) -> ProviderState:
         trial_in_flight=cool.trial_until is not None and cool.trial_until > now,
         window_calls=calls,
     )
-
-
-def _copy(hits: Sequence[Hit]) -> list[Hit]:
-    """Shallow copies (``raw`` shared), so a caller changing a hit does not change the cache."""
-    return [hit.model_copy() for hit in hits]

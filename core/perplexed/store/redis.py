@@ -16,8 +16,10 @@ spend limit must be checked, since the spend keys have their own hash tag). Prov
 again before they become key names; cached answers are scrubbed of registered secrets and capped at 1 MiB
 each (larger answers are not cached).
 
-The store works from any event loop and from the sync API: it keeps one client (and connection pool) per
-event loop. It is never a new way to fail: see :class:`~perplexed.store._resilient.ResilientStore` for the
+The store works from any event loop and from the sync API: it keeps one client per event loop. On a
+standalone server that client is the store's own pipelined RESP client (:mod:`perplexed.store._resp`: one
+connection per loop, a fraction of redis-py's CPU per command); in cluster mode it is redis-py's cluster
+client. redis-py (the ``redis`` extra) is required either way (URL parsing, cluster). It is never a new way to fail: see :class:`~perplexed.store._resilient.ResilientStore` for the
 degraded mode (store timeout, in-process state with limits divided by ``fleet_size``, spend failing closed).
 """
 
@@ -50,6 +52,7 @@ from ._base import (
 )
 from ._redis_lua import ADMIT, POLL_FILL, RECORD, SPEND_REPORT, SPEND_RESERVE, STATE, UNDO, Script
 from ._resilient import ResilientStore
+from ._resp import NoScript, RespClient
 
 __all__ = ["DEFAULT_PREFIX", "DEFAULT_TIMEOUT_MS", "MAX_CACHE_BYTES", "RedisStore"]
 
@@ -132,16 +135,11 @@ class _RedisBackend(Store):
             from redis.asyncio.cluster import RedisCluster
 
             return RedisCluster.from_url(self._url, **kwargs)
-        from redis.asyncio import Redis
-        from redis.asyncio.connection import ConnectionPool, SSLConnection, parse_url
-        from redis.backoff import NoBackoff
-        from redis.retry import Retry
+        from redis.asyncio.connection import parse_url
 
-        kwargs.setdefault("retry", Retry(NoBackoff(), 1))  # one immediate retry on a stale pooled connection
-        kwargs.update(parse_url(self._url))
-        if kwargs.get("connection_class") is SSLConnection:
-            kwargs["connection_class"] = _shared_context_ssl_connection()
-        return Redis.from_pool(ConnectionPool(**kwargs))
+        options = dict(parse_url(self._url))
+        options["ssl"] = self._url.lower().startswith("rediss://")
+        return RespClient(options, self._timeout_s)
 
     async def _eval(self, script: Script, keys: Sequence[str], args: Sequence[str | bytes]) -> Any:
         client = self._client()
@@ -151,7 +149,7 @@ class _RedisBackend(Store):
             await client.initialize()
         try:
             return await client.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
-        except self._no_script:  # a restarted or flushed server: EVAL sends the source (and caches it)
+        except (NoScript, self._no_script):  # a restarted or flushed server: EVAL sends the source (and caches it)
             return await client.execute_command("EVAL", script.source, len(keys), *keys, *args)
 
     # -- key names -----------------------------------------------------------------------------------------------
@@ -402,33 +400,6 @@ def _close_elsewhere(loop: asyncio.AbstractEventLoop, client: Any) -> None:
             loop.run_until_complete(_aclose_client(client))
 
 
-_SSL_FIELDS = ("keyfile", "certfile", "cert_reqs", "include_verify_flags", "exclude_verify_flags", "ca_certs",
-               "ca_data", "ca_path", "check_hostname", "min_version", "ciphers", "password")
-_ssl_class: Any = None
-
-
-def _shared_context_ssl_connection() -> Any:
-    """redis-py's asyncio SSLConnection builds a fresh SSLContext (loading the system's CA bundle, tens of ms
-    of blocking CPU) for every new connection; this subclass shares one context per set of TLS options."""
-    global _ssl_class
-    if _ssl_class is None:
-        from redis.asyncio.connection import RedisSSLContext, SSLConnection
-
-        contexts: dict[tuple[str, ...], RedisSSLContext] = {}
-        lock = threading.Lock()
-
-        class SharedContextSSLConnection(SSLConnection):
-            def __init__(self, **kwargs: Any) -> None:
-                super().__init__(**kwargs)
-                mine = self.ssl_context
-                key = tuple(repr(getattr(mine, name, None)) for name in _SSL_FIELDS)
-                with lock:
-                    self.ssl_context = contexts.setdefault(key, mine)
-
-        _ssl_class = SharedContextSSLConnection
-    return _ssl_class
-
-
 def _scrub(payload: bytes) -> bytes:
     """Remove registered secrets from a cached answer before it leaves the process."""
     if not _SECRETS:
@@ -523,7 +494,7 @@ class RedisStore(ResilientStore):
                 "store: RedisStore needs the redis client: pip install 'perplexed-search[redis]'"
             ) from None
         super().__init__(backend, kind="redis", timeout_s=timeout / 1000.0, fleet_size=fleet,
-                         clock=clock or time.time)
+                         clock=clock or time.time, abandon=use_cluster)
         self.prefix = prefix
         self.cluster = use_cluster
         self.timeout_ms = timeout

