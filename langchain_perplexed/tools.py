@@ -65,12 +65,14 @@ class PerplexedSearchInput(BaseModel):
 def _call_kwargs(
     config: SearchConfig,
     default_max: int,
-    max_results: int | None,
-    include_domains: list[str] | None,
-    exclude_domains: list[str] | None,
-    recency: str | None,
+    *,
+    max_results: int | None = None,
+    include_domains: list[str] | None = None,
+    exclude_domains: list[str] | None = None,
+    recency: str | None = None,
 ) -> dict[str, Any]:
-    """Core kwargs for a tool call: the tool's settings, narrowed (never widened) by the model's arguments."""
+    """Core kwargs for a tool call (the model's arguments, by name): the tool's settings, narrowed (never
+    widened) by the model's arguments."""
     overrides: dict[str, Any] = {}
     if include_domains and not config.include_domains:
         overrides["include_domains"] = include_domains
@@ -174,16 +176,12 @@ class PerplexedSearchTool(_ModelArguments, ProviderCredentials, SearchConfig, Ba
     max_results: int = Field(default=5, ge=1, le=100, validation_alias=AliasChoices("max_results", "k"))
     """Results per search unless the model asks for another number (``k=`` is accepted)."""
 
+    # The model's arguments are those of ``args_schema`` (validated there), passed by name.
+
     def _run(
-        self,
-        query: str,
-        max_results: int | None = None,
-        include_domains: list[str] | None = None,
-        exclude_domains: list[str] | None = None,
-        recency: Literal["day", "week", "month", "year"] | None = None,
-        run_manager: CallbackManagerForToolRun | None = None,
+        self, query: str, run_manager: CallbackManagerForToolRun | None = None, **arguments: Any
     ) -> tuple[str, list[Document]]:
-        kwargs = _call_kwargs(self, self.max_results, max_results, include_domains, exclude_domains, recency)
+        kwargs = _call_kwargs(self, self.max_results, **arguments)
         try:
             result = run_core(perplexed.search, run_manager, query, **kwargs)
         except (UpstreamError, InvalidRequest) as exc:
@@ -191,15 +189,9 @@ class PerplexedSearchTool(_ModelArguments, ProviderCredentials, SearchConfig, Ba
         return format_hits(result.hits), result_documents(result, flat=self.flat_metadata)
 
     async def _arun(
-        self,
-        query: str,
-        max_results: int | None = None,
-        include_domains: list[str] | None = None,
-        exclude_domains: list[str] | None = None,
-        recency: Literal["day", "week", "month", "year"] | None = None,
-        run_manager: AsyncCallbackManagerForToolRun | None = None,
+        self, query: str, run_manager: AsyncCallbackManagerForToolRun | None = None, **arguments: Any
     ) -> tuple[str, list[Document]]:
-        kwargs = _call_kwargs(self, self.max_results, max_results, include_domains, exclude_domains, recency)
+        kwargs = _call_kwargs(self, self.max_results, **arguments)
         try:
             result = await arun_core(perplexed.asearch, run_manager, query, **kwargs)
         except (UpstreamError, InvalidRequest) as exc:
@@ -266,31 +258,20 @@ class PerplexedAnswerTool(_ModelArguments, AnswerConfig, SearchConfig, BaseTool)
     max_results: int = Field(default=5, ge=1, le=100, validation_alias=AliasChoices("max_results", "k"))
     """Sources per answer unless the model asks for another number (``k=`` is accepted)."""
 
-    def _plan(
-        self,
-        query: str,
-        max_results: int | None,
-        include_domains: list[str] | None,
-        exclude_domains: list[str] | None,
-        recency: str | None,
-    ) -> AnswerPlan:
+    def _plan(self, query: str, arguments: dict[str, Any]) -> AnswerPlan:
         agent, _ = self.answer_kwargs({})
-        search = _call_kwargs(self, self.max_results, max_results, include_domains, exclude_domains, recency)
+        search = _call_kwargs(self, self.max_results, **arguments)
         try:
             return self.answer_plan(query, search, agent)
         except InvalidRequest as exc:
             raise tool_error(exc, "Answer") from exc
 
+    # The model's arguments are those of ``args_schema`` (validated there), passed by name.
+
     def _run(
-        self,
-        query: str,
-        max_results: int | None = None,
-        include_domains: list[str] | None = None,
-        exclude_domains: list[str] | None = None,
-        recency: Literal["day", "week", "month", "year"] | None = None,
-        run_manager: CallbackManagerForToolRun | None = None,
+        self, query: str, run_manager: CallbackManagerForToolRun | None = None, **arguments: Any
     ) -> tuple[str, list[Document]]:
-        plan = self._plan(query, max_results, include_domains, exclude_domains, recency)
+        plan = self._plan(query, arguments)
         try:
             result = run_core(answer, run_manager, plan)
         except NoSourcesError:
@@ -302,15 +283,9 @@ class PerplexedAnswerTool(_ModelArguments, AnswerConfig, SearchConfig, BaseTool)
         return format_answer(result), source_documents(result, flat=self.flat_metadata)
 
     async def _arun(
-        self,
-        query: str,
-        max_results: int | None = None,
-        include_domains: list[str] | None = None,
-        exclude_domains: list[str] | None = None,
-        recency: Literal["day", "week", "month", "year"] | None = None,
-        run_manager: AsyncCallbackManagerForToolRun | None = None,
+        self, query: str, run_manager: AsyncCallbackManagerForToolRun | None = None, **arguments: Any
     ) -> tuple[str, list[Document]]:
-        plan = self._plan(query, max_results, include_domains, exclude_domains, recency)
+        plan = self._plan(query, arguments)
         try:
             result = await arun_core(aanswer, run_manager, plan)
         except NoSourcesError:

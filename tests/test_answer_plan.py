@@ -105,6 +105,8 @@ def test_agent_mode_plan_has_no_search(api: FakeAgentAPI) -> None:
         ({"max_source_chars": -1}, "max_source_chars"),
         ({"deadline_ms": float("nan")}, "deadline_ms"),
         ({"client": object()}, "client"),
+        ({"on_attempt": "print"}, "on_attempt"),
+        ({"strip_unmatched": "yes"}, "strip_unmatched"),
     ],
 )
 def test_bad_answer_arguments_are_typed_errors(api: FakeAgentAPI, kwargs: dict[str, Any], param: str) -> None:
@@ -208,3 +210,10 @@ def test_the_default_preset_is_noted_as_answers_own() -> None:
     assert "default" in plan.params["sent_by"]["preset"]
     named = perplexed.prepare_answer(QUERY, provider(), client=api.client(), preset="fast")
     assert "preset" not in named.params["sent_by"]
+
+
+def test_a_plan_is_hashable_and_its_repr_shows_no_client(api: FakeAgentAPI) -> None:
+    plan = perplexed.prepare_answer(QUERY, provider(), client=api.client())
+    assert {plan: 1}[plan] == 1
+    text = repr(plan)
+    assert "AnswerPlan(query=" in text and "client" not in text and "pplx-" not in text

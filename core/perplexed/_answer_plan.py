@@ -58,7 +58,7 @@ ANSWER_ARGUMENTS = (
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # compared and hashed by identity: it holds clients and callbacks
 class AnswerPlan:
     """A validated grounded answer, ready to run: ``perplexed.answer(plan)`` (or ``aanswer``,
     ``stream_answer``, ``astream_answer``). Built by :func:`prepare_answer`; running it twice asks twice.
@@ -81,10 +81,10 @@ class AnswerPlan:
     on_empty: OnEmpty = "raise"
     strip_unmatched: bool = False
     deadline_ms: int | None = None
-    on_attempt: AttemptCallback | None = field(default=None, repr=False, compare=False)
-    client: Any = field(default=None, repr=False, compare=False)
+    on_attempt: AttemptCallback | None = field(default=None, repr=False)
+    client: Any = field(default=None, repr=False)
     """The Agent API client of the sync entry points (an AsyncAgentClient, or a duck-typed one)."""
-    async_client: Any = field(default=None, repr=False, compare=False)
+    async_client: Any = field(default=None, repr=False)
     """The Agent API client of the async entry points."""
 
     @property
@@ -102,6 +102,13 @@ class AnswerPlan:
         """What answers: the model, effort or preset named in the request."""
         p = self.params
         return str(p.get("model") or p.get("effort") or p.get("preset") or (p.get("models") or [""])[0])
+
+    def __repr__(self) -> str:
+        request = {k: v for k, v in self.params.items() if k != "sent_by"}
+        return (
+            f"AnswerPlan(query={self.query!r}, providers={self.providers!r}, request={request!r}, "
+            f"deadline_ms={self.deadline_ms!r}, on_empty={self.on_empty!r})"
+        )
 
     def with_callback(self, on_attempt: AttemptCallback | None) -> AnswerPlan:
         """The same plan with another ``on_attempt`` callback (the adapters' event dispatch)."""
@@ -174,6 +181,10 @@ def prepare_answer(
     """
     cleaned = clean_query(query)
     _check_grounding(on_empty, max_source_chars, instructions)
+    if on_attempt is not None and not callable(on_attempt):
+        raise InvalidRequest("on_attempt must be a callable taking an Attempt", param="on_attempt")
+    if not isinstance(strip_unmatched, bool):
+        raise InvalidRequest(f"strip_unmatched must be True or False, got {strip_unmatched!r}", param="strip_unmatched")
     search, search_options = _search_plan(cleaned, provider, options)
     params = _agent_params(
         {
