@@ -14,6 +14,8 @@ each round), and overheads are medians of per-round differences, so a busy machi
 * **sqlite_miss**: the same with a SQLite store (WAL, ``synchronous=NORMAL``); transactions are counted.
 * **cooling**: ``[down, ok]`` after ``down``'s cool-down tripped, against ``[ok]`` with the same settings: what
   a cooling-down provider in front costs per search (it is skipped without a call).
+* **fn_***: the same miss and cooling comparisons with an async function provider instead of HTTP: the
+  engine's own overhead, without a socket round trip whose jitter on a busy machine exceeds it.
 
 Targets (issue 13): hit <= 5 % of a provider call; memory-store overhead <= 15 us; SQLite <= 300 us per search
 with at most two transactions per attempt; cooling-down provider in front <= 0.1 ms.
@@ -40,8 +42,12 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import perplexed  # noqa: E402
 from bench_engine import SERVER  # noqa: E402
-from perplexed import _governance  # noqa: E402
-from perplexed.providers import SearXNG  # noqa: E402
+from perplexed import (  # noqa: E402
+    Hit,
+    ProviderAnswer,
+    _governance,
+)
+from perplexed.providers import CallableProvider, SearXNG  # noqa: E402
 from perplexed.store import MemoryStore, SQLiteStore, Store  # noqa: E402
 
 QUERY = "zoning setbacks"
@@ -123,6 +129,55 @@ async def measure(base: str, rounds: int, warmup: int, tmp: Path) -> dict[str, o
         result = await perplexed.asearch(QUERY, [ok_cd])
         assert result.attempts[0].outcome.value == "ok"
 
+    # The same overheads with an async function provider (no HTTP): the engine's own cost, without the
+    # socket round trip whose jitter on a busy machine is larger than the overheads themselves.
+    hits = [Hit(url=f"https://example.com/page{i}", title=f"Result {i}", snippet=f"Snippet {i} " * 8)
+            for i in range(10)]
+
+    class Fn(CallableProvider):
+        name = "fn"
+
+        async def asearch(self, query: str, options: object) -> ProviderAnswer:
+            return ProviderAnswer(hits=[h.model_copy() for h in hits])
+
+    class DownFn(CallableProvider):
+        name = "downfn"
+
+        async def asearch(self, query: str, options: object) -> ProviderAnswer:
+            raise perplexed.ProviderError("upstream", "HTTP 500")
+
+    fn_plain = Fn(name="fn_plain")
+    fn_governed = Fn(name="fn_governed", cost=0.0001, rate_limit="1000/s", cooldown_after=3)
+    fn_ok_cd = Fn(name="fn_ok_cd", cooldown_after=1, cooldown_s=600)
+    fn_down = DownFn(name="fn_down", cooldown_after=1, cooldown_s=600)
+
+    async def fn_plain_v() -> None:
+        await perplexed.asearch(QUERY, fn_plain)
+
+    async def fn_memory_miss() -> None:
+        use(memory)
+        result = await perplexed.asearch(f"{QUERY} {next(counter)}", fn_governed, cache_ttl_s=3600,
+                                         cache_single_flight=True, budget_usd=1.0)
+        assert not result.attempts[0].cached
+
+    async def fn_sqlite_miss() -> None:
+        use(sqlite)
+        result = await perplexed.asearch(f"{QUERY} {next(counter)}", fn_governed, cache_ttl_s=3600,
+                                         cache_single_flight=True, budget_usd=1.0)
+        assert not result.attempts[0].cached
+
+    async def fn_cooling() -> None:
+        use(memory)
+        result = await perplexed.asearch(QUERY, [fn_down, fn_ok_cd])
+        assert result.attempts[0].reason == "cooling_down", result.attempts
+
+    async def fn_ok_alone() -> None:
+        use(memory)
+        await perplexed.asearch(QUERY, [fn_ok_cd])
+
+    use(memory)
+    await perplexed.asearch(QUERY, [fn_down, fn_ok_cd])
+
     # trip the cool-down and fill the cache first
     use(memory)
     await perplexed.asearch(QUERY, [down, ok_cd])
@@ -131,6 +186,8 @@ async def measure(base: str, rounds: int, warmup: int, tmp: Path) -> dict[str, o
     variants: dict[str, Callable[[], Awaitable[None]]] = {
         "plain": plain, "hit": hit, "memory_miss": memory_miss, "sqlite_miss": sqlite_miss,
         "cooling": cooling, "ok_alone": ok_alone,
+        "fn_plain": fn_plain_v, "fn_memory_miss": fn_memory_miss, "fn_sqlite_miss": fn_sqlite_miss,
+        "fn_cooling": fn_cooling, "fn_ok_alone": fn_ok_alone,
     }
     samples: dict[str, list[float]] = {name: [] for name in variants}
     names = list(variants)
@@ -144,7 +201,7 @@ async def measure(base: str, rounds: int, warmup: int, tmp: Path) -> dict[str, o
             start = clock()
             await variants[name]()
             elapsed = clock() - start
-            if name == "sqlite_miss":
+            if name in ("sqlite_miss", "fn_sqlite_miss"):
                 sqlite_searches += 1
             if i >= warmup:
                 samples[name].append(elapsed)
@@ -164,6 +221,9 @@ async def measure(base: str, rounds: int, warmup: int, tmp: Path) -> dict[str, o
         "sqlite_transactions_per_search": transactions / sqlite_searches,
         "sqlite_reads_outside_transactions_per_search": reads / sqlite_searches,
         "cooling_extra_us": paired_us(samples["cooling"], samples["ok_alone"]),
+        "fn_memory_miss_overhead_us": paired_us(samples["fn_memory_miss"], samples["fn_plain"]),
+        "fn_sqlite_miss_overhead_us": paired_us(samples["fn_sqlite_miss"], samples["fn_plain"]),
+        "fn_cooling_extra_us": paired_us(samples["fn_cooling"], samples["fn_ok_alone"]),
         "ok_alone_us": median_us(samples["ok_alone"]),
         "medians_us": {name: round(median_us(values), 1) for name, values in samples.items()},
     }
@@ -213,6 +273,9 @@ def main() -> int:
         print(f"SQLite store, same: +{data['sqlite_miss_overhead_us']:.1f} us over plain, "
               f"{data['sqlite_transactions_per_search']:.2f} transactions per search (targets <= 300 us, <= 2)")
         print(f"cooling-down provider in front: +{data['cooling_extra_us']:.1f} us (target <= 100 us)")
+        print(f"without HTTP (async function provider): memory +{data['fn_memory_miss_overhead_us']:.1f} us, "
+              f"SQLite +{data['fn_sqlite_miss_overhead_us']:.1f} us, cooling-down provider in front "
+              f"+{data['fn_cooling_extra_us']:.1f} us")
         for name, passed in checks.items():
             print(f"  {'met   ' if passed else 'MISSED'} {name}")
     return 0 if all(checks.values()) or args.no_check else 1
