@@ -84,21 +84,30 @@ class CountingSQLite(SQLiteStore):
         return super()._cache_get(conn, key, now)
 
 
-async def measure(base: str, rounds: int, warmup: int, tmp: Path) -> dict[str, object]:
+async def measure(base: str, rounds: int, warmup: int, tmp: Path, only: tuple[str, ...] = ()) -> dict[str, object]:
     memory = MemoryStore()
     sqlite = CountingSQLite(tmp / "state.db")
     ok = SearXNG(base_url=f"{base}/ok", name="ok")
-    governed = SearXNG(base_url=f"{base}/ok", name="governed", cost=0.0001, rate_limit="1000/s",
+    governed = SearXNG(base_url=f"{base}/ok", name="governed", cost=0.0001, rate_limit="100000/s",
                        cooldown_after=3)
     down = SearXNG(base_url=f"{base}/fail1", name="down", cooldown_after=1, cooldown_s=600)
     ok_cd = SearXNG(base_url=f"{base}/ok", name="ok_cd", cooldown_after=1, cooldown_s=600)
     perplexed.configure(spend_limits={"day": 1e9, "hour": 1e9})
+    limits = _governance._settings.spend_limits
     counter = itertools.count()
 
     def use(store: Store) -> None:
-        _governance._settings.store = store  # switch without closing the other one
+        # switch stores without closing the other one; spend limits on (they govern every search)
+        settings = _governance._settings
+        settings.store, settings.spend_limits, settings.active = store, limits, True
+
+    def ungoverned() -> None:
+        # plain mode: no process-wide limits, so nothing governs the search and no store is touched
+        settings = _governance._settings
+        settings.spend_limits, settings.active = (), False
 
     async def plain() -> None:
+        ungoverned()
         result = await perplexed.asearch(QUERY, ok)
         assert result.attempts[0].outcome.value == "ok"
 
@@ -147,11 +156,12 @@ async def measure(base: str, rounds: int, warmup: int, tmp: Path) -> dict[str, o
             raise perplexed.ProviderError("upstream", "HTTP 500")
 
     fn_plain = Fn(name="fn_plain")
-    fn_governed = Fn(name="fn_governed", cost=0.0001, rate_limit="1000/s", cooldown_after=3)
+    fn_governed = Fn(name="fn_governed", cost=0.0001, rate_limit="100000/s", cooldown_after=3)
     fn_ok_cd = Fn(name="fn_ok_cd", cooldown_after=1, cooldown_s=600)
     fn_down = DownFn(name="fn_down", cooldown_after=1, cooldown_s=600)
 
     async def fn_plain_v() -> None:
+        ungoverned()
         await perplexed.asearch(QUERY, fn_plain)
 
     async def fn_memory_miss() -> None:
@@ -189,6 +199,8 @@ async def measure(base: str, rounds: int, warmup: int, tmp: Path) -> dict[str, o
         "fn_plain": fn_plain_v, "fn_memory_miss": fn_memory_miss, "fn_sqlite_miss": fn_sqlite_miss,
         "fn_cooling": fn_cooling, "fn_ok_alone": fn_ok_alone,
     }
+    if only:
+        variants = {name: fn for name, fn in variants.items() if name in only}
     samples: dict[str, list[float]] = {name: [] for name in variants}
     names = list(variants)
     clock = time.perf_counter
@@ -205,6 +217,9 @@ async def measure(base: str, rounds: int, warmup: int, tmp: Path) -> dict[str, o
                 sqlite_searches += 1
             if i >= warmup:
                 samples[name].append(elapsed)
+    if only:  # a partial run (investigation): the medians only
+        await sqlite.aclose()
+        return {"medians_us": {name: round(median_us(values), 1) for name, values in samples.items()}}
     transactions = CountingSQLite.transactions - tx_before
     reads = CountingSQLite.reads - reads_before
     await sqlite.aclose()
@@ -236,6 +251,7 @@ def main() -> int:
     parser.add_argument("--hits", type=int, default=10)
     parser.add_argument("--json", action="store_true", help="print one JSON line (for run.py)")
     parser.add_argument("--no-check", action="store_true")
+    parser.add_argument("--only", nargs="*", default=(), help="run only these variants (prints their medians)")
     args = parser.parse_args()
     server = subprocess.Popen([sys.executable, "-c", SERVER, str(args.hits)], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
@@ -243,11 +259,14 @@ def main() -> int:
         assert server.stdout is not None
         base = f"http://127.0.0.1:{int(server.stdout.readline())}"
         with tempfile.TemporaryDirectory() as tmp:
-            data = asyncio.run(measure(base, args.rounds, args.warmup, Path(tmp)))
+            data = asyncio.run(measure(base, args.rounds, args.warmup, Path(tmp), tuple(args.only)))
     finally:
         assert server.stdin is not None
         server.stdin.close()
         server.wait(5)
+    if args.only:
+        print(json.dumps(data))
+        return 0
     try:
         data["load_average"] = [round(x, 2) for x in os.getloadavg()]
     except OSError:  # pragma: no cover
