@@ -41,6 +41,7 @@ from ._index import (
     IndexReport,
     build_index,
     default_index_path,
+    index_problem,
     index_stats,
     list_index,
     rebuild_index,
@@ -699,8 +700,8 @@ def _provider_rows() -> list[dict[str, Any]]:
             row["env"] = [INDEX_ENV]
             try:
                 stats = index_stats(path)
-            except ConfigError:
-                row["note"] = f"no index at {path}: run `perplexed index PATH`"
+            except ConfigError as exc:
+                row["note"] = index_problem(path) or str(exc)
             else:
                 row["configured"] = stats.documents > 0
                 row["note"] = f"{_count(stats.documents, 'document')} in {path}"

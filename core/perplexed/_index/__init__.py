@@ -31,7 +31,7 @@ FTS5) and ``_query`` (searching, snippets, PDF pages). Document text extraction 
 from __future__ import annotations
 
 from ._build import MAX_FILE_BYTES, MAX_PDF_BYTES, build_index
-from ._check import IndexCheck, IndexStats, check_index, index_stats
+from ._check import IndexCheck, IndexStats, check_index, index_problem, index_stats
 from ._location import INDEX_ENV, INDEX_FILENAME, default_index_path, platform_data_dir, user_data_dir
 from ._manage import IndexedFolder, IndexListing, list_index, rebuild_index, remove_from_index, reset_index
 from ._query import TITLE_WEIGHT, Interrupt, Row, query_index
@@ -60,6 +60,7 @@ __all__ = [
     "check_index",
     "default_index_path",
     "fts_query",
+    "index_problem",
     "index_stats",
     "list_index",
     "platform_data_dir",

@@ -145,6 +145,16 @@ def _inspect(conn: sqlite3.Connection, path: Path, counts: _Counts, thorough: bo
             rw.close()
 
 
+def index_problem(index: IndexPath = None) -> str | None:
+    """One line for the user when ``index`` is not a usable index: what :func:`check_index` finds (missing,
+    damaged, from a newer perplexed, not an index) and its remedy; None when the index is sound."""
+    check = check_index(index)
+    if check.ok or check.problem is None:
+        return None
+    where = "" if str(check.path) in check.problem else f"{check.path}: "
+    return f"{where}{check.problem}" + (f"; {check.remedy}" if check.remedy else "")
+
+
 @dataclass(frozen=True)
 class IndexStats:
     """What an index holds: document count and when it was last updated."""
