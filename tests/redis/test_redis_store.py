@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import threading
+from typing import Any
 
 import perplexed
 import pytest
@@ -327,3 +328,17 @@ def test_lua_sources_hash_to_their_sha() -> None:
 
     assert all(hashlib.sha1(s.source.encode()).hexdigest() == s.sha for s in SCRIPTS)
     assert len({s.sha for s in SCRIPTS}) == len(SCRIPTS)
+
+
+def test_perplexed_store_environment_variable(valkey: ValkeyServer, redis_prefix: str, monkeypatch: Any) -> None:
+    from perplexed import _governance
+
+    perplexed._settings.reset()
+    monkeypatch.setenv("PERPLEXED_STORE", f"{valkey.url}?prefix={redis_prefix}&fleet_size=4&timeout_ms=500")
+    store = _governance.current_store()
+    assert isinstance(store, RedisStore)
+    assert (store.prefix, store.fleet_size, store.timeout_ms) == (redis_prefix, 4, 500)
+    assert _governance.current_store() is store  # opened once
+    assert asyncio.run(store.admit(Admission(P, "p", rate_limit=(1, 60.0)))).verdict == "call"
+    assert store.outages == 0
+    asyncio.run(store.clear())
