@@ -94,6 +94,8 @@ class Provider:
             cooldown_s=cooldown_s, owner=f"provider {name or self.name!r}",
         )
         self._gov_cache: Any = None
+        #: this provider alone turns governance on (a rate limit or cool-downs of its own)
+        self._gov_on = "rate_limit" in self._gov or "cooldown_after" in self._gov
         if cost is not None and (
             isinstance(cost, bool) or not isinstance(cost, int | float) or not math.isfinite(cost) or cost < 0
         ):
