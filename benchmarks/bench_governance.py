@@ -65,6 +65,14 @@ class CountingSQLite(SQLiteStore):
         CountingSQLite.transactions += 1
         return super()._transaction(fn)
 
+    def _admit_inline(self, request):  # type: ignore[no-untyped-def, override]
+        CountingSQLite.transactions += 1
+        return super()._admit_inline(request)
+
+    def _record_inline(self, record):  # type: ignore[no-untyped-def, override]
+        CountingSQLite.transactions += 1
+        return super()._record_inline(record)
+
     def _cache_get(self, conn, key, now):  # type: ignore[no-untyped-def, override]
         CountingSQLite.reads += 1
         return super()._cache_get(conn, key, now)

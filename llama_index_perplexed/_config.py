@@ -46,7 +46,8 @@ class SearchConfig:
             ChainOptions.build(**chain_kw)  # no chain runs; prepare_answer() checks the rest per query
             SearchOptions.build(max_results=max_results, **{k: v for k, v in options.items() if k not in chain_kw})
         elif provider is not None or options or max_results is not None:
-            chain.check_options(provider, max_results=max_results, **options)
+            also = ("similarity_top_k", *(AnswerPlan.ARGUMENTS if answer_mode else ()))
+            chain.check_options(provider, suggest=also, max_results=max_results, **options)
         self.provider = provider
         self.max_results = max_results
         self.options = {k: v for k, v in options.items() if v is not None}

@@ -246,8 +246,7 @@ def settings_for(provider: Provider) -> ProviderSettings:
 
 
 def _governed(provider: Provider) -> bool:
-    own: dict[str, Any] | None = getattr(provider, "_gov", None)
-    return own is not None and ("rate_limit" in own or "cooldown_after" in own)
+    return getattr(provider, "_gov_on", False) is True
 
 
 # -- identities and keys (hashed; never a key in the clear) ---------------------------------------------------
@@ -582,9 +581,9 @@ class Governor:
 
     @staticmethod
     def _skipped(provider: Provider, reason: str, start: float, decision: Decision, why: str) -> Attempt:
-        return Attempt(provider=provider.label, outcome=Outcome.SKIPPED, reason=reason, cost=0.0,
-                       billable=False, duration_ms=int((time.perf_counter() - start) * 1000),
-                       error=why, detail=decision.detail)
+        return Attempt.model_construct(provider=provider.label, outcome=Outcome.SKIPPED, reason=reason, cost=0.0,
+                                       billable=False, duration_ms=int((time.perf_counter() - start) * 1000),
+                                       error=why, detail=decision.detail, cached=False)
 
     @staticmethod
     def _timeout(provider: Provider, budget: float, capped: bool, start: float) -> Attempt:

@@ -108,10 +108,11 @@ def prepare_with(query: str, provider: Any, options: dict[str, Any], also: tuple
     return prepared
 
 
-def check_options(provider: Any = None, **options: Any) -> None:
+def check_options(provider: Any = None, *, suggest: tuple[str, ...] = (), **options: Any) -> None:
     """Validate a provider spec and its chain and search options without a query (what :func:`prepare`
-    checks): for components that are configured once and queried later (the framework adapters)."""
-    prepare_with("", provider, options)
+    checks): for components that are configured once and queried later (the framework adapters).
+    ``suggest``: other names valid where the options were given, offered in "did you mean" errors."""
+    prepare_with("", provider, options, also=tuple(suggest))
 
 
 def _prepare_plain(query: object, provider: Any) -> Search:

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from . import __version__, chain, providers, telemetry
+from . import __version__, chain, telemetry
 from ._errors import (
     AuthenticationError,
     ConfigError,
@@ -41,8 +41,6 @@ from ._index import (
     IndexReport,
     build_index,
     default_index_path,
-    index_problem,
-    index_stats,
     list_index,
     rebuild_index,
     remove_from_index,
@@ -128,6 +126,7 @@ _PYTHON_HINTS = (
     (re.compile(r"pass base_url=\.\.\. or set (\w+)"), r"set \1"),
     (re.compile(r" or pass client=AgentClient\(api_key=\.\.\.\)( \(AsyncAgentClient for the async API\))?"), ""),
     (re.compile(r"; pass on_empty='answer' to answer without sources"), ""),
+    (re.compile(r"pass provider='perplexity-agent' alone"), "pass --provider perplexity-agent alone"),
 )
 
 
@@ -672,138 +671,10 @@ def _answer_doc(answer: Any) -> dict[str, Any]:
 # --- providers -------------------------------------------------------------------------------------------
 
 
-def _provider_rows() -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
-    for name in providers.available():
-        row: dict[str, Any] = {"name": name, "configured": False, "price": None, "paid": None,
-                               "env": [], "missing": [], "note": "", "rate_limit": None, "cooldown": "off",
-                               "spend_today": 0.0}
-        try:
-            cls = providers.get(name)
-            instance = cls()
-        except Exception as exc:  # a broken plug-in must not hide the others
-            row["note"] = f"unavailable: {type(exc).__name__}: {exc}"
-            rows.append(row)
-            continue
-        env = [v for v in (cls.env_key, cls.env_base_url) if v]
-        row["env"] = env
-        row.update(_governance_row(instance))
-        try:
-            price = float(instance.price())
-        except PerplexedError as exc:
-            row["note"] = str(exc)
-            price = None
-        row["price"] = price
-        row["paid"] = None if price is None else price > 0
-        if name == "local":
-            path = default_index_path()
-            row["env"] = [INDEX_ENV]
-            try:
-                stats = index_stats(path)
-            except ConfigError as exc:
-                row["note"] = index_problem(path) or str(exc)
-            else:
-                row["configured"] = stats.documents > 0
-                row["note"] = f"{_count(stats.documents, 'document')} in {path}"
-            rows.append(row)
-            continue
-        row["configured"] = bool(instance.configured)
-        missing = []
-        if cls.env_key and not os.environ.get(cls.env_key, "").strip():
-            missing.append(cls.env_key)
-        if cls.env_base_url and not cls.default_base_url and not os.environ.get(cls.env_base_url, "").strip():
-            missing.append(cls.env_base_url)
-        row["missing"] = missing if not row["configured"] else []
-        if row["configured"]:
-            try:
-                row["note"] = f"url {instance.base_url}" if cls.env_base_url else ""
-            except ConfigError:
-                row["note"] = ""
-        elif missing:
-            row["note"] = "set " + " and ".join(missing)
-        rows.append(row)
-    rows.append(_agent_row())
-    return rows
-
-
-def _agent_row() -> dict[str, Any]:
-    """``perplexity-agent``: not a search provider but a grounding mode of ``perplexed answer``."""
-    from .agent._client import ENV_API_KEY  # stays there (helper "agent"); the URL variable is documented
-
-    ENV_BASE_URL = "PERPLEXITY_BASE_URL"
-    configured = bool(os.environ.get(ENV_API_KEY, "").strip())
-    note = "answers only (perplexed answer --provider perplexity-agent): the Agent API searches by itself"
-    return {
-        "name": "perplexity-agent",
-        "configured": configured,
-        "price": None,
-        "paid": True,
-        "billing": "per use",
-        "env": [ENV_API_KEY, ENV_BASE_URL],
-        "missing": [] if configured else [ENV_API_KEY],
-        "note": note if configured else f"{note}; set {ENV_API_KEY}",
-    }
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
-def _governance_row(instance: Any) -> dict[str, Any]:
-    """Rate limit, cool-down state and spend today of one provider, from the state store (never raises)."""
-    from . import _governance, _portal
-
-    try:
-        status = _portal.run(_governance.provider_status, instance)
-    except Exception as exc:  # a broken store must not break the listing
-        return {"cooldown": f"unknown ({type(exc).__name__})"}
-    cooldown = status["cooldown"]
-    if status["cooldown_ends_in_s"]:
-        cooldown = f"{cooldown} ({status['cooldown_ends_in_s']:.0f} s left)"
-    return {"rate_limit": status["rate_limit"], "cooldown": cooldown, "spend_today": status["spend_today"],
-            "window_calls": status["window_calls"]}
-
-
 def _cmd_providers(args: argparse.Namespace) -> int:
-    from rich import box
-    from rich.table import Table
-    from rich.text import Text
+    from ._cli_providers import command
 
-    _use_cli_store()
-    rows = _provider_rows()
-    if args.json:
-        _print_json(rows)
-        return EXIT_OK
-    out, _ = _consoles()
-    table = Table(box=box.SIMPLE_HEAD)
-    table.add_column("Provider", no_wrap=True, style="bold")
-    table.add_column("Configured", no_wrap=True)
-    table.add_column("Price / call", justify="right", no_wrap=True)
-    table.add_column("Environment", overflow="fold")
-    table.add_column("Rate limit · cool-down · spent today", overflow="fold", min_width=22)
-    table.add_column("Note", overflow="fold")
-    for row in rows:
-        configured = Text("yes", style="green") if row["configured"] else Text("no", style="red")
-        price = row["price"]
-        price_text = row.get("billing") or ("?" if price is None else ("free" if price == 0 else _money(price)))
-        rate = row.get("rate_limit") or "no limit"
-        if row.get("window_calls") is not None and row.get("rate_limit"):
-            rate = f"{rate} ({row['window_calls']} in window)"
-        cooldown = str(row.get("cooldown") or "off")
-        state = Text(f"{rate} · ")
-        state.append(f"cool-down {cooldown}", style="yellow" if cooldown.startswith(("cooling", "trial")) else "")
-        state.append(f" · {_money(float(row.get('spend_today') or 0.0))}")
-        if row["name"] == "perplexity-agent":
-            state = Text("-", style="dim")
-        table.add_row(row["name"], configured, price_text, ", ".join(row["env"]), state, Text(row["note"]))
-    out.print(table)
-    try:
-        chain_names = default_chain()
-        shown = " → ".join(chain_names) if isinstance(chain_names, list) else str(chain_names)
-    except ConfigError as exc:
-        shown = f"invalid ({exc})"
-    out.print(f"Default chain: {_escape(shown)}  (set PERPLEXED_PROVIDER or pass --provider)")
-    return EXIT_OK
+    return command(args)
 
 
 # --- index -----------------------------------------------------------------------------------------------

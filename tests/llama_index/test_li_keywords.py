@@ -96,3 +96,8 @@ def test_no_private_core_import_and_no_copy_of_the_answer_signature() -> None:
     for component in (PerplexedQueryEngine, PerplexedToolSpec):
         params = inspect.signature(component.__init__).parameters
         assert "preset" not in params and "agent_options" not in params
+
+
+def test_a_misspelt_answer_option_names_the_answer_option() -> None:
+    with pytest.raises(InvalidRequest, match="did you mean 'preset'"):
+        PerplexedQueryEngine(_searxng(), client=object(), presets="low")

@@ -65,10 +65,6 @@ def fleet(cfg: dict[str, Any], store: RedisStore) -> list[dict[str, Any]]:
     slow = SearXNG(base_url=f"{base}/s", name="slow", cost=0.01)
     paid = SearXNG(base_url=f"{base}/m", name="paid", cost=0.01)
     fb = FunctionProvider(fallback, name="fallback")
-    # Warm-up: the first HTTP call of a process creates its client (TLS context, pool; up to a second or more
-    # on a loaded machine), and that happens after the admission, so its arrival lags by that much. The "20/s"
-    # rule counts admissions (arrivals may shift by a call's latency): measure it in the steady state.
-    one("warm-up", f"warm {me}", [SearXNG(base_url=f"{base}/w", name="warm")])
     results = []
     # A: a "20/s" provider hammered by the whole fleet (10 searches each)
     for i in range(10):
@@ -91,7 +87,6 @@ def faults(cfg: dict[str, Any], store: RedisStore) -> list[dict[str, Any]]:
     rl = SearXNG(base_url=f"{base}/r", name="rl", rate_limit="20/s", rate_limit_wait_ms=100)
     paid = SearXNG(base_url=f"{base}/m", name="paid", cost=0.01)
     fb = FunctionProvider(fallback, name="fallback")
-    one("warm-up", f"warm {me}", [SearXNG(base_url=f"{base}/w", name="warm")])  # see fleet()
     results = []
     end_at = time.time() + cfg["duration_s"]
     i = 0
@@ -108,6 +103,7 @@ def faults(cfg: dict[str, Any], store: RedisStore) -> list[dict[str, Any]]:
 
 def run(cfg: dict[str, Any]) -> dict[str, Any]:
     """One worker's whole run; the report the test reads."""
+    perplexed._settings.reset()  # a forked worker starts from nothing the test process configured
     store = RedisStore(cfg["store"], prefix=cfg["prefix"], timeout_ms=cfg["timeout_ms"],
                        fleet_size=cfg["workers"])
     perplexed.configure(store=store, spend_limits={"day": cfg.get("day_limit", 0.10)})

@@ -91,7 +91,6 @@ def test_max_in_window() -> None:
 
 def test_fleet_shares_limits_cooldowns_single_flight_and_spend(valkey: ValkeyServer, redis_prefix: str) -> None:
     with lb.serve() as server:
-        server.route("/w/search", Json(searxng_json(1)))
         server.route("/r/search", Json(searxng_json(2)))
         server.route("/x/search", Status(500, b"down"))
         server.route("/s/search", Json(searxng_json(2), delay=0.5))
@@ -144,7 +143,6 @@ def test_kill9_mid_fleet_then_restart(valkey_factory, redis_prefix: str) -> None
     server_v: ValkeyServer = valkey_factory()
     duration = 9.0
     with lb.serve() as server:
-        server.route("/w/search", Json(searxng_json(1)))
         server.route("/r/search", Json(searxng_json(2)))
         server.route("/m/search", Json(searxng_json(2)))
         cfg = {"mode": "faults", "store": server_v.url, "prefix": redis_prefix, "base": server.url,

@@ -299,3 +299,12 @@ def test_the_request_itself_still_carries_the_key() -> None:
     with serve({"*": record}) as server:
         perplexed.search("x", provider=[{"name": "exa", "base_url": server.url, "api_key": KEY}])
     assert seen[0].headers["x-api-key"] == KEY
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:9/\x01", "http://127.0.0.1:9/" + "a" * 70_000])
+def test_a_url_httpx_refuses_is_a_config_attempt(url: str, caplog: pytest.LogCaptureFixture) -> None:
+    """httpx.InvalidURL is no httpx.HTTPError: it was an ``unexpected`` attempt with an ERROR traceback."""
+    with caplog.at_level(logging.DEBUG), pytest.raises(UpstreamError) as info:
+        perplexed.search("bad url", provider=[{"name": "searxng", "base_url": url}])
+    assert info.value.attempts[0].reason == "config"
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]

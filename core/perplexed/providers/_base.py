@@ -19,14 +19,13 @@ from typing import Any, ClassVar
 import httpx
 from pydantic import SecretStr
 
-from .. import _wire
 from .._errors import ConfigError, ProviderError, register_secret
 from .._http import DEFAULT_MAX_BODY_BYTES
 from .._models import Hit, ProviderAnswer
 from .._options import SearchOptions
 from .._policy import check_provider_settings
 from .._settings import env_secret, env_str, price_override
-from .._wire import check_key, clip, parse_error_envelope
+from .._wire import check_key, clip, parse_error_envelope, parse_retry_after
 
 __all__ = [
     "CallableProvider",
@@ -94,6 +93,8 @@ class Provider:
             cooldown_s=cooldown_s, owner=f"provider {name or self.name!r}",
         )
         self._gov_cache: Any = None
+        #: this provider alone turns governance on (a rate limit or cool-downs of its own)
+        self._gov_on = "rate_limit" in self._gov or "cooldown_after" in self._gov
         if cost is not None and (
             isinstance(cost, bool) or not isinstance(cost, int | float) or not math.isfinite(cost) or cost < 0
         ):
@@ -392,12 +393,6 @@ def parse_published(value: Any) -> date | None:
         return parsedate_to_datetime(text).date()
     except (ValueError, TypeError, OverflowError, OSError, IndexError):
         return None
-
-
-def parse_retry_after(headers: Mapping[str, str] | httpx.Headers) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` (preferred) or ``Retry-After`` (seconds or HTTP date); the one
-    parser of the library, :func:`perplexed._wire.parse_retry_after` (a negative value means 0)."""
-    return _wire.parse_retry_after(headers)
 
 
 #: how much of an upstream's error text goes into a message (after redaction)

@@ -267,7 +267,7 @@ def decode_answer(data: bytes | str) -> CachedAnswer:
 
 def snapshot_hits(hits: Sequence[Hit]) -> tuple[tuple[dict[str, Any], frozenset[str]], ...]:
     """Cheap shallow snapshots of hits (their field dicts), for an in-process cache."""
-    return tuple((dict(hit.__dict__), frozenset(hit.__pydantic_fields_set__)) for hit in hits)
+    return tuple([(hit.__dict__.copy(), frozenset(hit.__pydantic_fields_set__)) for hit in hits])
 
 
 def restore_hits(snapshots: Sequence[tuple[dict[str, Any], frozenset[str]]]) -> list[Hit]:

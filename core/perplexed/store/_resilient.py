@@ -32,6 +32,7 @@ from typing import Any, Final, TypeVar
 from .. import telemetry
 from .._errors import redact
 from ._base import Admission, CachedAnswer, Decision, ProviderState, Record, Store
+from ._resp import NoScript
 from .memory import MemoryStore
 
 __all__ = ["RETRY_S", "ResilientStore"]
@@ -213,9 +214,28 @@ class ResilientStore(Store):
         else:
             # a remote reservation: settled remotely, or (down) not known locally at all
             remote, local = record, replace(record, ticket=None, cost=0.0)
+        nowait = getattr(self._remote, "record_nowait", None)
+        if nowait is not None and self._down_since is None:
+            # the remote pipelines it behind this process's earlier commands: no round trip to wait for
+            try:
+                sent = nowait(remote)
+            except Exception as exc:
+                self._failed(exc)
+                sent = None
+            if sent is not None:
+                sent.add_done_callback(self._check_sent)
+                return
         result = await self._remote_call(lambda: self._remote.record(remote), changes_state=True)
         if isinstance(result, _Skip):
             self._local_store().record_now(local)
+
+    def _check_sent(self, reply: asyncio.Future[Any]) -> None:
+        """A record sent without waiting failed: that starts an outage like any failed call."""
+        if reply.cancelled():
+            return
+        exc = reply.exception()
+        if exc is not None and not isinstance(exc, NoScript):  # NOSCRIPT: the remote re-sends it with EVAL
+            self._failed(exc)
 
     # -- reads and the rest ---------------------------------------------------------------------------------
 

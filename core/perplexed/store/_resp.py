@@ -89,6 +89,25 @@ class _Protocol(asyncio.Protocol):
         self.buf = bytearray()
         self.closed = False
         self.abandoned = False
+        self.outbuf: list[bytes] = []
+        self.flush_scheduled = False
+
+    def write(self, data: bytes, *, now: bool) -> None:
+        """Queue ``data``; write it (with everything queued before it, in one send) now, or at the loop's next
+        turn: a record sent without waiting then leaves with the next command (one syscall, not two)."""
+        self.outbuf.append(data)
+        if now:
+            self.flush()
+        elif not self.flush_scheduled:
+            self.flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self.flush)
+
+    def flush(self) -> None:
+        self.flush_scheduled = False
+        if self.outbuf and self.transport is not None and not self.closed:
+            data = self.outbuf[0] if len(self.outbuf) == 1 else b"".join(self.outbuf)
+            self.outbuf.clear()
+            self.transport.write(data)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -134,9 +153,10 @@ class _Protocol(asyncio.Protocol):
 class RespClient:
     """One pipelined connection (per event loop) to a standalone server; reconnects on the next command."""
 
-    def __init__(self, options: dict[str, Any], timeout_s: float) -> None:
+    def __init__(self, options: dict[str, Any], timeout_s: float, preload: tuple[str, ...] = ()) -> None:
         self._options = options
         self._timeout_s = timeout_s
+        self._preload = preload  # Lua sources loaded (SCRIPT LOAD) on every new connection, ahead of any command
         self._proto: _Protocol | None = None
         self._connecting: asyncio.Future[_Protocol] | None = None
 
@@ -163,6 +183,14 @@ class RespClient:
             hello.append(("SELECT", db))
         for command in hello:
             await self._send(proto, command)
+        # queued, not waited for: they leave with the first command, so even the first EVALSHA on a new (or
+        # restarted) server finds its script, in the same round trip
+        loop = asyncio.get_running_loop()
+        for source in self._preload:
+            future: asyncio.Future[Any] = loop.create_future()
+            future.add_done_callback(_ignore)
+            proto.pending.append(future)
+            proto.write(_encode(("SCRIPT", "LOAD", source)), now=False)
         return proto
 
     async def _connection(self) -> _Protocol:
@@ -186,12 +214,24 @@ class RespClient:
             raise ConnectionError("connection to the store closed")
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         proto.pending.append(future)
-        proto.transport.write(_encode(args))
+        proto.write(_encode(args), now=True)
         try:
             return await future
         except asyncio.CancelledError:
             proto.abandoned = True  # read what is in flight, then close: a hung server must not pile up work
             raise
+
+    def send_nowait(self, *args: Any) -> asyncio.Future[Any] | None:
+        """Queue a command on the open connection (written with the next command, or at the loop's next turn)
+        and return its reply's future without waiting (None when no connection is open: use
+        :meth:`execute_command`)."""
+        proto = self._proto
+        if proto is None or proto.closed or proto.abandoned or proto.transport is None:
+            return None
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        proto.pending.append(future)
+        proto.write(_encode(args), now=False)
+        return future
 
     async def execute_command(self, *args: Any) -> Any:
         return await self._send(await self._connection(), args)
@@ -209,6 +249,11 @@ class RespClient:
         proto, self._proto = self._proto, None
         if proto is not None and proto.transport is not None:
             proto.transport.close()
+
+
+def _ignore(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 _contexts: dict[tuple[Any, ...], ssl.SSLContext] = {}

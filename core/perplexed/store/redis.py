@@ -50,7 +50,7 @@ from ._base import (
     decode_answer,
     encode_answer,
 )
-from ._redis_lua import ADMIT, POLL_FILL, RECORD, SPEND_REPORT, SPEND_RESERVE, STATE, UNDO, Script
+from ._redis_lua import ADMIT, POLL_FILL, RECORD, SCRIPTS, SPEND_REPORT, SPEND_RESERVE, STATE, UNDO, Script
 from ._resilient import ResilientStore
 from ._resp import NoScript, RespClient
 
@@ -109,6 +109,7 @@ class _RedisBackend(Store):
         self._members = itertools.count()
         self._member_prefix = os.urandom(6).hex()
         self._p95: dict[str, tuple[float, float | None]] = {}
+        self._record_loaded = not cluster  # standalone: every new connection loads the scripts first
 
     # -- connections: one client per event loop ----------------------------------------------------------------
 
@@ -139,7 +140,7 @@ class _RedisBackend(Store):
 
         options = dict(parse_url(self._url))
         options["ssl"] = self._url.lower().startswith("rediss://")
-        return RespClient(options, self._timeout_s)
+        return RespClient(options, self._timeout_s, preload=tuple(script.source for script in SCRIPTS))
 
     async def _eval(self, script: Script, keys: Sequence[str], args: Sequence[str | bytes]) -> Any:
         client = self._client()
@@ -227,7 +228,8 @@ class _RedisBackend(Store):
             return Decision("over_budget")
         raise RuntimeError(f"unexpected admit reply {verdict!r}")  # pragma: no cover
 
-    async def record(self, record: Record) -> None:
+    def _record_commands(self, record: Record) -> list[tuple[list[str], list[str | bytes]]]:
+        """The RECORD script calls (keys, args) that apply ``record``: none, one, or (cluster) two."""
         now = self.clock()
         provider = record.provider
         payload = b""
@@ -249,8 +251,8 @@ class _RedisBackend(Store):
         )
         spend_part = ticket is not None or record.cost > 0
         if not provider_part and not spend_part:
-            return
-        provider_args = [
+            return []
+        provider_args: list[str | bytes] = [
             "1" if provider_part else "0",
             "" if record.cooldown_after is None else str(int(record.cooldown_after)),
             record.health,
@@ -258,12 +260,11 @@ class _RedisBackend(Store):
             _f(record.cooldown_s),
             "" if record.retry_after_s is None else _f(record.retry_after_s),
             ttl,
-        ]
-        tail = [
+            payload,
             "1" if release else "0",
             "" if record.latency_ms is None else _f(record.latency_ms),
         ]
-        spend_args = [ticket or "", _nano(max(record.cost, 0.0)), record.label, member]
+        spend_args = [ticket or "", _nano(max(record.cost, 0.0)), record.label]
         if record.latency_ms is not None:
             self._p95.pop(provider, None)
         if provider_part:
@@ -273,14 +274,48 @@ class _RedisBackend(Store):
             pkeys = list(self._spend_dummy)
         if not self.cluster:
             keys = pkeys + list(self._spend_keys) if spend_part else pkeys
-            await self._eval(RECORD, keys, [_f(now), *provider_args, payload, *tail,
-                                            "1" if spend_part else "0", *spend_args])
-            return
+            return [(keys, [_f(now), *provider_args, "1" if spend_part else "0", *spend_args, member])]
+        calls: list[tuple[list[str], list[str | bytes]]] = []
         if provider_part:
-            await self._eval(RECORD, pkeys, [_f(now), *provider_args, payload, *tail, "0", "", "0", "", member])
+            calls.append((pkeys, [_f(now), *provider_args, "0", "", "0", "", member]))
         if spend_part:
-            await self._eval(RECORD, [*self._spend_dummy, *self._spend_keys],
-                             [_f(now), "0", "", "neutral", "0", "0", "", "", "", "0", "", "1", *spend_args[:3], ""])
+            calls.append(([*self._spend_dummy, *self._spend_keys],
+                          [_f(now), "0", "", "neutral", "0", "0", "", "", "", "0", "", "1", *spend_args, ""]))
+        return calls
+
+    async def record(self, record: Record) -> None:
+        for keys, args in self._record_commands(record):
+            await self._eval(RECORD, keys, args)
+        self._record_loaded = True
+
+    def record_nowait(self, record: Record) -> asyncio.Future[Any] | None:
+        """Send ``record`` without waiting for the server's answer, when it can go at once: on the loop's
+        open pipelined connection (standalone servers), behind every command this loop sent before and
+        ahead of every command it sends after (so this process reads its own writes). Returns the reply's
+        future (for failures), or None when it cannot be sent that way (then ``await record()``)."""
+        if self.cluster or not self._record_loaded:  # until the server is known to have the script
+            return None
+        client = self._client()
+        calls = self._record_commands(record)
+        if not calls:
+            done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            done.set_result(None)
+            return done
+        keys, args = calls[0]
+        future: asyncio.Future[Any] | None = client.send_nowait(
+            "EVALSHA", RECORD.sha, len(keys), *keys, *args)
+        if future is None:
+            return None
+
+        def resend(reply: asyncio.Future[Any]) -> None:  # a restarted server forgot the script: EVAL it
+            if not reply.cancelled() and isinstance(reply.exception(), NoScript):
+                self._record_loaded = False  # the next records wait for their answers until it is back
+                again = client.send_nowait("EVAL", RECORD.source, len(keys), *keys, *args)
+                if again is not None:
+                    again.add_done_callback(_consume_reply)
+
+        future.add_done_callback(resend)
+        return future
 
     # -- reads -------------------------------------------------------------------------------------------------------
 
@@ -398,6 +433,11 @@ def _close_elsewhere(loop: asyncio.AbstractEventLoop, client: Any) -> None:
     if running is None:
         with contextlib.suppress(Exception):
             loop.run_until_complete(_aclose_client(client))
+
+
+def _consume_reply(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 def _scrub(payload: bytes) -> bytes:

@@ -47,6 +47,7 @@ logger = logging.getLogger("perplexed.governance")
 
 _KEEP_SPEND_S = max(SPEND_WINDOWS.values()) + 3600.0
 _PRUNE_EVERY = 256
+_CHECKPOINT_EVERY = 200
 _FILL_POLL_S = 0.02
 
 _SCHEMA = """
@@ -68,6 +69,10 @@ CREATE TABLE IF NOT EXISTS spend_window (window_s REAL PRIMARY KEY, total REAL N
 CREATE TABLE IF NOT EXISTS latency (id INTEGER PRIMARY KEY, provider TEXT NOT NULL, ms REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS latency_idx ON latency (provider, id);
 """
+
+
+class _Busy(Exception):
+    """The write lock is taken: decide on the worker thread, which waits for it."""
 
 
 def _log_failure(future: Any) -> None:
@@ -97,7 +102,11 @@ class SQLiteStore(Store):
         self._conn: sqlite3.Connection | None = None
         self._counter = itertools.count()
         self._closed = False
-        self._lock = threading.Lock()  # only for the synchronous helpers used outside the worker thread
+        self._lock = threading.Lock()
+        self._pending = 0  # records queued on the worker and not yet applied
+        self._local = threading.local()  # each event-loop thread's own connection for inline admits
+        self._inline_conns: list[sqlite3.Connection] = []
+        self._inline_commits = itertools.count(1)
 
     def __repr__(self) -> str:
         return f"SQLiteStore({str(self.path)!r})"
@@ -142,7 +151,48 @@ class SQLiteStore(Store):
     # -- the two decisions --------------------------------------------------------------------------------
 
     async def admit(self, request: Admission) -> Decision:
+        # Fast path: decide on this thread when the write lock is free at once (busy_timeout 0) and no record
+        # of ours is still queued (so decisions stay in order). An admit is a few hundred microseconds of
+        # SQLite and never checkpoints (wal_autocheckpoint off on this connection), so the event loop is not
+        # held up; when another connection holds the lock, the worker thread waits for it instead.
+        if self._pending == 0 and self._conn is not None and not self._closed:
+            try:
+                return self._admit_inline(request)
+            except _Busy:
+                pass
         return await self._run(self._admit, request)
+
+    def _inline_conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(str(self.path), isolation_level=None, timeout=0, check_same_thread=False)
+            conn.execute("PRAGMA busy_timeout=0")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA wal_autocheckpoint=0")  # checkpoints happen on the worker thread only
+            self._local.conn = conn
+            with self._lock:
+                self._inline_conns.append(conn)
+        return conn
+
+    def _admit_inline(self, request: Admission) -> Decision:
+        try:
+            conn = self._inline_conn()
+            if not (request.cooldown or request.rate_limit is not None or request.price > 0 or request.claim_fill):
+                if request.cache_key is not None:
+                    hit = self._cache_get(conn, request.cache_key, self.clock())
+                    if hit is not None:
+                        return hit
+                return Decision("over_budget") if request.over_call_budget else CALL
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:  # locked or busy: let the worker wait for it
+            raise _Busy from exc
+        try:
+            out = self._admit_tx(conn, self.clock(), request)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        return out
 
     def _admit(self, request: Admission) -> Decision:
         needs_write = (
@@ -321,12 +371,50 @@ class SQLiteStore(Store):
 
     def record_soon(self, record: Record) -> bool:
         """Queue the record on the store's one worker thread and return at once: the search does not wait
-        for it, and this process's next admit (queued behind it) still sees it. Failures are logged."""
+        for it, and this process's next admit waits behind it (it goes to the worker while a record is
+        queued). Failures are logged."""
         if self._closed:
             return False
-        future = self._executor.submit(self._transaction, lambda conn, now: self._record_tx(conn, now, record))
-        future.add_done_callback(_log_failure)
+        if self._pending == 0 and self._conn is not None:
+            try:  # inline, like admit: the lock is free at once and nothing of ours is queued
+                self._record_inline(record)
+                return True
+            except _Busy:
+                pass
+        with self._lock:
+            self._pending += 1
+        try:
+            future = self._executor.submit(self._transaction, lambda conn, now: self._record_tx(conn, now, record))
+        except RuntimeError:  # the executor was shut down
+            with self._lock:
+                self._pending -= 1
+            return False
+        future.add_done_callback(self._record_done)
         return True
+
+    def _record_inline(self, record: Record) -> None:
+        try:
+            conn = self._inline_conn()
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise _Busy from exc
+        try:
+            self._record_tx(conn, self.clock(), record)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        if next(self._inline_commits) % _CHECKPOINT_EVERY == 0:
+            # inline connections never checkpoint: the worker folds the WAL back, without blocking writers
+            self._executor.submit(self._checkpoint).add_done_callback(_log_failure)
+
+    def _checkpoint(self) -> None:
+        self._connect().execute("PRAGMA wal_checkpoint(PASSIVE)")
+
+    def _record_done(self, future: Any) -> None:
+        with self._lock:
+            self._pending -= 1
+        _log_failure(future)
 
     def _record_tx(self, conn: sqlite3.Connection, now: float, record: Record) -> None:
         provider = record.provider
@@ -449,6 +537,13 @@ class SQLiteStore(Store):
         self._closed = True
         if conn is not None:
             conn.close()
+        with self._lock:
+            inline, self._inline_conns = self._inline_conns, []
+        for other in inline:
+            try:
+                other.close()
+            except sqlite3.Error:  # pragma: no cover - closing is best effort
+                pass
 
     async def aclose(self) -> None:
         if self._closed:

@@ -1,0 +1,372 @@
+"""The offline diagnosis (free; :func:`diagnose` / :func:`adiagnose`): which providers have keys (format only;
+a key is never printed), whether SearXNG answers, the local index's integrity, the state store if one is
+configured, the chain that would run and the price overrides. :attr:`Diagnosis.exit_code` is 1 when something
+the configured chain needs is missing, malformed or unreachable, else 0."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sqlite3
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import httpx
+
+from .. import _portal
+from .._errors import ConfigError, PerplexedError, redact
+from .._http import ssl_context
+from ..providers import CallableProvider, Provider, available, get
+from ..providers._table import WEB_PROVIDERS
+from ._checks import ERROR, FAILING, INFO, MISSING, OK, WARN, check_key_format, check_shape
+from ._shapes import SHAPES
+
+__all__ = ["Check", "Diagnosis", "adiagnose", "diagnose", "split_names"]
+
+#: seconds allowed to the offline SearXNG probe
+PROBE_TIMEOUT_S = 5.0
+
+
+@dataclass(frozen=True)
+class Check:
+    """One offline check: ``name`` (``key:tavily``, ``searxng``, ``index``, ``store``, ``chain``), ``status``
+    (``ok``, ``warn``, ``missing``, ``error``, ``info``), ``detail`` (never a secret) and whether the
+    configured chain ``needed`` it (a needed ``missing``/``error`` makes the exit code 1)."""
+
+    name: str
+    status: str
+    detail: str
+    needed: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """The offline report: the chain (``chain_source`` says where it came from) and the checks."""
+
+    chain: tuple[str, ...]
+    chain_source: str
+    checks: tuple[Check, ...]
+
+    @property
+    def problems(self) -> list[Check]:
+        """The checks that fail the exit code: needed and missing or in error."""
+        return [c for c in self.checks if c.needed and c.status in FAILING]
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.problems else 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "chain": list(self.chain),
+            "chain_source": self.chain_source,
+            "ok": not self.problems,
+            "checks": [c.to_dict() for c in self.checks],
+        }
+
+
+# --- the chain ---------------------------------------------------------------------------------------------
+
+
+def split_names(text: str) -> list[str]:
+    """The provider names of a comma-separated chain (``--provider A,B``), blanks dropped."""
+    return [p.strip() for p in text.split(",") if p.strip()]
+
+
+def _chain_spec(provider: str | None) -> tuple[list[str], str, dict[str, Provider]]:
+    """The chain to check (registry names), where it came from, and the configured Provider objects by name."""
+    from .. import _settings
+
+    if provider is not None:
+        names, source = split_names(provider), "--provider"
+        if not names:
+            raise ConfigError("--provider names no provider")
+        return names, source, {}
+    overrides: dict[str, Any] = getattr(_settings, "_overrides", {})
+    if "provider" in overrides:
+        spec = overrides["provider"]
+        items = spec.split(",") if isinstance(spec, str) else spec if isinstance(spec, list | tuple) else [spec]
+        instances = {
+            i.name: i for i in items if isinstance(i, Provider) and _spec_name(i) is not None
+        }
+        return [n for n in (_spec_name(i) for i in items) if n], "configure()", instances
+    if os.environ.get("PERPLEXED_PROVIDER", "").strip():
+        return list(_settings.default_chain()), "PERPLEXED_PROVIDER", {}
+    return list(_settings.default_chain()), "default", {}
+
+
+def _spec_name(item: Any) -> str | None:
+    """The registry name of one configured chain member; None for a function or an unregistered class (they
+    have nothing for the doctor to check offline)."""
+    if isinstance(item, str):
+        return item.strip() or None
+    if isinstance(item, Mapping):
+        name = item.get("provider", item.get("name"))
+        return name.strip() if isinstance(name, str) else None
+    if isinstance(item, Provider) and item.name in available() and not isinstance(item, CallableProvider):
+        return item.name
+    return None
+
+
+def _chain_check(chain: Sequence[str], known: set[str], source: str, explicit: bool) -> Check:
+    unknown = [n for n in chain if n not in known]
+    if unknown:
+        return Check("chain", ERROR, f"unknown provider(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}", True)
+    return Check("chain", OK if explicit else INFO, f"{' → '.join(chain)} (from {source})")
+
+
+# --- keys ----------------------------------------------------------------------------------------------------
+
+
+def _key_value(cls: type[Provider]) -> str | None:
+    """The raw key of a provider class from its environment variable (checked, never shown)."""
+    if not cls.env_key:
+        return None
+    value = os.environ.get(cls.env_key)
+    return value if value is not None and value != "" else None
+
+
+def _key_check(name: str, cls: type[Provider], needed: bool, instance: Provider | None = None) -> Check:
+    if instance is not None:  # a configured Provider object: its own key (constructor, else environment)
+        try:
+            value: str | None = instance.api_key()
+        except ConfigError:
+            value = None
+        source = f"{instance.label}'s api_key"
+    else:
+        value, source = _key_value(cls), str(cls.env_key)
+    status, message = check_key_format(name, value)
+    if status == MISSING:
+        message = f"{cls.env_key} is not set"
+        if name == "firecrawl":
+            try:
+                instance = instance or cls()
+                if getattr(instance, "self_hosted", False):
+                    return Check(f"key:{name}", OK, f"self-hosted at {instance.base_url}: no key needed", needed)
+            except ConfigError:
+                pass
+    else:
+        message = f"{source}: {message}"
+    if status == OK and instance is None and cls.env_base_url and os.environ.get(cls.env_base_url, "").strip():
+        message += f"; base URL from {cls.env_base_url}"
+    return Check(f"key:{name}", status, message, needed)
+
+
+def _agent_key_check() -> Check:
+    """The Agent API's key (answer()): informative only, no chain needs it."""
+    status, message = check_key_format("perplexity", _key_value(get("perplexity")))
+    return Check(
+        "key:agent", INFO if status == MISSING else status, f"PERPLEXITY_API_KEY (Agent API, answer()): {message}"
+    )
+
+
+# --- SearXNG -------------------------------------------------------------------------------------------------
+
+
+async def _probe_searxng(base_url: str, transport: httpx.AsyncBaseTransport | None) -> tuple[str, str]:
+    """GET /search?format=json on the instance: ok, or why it cannot serve the chain."""
+    url = base_url.rstrip("/") + "/search"
+    params = {"q": "perplexed doctor", "format": "json"}
+    kwargs: dict[str, Any] = {"timeout": PROBE_TIMEOUT_S, "follow_redirects": True}
+    kwargs["transport"] = transport or httpx.AsyncHTTPTransport(verify=ssl_context())
+    started = time.monotonic()
+    try:
+        async with httpx.AsyncClient(**kwargs) as client:
+            response = await client.get(url, params=params)
+    except httpx.HTTPError as exc:
+        return ERROR, f"unreachable at {base_url} ({type(exc).__name__})"
+    ms = int((time.monotonic() - started) * 1000)
+    if response.status_code == 403:
+        return ERROR, f"{base_url} answers 403 to format=json: enable json in settings.yml search.formats"
+    if response.status_code != 200:
+        return ERROR, f"{base_url} answers HTTP {response.status_code}"
+    try:
+        data = response.json()
+    except ValueError:
+        return ERROR, f"{base_url} did not answer JSON"
+    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
+        return ERROR, f"{base_url} answers JSON without a 'results' list"
+    found = check_shape(SHAPES["searxng"], data)
+    drift = f"; unexpected shape: {', '.join(found.missing + found.wrong_type)}" if found.drift else ""
+    engines = data.get("unresponsive_engines") or []
+    note = f"; {len(engines)} engine(s) did not answer" if isinstance(engines, list) and engines else ""
+    return WARN if drift else OK, f"answers at {base_url} ({ms} ms, {found.items} hits){note}{drift}"
+
+
+async def _searxng_check(
+    in_chain: bool, explicit: bool, instance: Provider | None, transport: httpx.AsyncBaseTransport | None
+) -> Check:
+    """SearXNG has no key: its URL (the configured instance's, else ``SEARXNG_URL``) is probed instead."""
+    base = os.environ.get("SEARXNG_URL", "").strip()
+    if instance is not None:
+        try:
+            base = instance.base_url
+        except ConfigError:
+            base = ""
+    if not base:
+        return Check("searxng", MISSING if in_chain else INFO, "SEARXNG_URL is not set", in_chain and explicit)
+    status, message = await _probe_searxng(base, transport)
+    return Check("searxng", status, message, in_chain)
+
+
+async def _provider_checks(
+    chain: Sequence[str],
+    known: set[str],
+    instances: Mapping[str, Provider],
+    explicit: bool,
+    transport: httpx.AsyncBaseTransport | None,
+) -> list[Check]:
+    """One check per web provider and per other (plug-in) provider of the chain: its key, or SearXNG's URL."""
+    checks: list[Check] = []
+    for name in [*WEB_PROVIDERS, *(n for n in chain if n in known and n not in WEB_PROVIDERS and n != "local")]:
+        in_chain = name in chain
+        try:
+            cls = get(name)
+        except Exception as exc:  # a broken plug-in must not hide the other checks
+            checks.append(Check(f"key:{name}", ERROR, f"cannot load provider {name!r}: {type(exc).__name__}", in_chain))
+            continue
+        if name == "searxng":
+            checks.append(await _searxng_check(in_chain, explicit, instances.get("searxng"), transport))
+            continue
+        if not cls.env_key:
+            continue
+        check = _key_check(name, cls, in_chain, instances.get(name))
+        if not in_chain and check.status == MISSING:
+            check = Check(check.name, INFO, check.detail)
+        elif in_chain and not explicit and check.status == MISSING:
+            check = Check(check.name, check.status, check.detail, False)
+        checks.append(check)
+    return checks
+
+
+# --- the local index, the store, the prices ------------------------------------------------------------------
+
+
+def _check_index(needed: bool) -> Check:
+    """The local index: the index helper's ``check_index`` when there is one, else a PRAGMA quick_check."""
+    from .. import _index
+
+    checker = getattr(_index, "check_index", None)
+    if checker is not None:
+        try:
+            result = checker(None)
+        except Exception as exc:  # a checker bug must not hide the other checks
+            return Check("index", ERROR, f"index check failed: {type(exc).__name__}: {exc}", needed)
+        path = getattr(result, "path", "?")
+        if not getattr(result, "exists", True):
+            return Check("index", MISSING, f"no index at {path}: run `perplexed index PATH`", needed)
+        if getattr(result, "ok", False):
+            docs = getattr(result, "documents", None)
+            return Check("index", OK, f"{docs} documents in {path}", needed)
+        problem = getattr(result, "problem", None) or "the index is not usable"
+        remedy = getattr(result, "remedy", None)
+        return Check("index", ERROR, problem + (f"; {remedy}" if remedy else ""), needed)
+    path = _index.default_index_path()
+    if not path.exists():
+        return Check("index", MISSING, f"no index at {path}: run `perplexed index PATH`", needed)
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            verdict = conn.execute("PRAGMA quick_check").fetchone()[0]
+        finally:
+            conn.close()
+        stats = _index.index_stats(path)
+    except (sqlite3.Error, ConfigError) as exc:
+        return Check("index", ERROR, f"{path} is not a usable index ({exc}); rebuild it with `perplexed index`", needed)
+    if verdict != "ok":
+        return Check("index", ERROR, f"{path} fails PRAGMA quick_check ({verdict}); rebuild it", needed)
+    return Check("index", OK, f"{stats.documents} documents in {path}", needed)
+
+
+def _index_check(chain: Sequence[str], explicit: bool) -> Check:
+    """:func:`_check_index`, where a missing index fails only a chain configured with ``local``."""
+    check = _check_index("local" in chain)
+    if check.status == MISSING and not (explicit and "local" in chain):
+        return Check("index", INFO if "local" not in chain else MISSING, check.detail, False)
+    return check
+
+
+def _store_spec() -> Any:
+    """The configured store: ``configure(store=...)``'s (a Store), else ``PERPLEXED_STORE`` (a spec), else None."""
+    governance = sys.modules.get("perplexed._governance")
+    configured = getattr(getattr(governance, "_settings", None), "store", None)
+    if configured is not None:
+        return configured
+    return os.environ.get("PERPLEXED_STORE", "").strip() or None
+
+
+async def _check_store() -> Check | None:
+    """The state store, when one is configured (``configure(store=...)`` or ``PERPLEXED_STORE``): open it and
+    make one cheap read. A store failure never fails a search, but a broken configured store is reported."""
+    spec = _store_spec()
+    if spec is None:
+        return None
+    try:
+        store_module = importlib.import_module("perplexed.store")
+    except ImportError:  # pragma: no cover - the store package is part of perplexed
+        return Check("store", INFO, "a store is configured but this perplexed has no store support")
+    shown = redact(spec if isinstance(spec, str) else type(spec).__name__)
+    owned = not isinstance(spec, store_module.Store)
+    try:
+        store = store_module.open_store(spec)
+    except PerplexedError as exc:
+        return Check("store", ERROR, f"cannot open store {shown}: {exc}", True)
+    try:
+        started = time.monotonic()
+        await store.spend(60.0)
+        ms = int((time.monotonic() - started) * 1000)
+    except Exception as exc:  # any backend error: report it, never raise
+        return Check("store", ERROR, f"store {shown} does not answer: {type(exc).__name__}: {redact(str(exc))}", True)
+    finally:
+        if owned:
+            try:
+                await store.aclose()
+            except Exception:  # closing a store we only probed: nothing to report
+                pass
+    return Check("store", OK, f"{shown} answers ({ms} ms)", True)
+
+
+def _price_checks(chain: Sequence[str]) -> list[Check]:
+    """An unreadable ``PERPLEXED_PRICE_<NAME>`` fails every search that prices that provider."""
+    from .._settings import price_override
+
+    out = []
+    for name in available():
+        try:
+            price_override(name)
+        except ConfigError as exc:
+            out.append(Check(f"price:{name}", ERROR, str(exc), name in chain))
+    return out
+
+
+# --- the diagnosis -------------------------------------------------------------------------------------------
+
+
+async def adiagnose(
+    provider: str | None = None, *, searxng_transport: httpx.AsyncBaseTransport | None = None
+) -> Diagnosis:
+    """The offline checks (see the module docstring). ``provider`` is a comma-separated chain (as
+    ``--provider``); default: ``configure(provider=...)``, else ``PERPLEXED_PROVIDER``, else the default
+    chain. Members of an explicit chain are needed; members of the default chain only when configured."""
+    chain, source, instances = _chain_spec(provider)
+    explicit = source != "default"
+    known = set(available())
+    checks = [_chain_check(chain, known, source, explicit)]
+    checks.extend(await _provider_checks(chain, known, instances, explicit, searxng_transport))
+    checks.append(_agent_key_check())
+    checks.append(_index_check(chain, explicit))
+    store_check = await _check_store()
+    checks.append(store_check or Check("store", INFO, "no state store configured (PERPLEXED_STORE): in memory"))
+    checks.extend(_price_checks(chain))
+    return Diagnosis(tuple(chain), source, tuple(checks))
+
+
+def diagnose(provider: str | None = None) -> Diagnosis:
+    """Sync :func:`adiagnose`."""
+    return _portal.run(adiagnose, provider)

@@ -1,0 +1,167 @@
+"""``perplexed doctor`` on the command line: :func:`command` (called by :mod:`perplexed.cli` with its argparse
+namespace) and the rendering of its reports, as tables (rich) or one JSON document (``--json``)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from ._checks import DRIFT, ERROR, INFO, MISSING, OK, WARN
+from ._live import LiveReport, LiveRow, check_live, estimate, live_targets
+from ._offline import Diagnosis, diagnose, split_names
+
+__all__ = ["command"]
+
+
+def command(args: Any) -> int:
+    """``perplexed doctor`` (argparse namespace from :mod:`perplexed.cli`): returns the exit code."""
+    from ..cli import UsageError
+
+    names: list[str] = list(args.providers or [])
+    if not args.live:
+        if names or args.agent or args.record:
+            raise UsageError("PROVIDER names, --agent and --record need --live (the offline chain is --provider)")
+        return _offline(args)
+    if not names and args.provider:  # --provider A,B with --live: check those
+        names = [n for n in split_names(args.provider) if n != "local"]
+    return _live(args, names)
+
+
+def _offline(args: Any) -> int:
+    diagnosis = diagnose(args.provider)
+    if args.json:
+        _print_json(diagnosis.to_dict())
+    else:
+        _print_diagnosis(diagnosis)
+    return diagnosis.exit_code
+
+
+def _live(args: Any, names: list[str]) -> int:
+    """The estimate first; the paid calls only with ``--yes`` (else exit 2, nothing sent)."""
+    targets = [] if args.agent and not names else live_targets(names)
+    if not targets and not args.agent:
+        message = "no configured provider to check: set a provider's key (see `perplexed doctor`) or name one"
+        if args.json:
+            _print_json({"estimated_cost": 0.0, "estimate": {}, "sent": False, "rows": [], "error": message})
+        else:
+            _stderr(f"perplexed doctor: {message}")
+        return 1
+    costs = estimate(targets, agent=args.agent)
+    total = sum(costs.values())
+    if not args.json:
+        parts = ", ".join(f"{k} ${v:.4f}" for k, v in costs.items())
+        _stdout(f"Estimated cost: ${total:.4f} ({parts})")
+    if not args.yes:
+        if args.json:
+            _print_json({"estimated_cost": total, "estimate": costs, "sent": False, "rows": []})
+        _stderr("perplexed doctor: nothing was sent; add --yes to make these paid calls")
+        return 2
+    report = check_live(targets, agent=args.agent, record=args.record)
+    if args.json:
+        doc = report.to_dict()
+        doc["estimate"] = costs
+        doc["sent"] = True
+        _print_json(doc)
+    else:
+        _print_live(report)
+    return report.exit_code
+
+
+# --- output --------------------------------------------------------------------------------------------------
+
+
+def _stdout(text: str) -> None:
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+def _stderr(text: str) -> None:
+    sys.stderr.write(text + "\n")
+
+
+def _print_json(doc: Any) -> None:
+    from ..cli import _print_json as print_json  # the CLI's one JSON writer (escapes for a narrow console)
+
+    print_json(doc)
+
+
+_STYLE = {OK: "green", WARN: "yellow", MISSING: "red", ERROR: "red", INFO: "dim", DRIFT: "yellow"}
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    console = Console(highlight=False, soft_wrap=False)
+    if not console.is_terminal and not os.environ.get("COLUMNS"):
+        console = Console(highlight=False, soft_wrap=False, width=200)
+    return console
+
+
+def _print_diagnosis(diagnosis: Diagnosis) -> None:
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    out = _console()
+    out.print(Text(f"Chain: {' → '.join(diagnosis.chain)} (from {diagnosis.chain_source})"))
+    table = Table(box=box.SIMPLE_HEAD)
+    table.add_column("Check", no_wrap=True, style="bold")
+    table.add_column("Status", no_wrap=True)
+    table.add_column("Needed", no_wrap=True)
+    table.add_column("Detail", overflow="fold")
+    for check in diagnosis.checks:
+        table.add_row(
+            check.name,
+            Text(check.status, style=_STYLE.get(check.status, "")),
+            "yes" if check.needed else "",
+            Text(check.detail),
+        )
+    out.print(table)
+    problems = diagnosis.problems
+    if problems:
+        out.print(Text(f"Not ready: {', '.join(c.name for c in problems)} (needed by the chain)", style="red"))
+    else:
+        out.print(Text("Ready: the chain has what it needs.", style="green"))
+
+
+def _notes(row: LiveRow) -> str:
+    """The Notes cell of a live row: the error, what drifted, the cost note, new fields, the cassette."""
+    notes = []
+    if row.error:
+        notes.append(row.error)
+    if row.missing:
+        notes.append("missing: " + ", ".join(row.missing))
+    if row.wrong_type:
+        notes.append("type changed: " + ", ".join(row.wrong_type))
+    if row.cost_note:
+        notes.append("cost " + row.cost_note)
+    if row.unknown:
+        notes.append("new fields: " + ", ".join(row.unknown))
+    if row.cassette:
+        notes.append("recorded " + row.cassette)
+    return "; ".join(notes)
+
+
+def _print_live(report: LiveReport) -> None:
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    out = _console()
+    table = Table(box=box.SIMPLE_HEAD)
+    for name, justify in (("Provider", "left"), ("Status", "left"), ("HTTP", "right"), ("Time", "right"),
+                          ("Hits", "right"), ("Cost", "right"), ("Notes", "left")):
+        table.add_column(name, justify=justify, no_wrap=name != "Notes", overflow="fold")  # type: ignore[arg-type]
+    for row in report.rows:
+        table.add_row(
+            row.provider,
+            Text(row.status, style=_STYLE.get(row.status, "")),
+            "" if row.http_status is None else str(row.http_status),
+            f"{row.ms} ms",
+            str(row.hits),
+            "" if row.cost is None else f"${row.cost:.4f}",
+            Text(_notes(row)),
+        )
+    out.print(table)
+    out.print(Text(f"Total cost: ${report.cost:.4f} (estimated ${report.estimated_cost:.4f})"))
