@@ -19,31 +19,9 @@ from pydantic import BaseModel, ConfigDict, SecretStr, field_serializer, field_v
 
 __all__ = ["ProviderCredentials", "SearchConfig", "protect_secrets", "redact_spec"]
 
-CHAIN_FIELDS = (
-    "provider_timeout_ms",
-    "deadline_ms",
-    "fallback_on",
-    # memory across calls (docs/production.md)
-    "cache_ttl_s",
-    "cache_single_flight",
-    "budget_usd",
-    # strategies and the quality floor (docs/strategies.md)
-    "strategy",
-    "hedge_after_ms",
-    "merge_providers",
-    "min_hits",
-    "accept",
-)
-SEARCH_FIELDS = (
-    "include_domains",
-    "exclude_domains",
-    "recency",
-    "published_after",
-    "published_before",
-    "language",
-    "country",
-    "safe_search",
-)
+# The core's own lists (so a new chain or search option cannot be forgotten here; each is a field below).
+CHAIN_FIELDS = tuple(ChainOptions.model_fields)
+SEARCH_FIELDS = tuple(name for name in SearchOptions.model_fields if name not in ("max_results", "extra"))
 # Keys of a provider spec whose values are credentials (masked in repr; api_key becomes a SecretStr).
 _SECRET_KEY = re.compile(r"(?i)(api[_-]?key|token|secret|password|authorization|credential)")
 _MASK = "**********"

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 import time
@@ -364,6 +365,33 @@ def test_providers_json_shows_configuration_from_the_environment(cli) -> None:  
     assert by_name["tavily"]["configured"] and by_name["tavily"]["missing"] == []
     assert by_name["searxng"]["configured"]
     assert "tvly-test-not-a-real-key" not in keyed.out
+
+
+def test_providers_says_what_is_wrong_with_a_damaged_or_newer_index(cli, indexed: Path) -> None:  # type: ignore[no-untyped-def]
+    def local_note() -> str:
+        rows = cli("providers", "--json").json()
+        assert isinstance(rows, list)
+        local = next(row for row in rows if row["name"] == "local")
+        assert not local["configured"]
+        return str(local["note"])
+
+    with sqlite3.connect(indexed) as conn:
+        conn.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    newer = local_note()
+    assert str(indexed) in newer and "schema version 99 is newer" in newer and "upgrade perplexed" in newer
+    assert "no index at" not in newer
+
+    with sqlite3.connect(indexed) as conn:
+        conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+        pages = [r[0] for r in conn.execute("SELECT rootpage FROM sqlite_master WHERE tbl_name = 'docs'")]
+    with open(indexed, "r+b") as fh:  # the docs table's pages (and its index's): no document count can be read
+        for page in pages:
+            fh.seek((page - 1) * page_size)
+            fh.write(b"\xff" * page_size)
+    damaged = local_note()
+    assert str(indexed) in damaged and "damaged" in damaged and "perplexed index --rebuild" in damaged
+    assert "no index at" not in damaged
 
 
 # --- entry points and the terminal ---------------------------------------------------------------------

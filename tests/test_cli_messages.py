@@ -99,3 +99,11 @@ def test_providers_lists_perplexity_agent_and_counts_in_words(
     agent = {row["name"]: row for row in json.loads(out)}["perplexity-agent"]
     assert agent["configured"] is True and agent["env"] == ["PERPLEXITY_API_KEY", "PERPLEXITY_BASE_URL"]
     assert "pplx-test-not-a-real-key" not in out
+
+
+def test_perplexity_agent_inside_a_chain_is_told_in_flags(capsys: pytest.CaptureFixture[str],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PERPLEXITY_API_KEY", "pplx-test-not-a-real-key")
+    code, _, err = run(capsys, "answer", "setbacks?", "-p", "local,perplexity-agent")
+    assert code == 2
+    assert "pass --provider perplexity-agent alone" in err and "provider='" not in err

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from loopback import Json, searxng_json, serve
 from test_cli import cli, corpus, env, indexed  # noqa: F401 - fixtures
+from testkit.loopback import Json, searxng_json, serve
 
 
 def test_merge_fuses_local_and_a_web_provider(cli, indexed: Path) -> None:  # type: ignore[no-untyped-def]  # noqa: F811

@@ -12,18 +12,14 @@ import threading
 import time
 from typing import Any
 
-import loopback as lb
 import perplexed
 import perplexed._http
 import pytest
-from loopback import HEALTHY_MS, Hang, Json, LoopbackServer, SearchAPI, searxng_json
 from perplexed import Attempt, Hit, Outcome, ProviderAnswer, Result, UpstreamError, _governance
 from perplexed._strategies import observed_p95
 from perplexed.providers import FunctionProvider, SearXNG
 from perplexed.store._base import Record
-
-api = lb.api
-loopback = lb.loopback
+from testkit.loopback import HEALTHY_MS, Hang, Json, LoopbackServer, SearchAPI, searxng_json
 
 LONG = 60_000  # a budget nothing here reaches
 

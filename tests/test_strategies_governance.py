@@ -7,13 +7,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import loopback as lb
 import pytest
-from loopback import SearchAPI
 from perplexed import Hit, Outcome, ProviderAnswer, Result, _governance
 from perplexed.providers import FunctionProvider
-
-api = lb.api
+from testkit.loopback import SearchAPI
 
 LONG = 60_000
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from . import providers
 from ._errors import ConfigError, PerplexedError
-from ._index import INDEX_ENV, default_index_path, index_stats
+from ._index import INDEX_ENV, default_index_path, index_problem, index_stats
 from ._settings import default_chain
 from .cli import EXIT_OK, _consoles, _escape, _money, _print_json, _use_cli_store
 
@@ -45,8 +45,8 @@ def _provider_rows() -> list[dict[str, Any]]:
             row["env"] = [INDEX_ENV]
             try:
                 stats = index_stats(path)
-            except ConfigError:
-                row["note"] = f"no index at {path}: run `perplexed index PATH`"
+            except ConfigError as exc:
+                row["note"] = index_problem(path) or str(exc)
             else:
                 row["configured"] = stats.documents > 0
                 row["note"] = f"{_count(stats.documents, 'document')} in {path}"

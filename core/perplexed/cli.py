@@ -126,6 +126,7 @@ _PYTHON_HINTS = (
     (re.compile(r"pass base_url=\.\.\. or set (\w+)"), r"set \1"),
     (re.compile(r" or pass client=AgentClient\(api_key=\.\.\.\)( \(AsyncAgentClient for the async API\))?"), ""),
     (re.compile(r"; pass on_empty='answer' to answer without sources"), ""),
+    (re.compile(r"pass provider='perplexity-agent' alone"), "pass --provider perplexity-agent alone"),
 )
 
 

@@ -130,3 +130,13 @@ def test_answer_tool_bad_arguments_too() -> None:
         tool.invoke({"query": "q", "max_results": 0})
     with pytest.raises(ToolException, match="a list of domain names"):
         tool.invoke({"query": "q", "exclude_domains": ["bad domain"]})
+
+
+def test_every_core_chain_and_search_option_is_a_field() -> None:
+    from perplexed import ChainOptions, SearchOptions
+
+    from langchain_perplexed._config import SearchConfig
+
+    missing = [n for n in (*ChainOptions.model_fields, *SearchOptions.model_fields)
+               if n not in SearchConfig.model_fields and n not in ("max_results", "extra")]
+    assert missing == []

@@ -8,14 +8,14 @@ import logging
 import time
 from typing import Any
 
-import loopback as lb
 import perplexed
 import pytest
 import redis
 from perplexed import Hit, telemetry
 from perplexed.store import Admission, CachedAnswer, Record, RedisStore
 from perplexed.store._resilient import RETRY_S
-from valkey_fixture import TcpProxy, ValkeyServer, free_port
+from testkit import loopback as lb
+from testkit.valkey import TcpProxy, ValkeyServer, free_port
 
 P = "provider-identity"
 

@@ -6,7 +6,7 @@ import time
 
 import redis
 from redis.cluster import RedisCluster
-from valkey_fixture import TcpProxy, ValkeyCluster, ValkeyServer
+from testkit.valkey import TcpProxy, ValkeyCluster, ValkeyServer
 
 
 def test_standalone_and_unix_socket(valkey: ValkeyServer) -> None:

@@ -20,11 +20,11 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 import fleet_worker
-import loopback as lb
 import pytest
-from loopback import Json, Status, searxng_json
 from perplexed.store import RedisStore
-from valkey_fixture import ValkeyServer
+from testkit import loopback as lb
+from testkit.loopback import Json, Status, searxng_json
+from testkit.valkey import ValkeyServer
 
 WORKERS = 8
 

@@ -16,7 +16,7 @@ from perplexed._errors import redact
 from perplexed.store import Admission, CachedAnswer, MemoryStore, Record, RedisStore, open_store
 from perplexed.store.redis import MAX_CACHE_BYTES
 from redis.cluster import RedisCluster
-from valkey_fixture import ValkeyCluster, ValkeyServer
+from testkit.valkey import ValkeyCluster, ValkeyServer
 
 P = "provider-identity-hash"
 
@@ -342,3 +342,46 @@ def test_perplexed_store_environment_variable(valkey: ValkeyServer, redis_prefix
     assert asyncio.run(store.admit(Admission(P, "p", rate_limit=(1, 60.0)))).verdict == "call"
     assert store.outages == 0
     asyncio.run(store.clear())
+
+
+def test_one_round_trip_before_the_provider_call(valkey_factory: Any, monkeypatch: Any) -> None:
+    from perplexed.store._resp import RespClient
+
+    server: ValkeyServer = valkey_factory()  # fresh: no script loaded yet
+    waited: list[tuple[Any, ...]] = []  # commands a caller waited for (round trips)
+    original = RespClient.execute_command
+
+    async def counting(self: RespClient, *args: Any) -> Any:
+        waited.append(args[:2])
+        return await original(self, *args)
+
+    monkeypatch.setattr(RespClient, "execute_command", counting)
+    admin = redis.Redis.from_url(server.url)
+    seen: list[int] = []
+
+    def provider(query: str, options: object) -> list[dict[str, str]]:
+        seen.append(len(waited))
+        return [{"url": "https://example.com/a", "title": "a"}]
+
+    store = RedisStore(server.url, timeout_ms=2000)
+    perplexed.configure(store=store, rate_limits={"provider": "100/s"}, cooldown_after=3,
+                        spend_limits={"day": 5.0})
+    try:
+        chain = perplexed.providers.FunctionProvider(provider, name="provider", cost=0.01)
+        for i in range(3):
+            before = len(waited)
+            result = perplexed.search(f"q{i}", chain, cache_ttl_s=60)
+            assert result.provider == "provider" and not result.attempts[0].cached
+            # one round trip before the provider call (the admission: EVALSHA, found at once even on a fresh
+            # server), none after it (the record is pipelined behind it and not waited for)
+            assert seen[-1] - before == 1 and waited[before][0] == "EVALSHA", waited[before:]
+            assert len(waited) == seen[-1]
+        again = perplexed.search("q0", chain, cache_ttl_s=60)  # the record landed: a cache hit
+        assert again.attempts[0].cached
+    finally:
+        perplexed._settings.reset()
+    stats = admin.info("commandstats")
+    assert "cmdstat_eval" not in stats  # never a NOSCRIPT retry
+    assert store.outages == 0
+    admin.close()
+    store.close()

@@ -110,7 +110,7 @@ def _completed() -> bytes:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[Any]:
-    from loopback import Status, serve
+    from testkit.loopback import Status, serve
 
     done = _completed()
     stream = (
@@ -132,7 +132,7 @@ def server() -> Iterator[Any]:
 
 def _run_probe(server: Any, mode: str, encoding: str) -> dict[str, Any]:
     import rel_bombs
-    from loopback import Status
+    from testkit.loopback import Status
 
     bomb = {
         "gzip": rel_bombs.gzip_bomb,

@@ -371,7 +371,7 @@ def test_accept_encoding_names_only_bounded_decoders_even_with_a_callers_http_cl
 
 
 def test_aclose_while_another_task_reads_a_stream_does_not_raise() -> None:
-    from loopback import Drip
+    from testkit.loopback import Drip
 
     events = [
         {

@@ -13,9 +13,9 @@ import httpx
 import perplexed
 import perplexed._http
 import pytest
-from loopback import Hang, Json, searxng_json, serve
 from perplexed import Outcome, Result, _portal
 from perplexed.providers import SearXNG
+from testkit.loopback import Hang, Json, searxng_json, serve
 
 pytestmark = pytest.mark.timing  # the merge variant's hung member costs its 1.5 s budget, the good one must fit
 

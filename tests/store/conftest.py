@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from perplexed.store import MemoryStore, SQLiteStore, Store
-from valkey_fixture import redis_conformance_stores
+from testkit.valkey import redis_conformance_stores
 
 
 class FakeClock:
@@ -34,7 +34,7 @@ STORES: dict[str, StoreFactory] = {
     "memory": lambda clock, tmp: MemoryStore(clock=clock),
     "sqlite": lambda clock, tmp: SQLiteStore(tmp / "state.db", clock=clock),
 }
-STORES.update(redis_conformance_stores())  # redis, redis-unix, redis-tls, redis-cluster (tests/valkey_fixture.py)
+STORES.update(redis_conformance_stores())  # redis, redis-unix, redis-tls, redis-cluster (tests/testkit/valkey.py)
 
 
 @pytest.fixture

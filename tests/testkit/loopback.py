@@ -5,14 +5,10 @@ test controls every byte and every pause: answer JSON, hang after accept, send h
 reset the connection mid-body, send a huge body, and so on. It runs in its own threads, so it serves the
 sync API (which blocks the caller's thread) and the async API alike.
 
-Use the ``loopback`` fixture (bind it in the test module; an assignment keeps ruff's F811 quiet where an
-import would not) or the :func:`serve` context manager::
+Use the ``loopback`` fixture (registered for every test through ``pytest_plugins`` in ``tests/conftest.py``)
+or the :func:`serve` context manager::
 
-    import loopback as lb
     from testkit.loopback import Hang, Json
-
-    loopback = lb.loopback  # the fixture, by name
-    api = lb.api            # optional: run each test through search() and asearch()
 
     def test_something(loopback):
         loopback.route("/search", Json({"results": []}))

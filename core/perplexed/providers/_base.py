@@ -19,14 +19,13 @@ from typing import Any, ClassVar
 import httpx
 from pydantic import SecretStr
 
-from .. import _wire
 from .._errors import ConfigError, ProviderError, register_secret
 from .._http import DEFAULT_MAX_BODY_BYTES
 from .._models import Hit, ProviderAnswer
 from .._options import SearchOptions
 from .._policy import check_provider_settings
 from .._settings import env_secret, env_str, price_override
-from .._wire import check_key, clip, parse_error_envelope
+from .._wire import check_key, clip, parse_error_envelope, parse_retry_after
 
 __all__ = [
     "CallableProvider",
@@ -394,12 +393,6 @@ def parse_published(value: Any) -> date | None:
         return parsedate_to_datetime(text).date()
     except (ValueError, TypeError, OverflowError, OSError, IndexError):
         return None
-
-
-def parse_retry_after(headers: Mapping[str, str] | httpx.Headers) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` (preferred) or ``Retry-After`` (seconds or HTTP date); the one
-    parser of the library, :func:`perplexed._wire.parse_retry_after` (a negative value means 0)."""
-    return _wire.parse_retry_after(headers)
 
 
 #: how much of an upstream's error text goes into a message (after redaction)

@@ -153,9 +153,10 @@ class _Protocol(asyncio.Protocol):
 class RespClient:
     """One pipelined connection (per event loop) to a standalone server; reconnects on the next command."""
 
-    def __init__(self, options: dict[str, Any], timeout_s: float) -> None:
+    def __init__(self, options: dict[str, Any], timeout_s: float, preload: tuple[str, ...] = ()) -> None:
         self._options = options
         self._timeout_s = timeout_s
+        self._preload = preload  # Lua sources loaded (SCRIPT LOAD) on every new connection, ahead of any command
         self._proto: _Protocol | None = None
         self._connecting: asyncio.Future[_Protocol] | None = None
 
@@ -182,6 +183,14 @@ class RespClient:
             hello.append(("SELECT", db))
         for command in hello:
             await self._send(proto, command)
+        # queued, not waited for: they leave with the first command, so even the first EVALSHA on a new (or
+        # restarted) server finds its script, in the same round trip
+        loop = asyncio.get_running_loop()
+        for source in self._preload:
+            future: asyncio.Future[Any] = loop.create_future()
+            future.add_done_callback(_ignore)
+            proto.pending.append(future)
+            proto.write(_encode(("SCRIPT", "LOAD", source)), now=False)
         return proto
 
     async def _connection(self) -> _Protocol:
@@ -240,6 +249,11 @@ class RespClient:
         proto, self._proto = self._proto, None
         if proto is not None and proto.transport is not None:
             proto.transport.close()
+
+
+def _ignore(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 _contexts: dict[tuple[Any, ...], ssl.SSLContext] = {}

@@ -50,7 +50,7 @@ from ._base import (
     decode_answer,
     encode_answer,
 )
-from ._redis_lua import ADMIT, POLL_FILL, RECORD, SPEND_REPORT, SPEND_RESERVE, STATE, UNDO, Script
+from ._redis_lua import ADMIT, POLL_FILL, RECORD, SCRIPTS, SPEND_REPORT, SPEND_RESERVE, STATE, UNDO, Script
 from ._resilient import ResilientStore
 from ._resp import NoScript, RespClient
 
@@ -109,7 +109,7 @@ class _RedisBackend(Store):
         self._members = itertools.count()
         self._member_prefix = os.urandom(6).hex()
         self._p95: dict[str, tuple[float, float | None]] = {}
-        self._record_loaded = False
+        self._record_loaded = not cluster  # standalone: every new connection loads the scripts first
 
     # -- connections: one client per event loop ----------------------------------------------------------------
 
@@ -140,7 +140,7 @@ class _RedisBackend(Store):
 
         options = dict(parse_url(self._url))
         options["ssl"] = self._url.lower().startswith("rediss://")
-        return RespClient(options, self._timeout_s)
+        return RespClient(options, self._timeout_s, preload=tuple(script.source for script in SCRIPTS))
 
     async def _eval(self, script: Script, keys: Sequence[str], args: Sequence[str | bytes]) -> Any:
         client = self._client()
