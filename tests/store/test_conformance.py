@@ -329,7 +329,7 @@ async def test_fill_claims(store, clock) -> None:
     await store.record(Record(provider=P, label="p", health="answer", cache_key="k", answer=CachedAnswer(hits()),
                               ttl_s=60, release_fill=True))
     filled = await store.wait_fill("k", 1.0, provider=P)
-    assert filled is not None and [h.url for h in filled.hits][0] == "https://example.com/0"
+    assert filled is not None and [h.url for h in filled.hits] == ["https://example.com/0", "https://example.com/1"]
     assert (await store.admit(claim)).verdict == "cached"
 
 
