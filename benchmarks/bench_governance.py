@@ -14,6 +14,8 @@ each round), and overheads are medians of per-round differences, so a busy machi
 * **sqlite_miss**: the same with a SQLite store (WAL, ``synchronous=NORMAL``); transactions are counted.
 * **cooling**: ``[down, ok]`` after ``down``'s cool-down tripped, against ``[ok]`` with the same settings: what
   a cooling-down provider in front costs per search (it is skipped without a call).
+* **fn_***: the same miss and cooling comparisons with an async function provider instead of HTTP: the
+  engine's own overhead, without a socket round trip whose jitter on a busy machine exceeds it.
 
 Targets (issue 13): hit <= 5 % of a provider call; memory-store overhead <= 15 us; SQLite <= 300 us per search
 with at most two transactions per attempt; cooling-down provider in front <= 0.1 ms.
@@ -40,8 +42,12 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import perplexed  # noqa: E402
 from bench_engine import SERVER  # noqa: E402
-from perplexed import _governance  # noqa: E402
-from perplexed.providers import SearXNG  # noqa: E402
+from perplexed import (  # noqa: E402
+    Hit,
+    ProviderAnswer,
+    _governance,
+)
+from perplexed.providers import CallableProvider, SearXNG  # noqa: E402
 from perplexed.store import MemoryStore, SQLiteStore, Store  # noqa: E402
 
 QUERY = "zoning setbacks"
@@ -78,21 +84,30 @@ class CountingSQLite(SQLiteStore):
         return super()._cache_get(conn, key, now)
 
 
-async def measure(base: str, rounds: int, warmup: int, tmp: Path) -> dict[str, object]:
+async def measure(base: str, rounds: int, warmup: int, tmp: Path, only: tuple[str, ...] = ()) -> dict[str, object]:
     memory = MemoryStore()
     sqlite = CountingSQLite(tmp / "state.db")
     ok = SearXNG(base_url=f"{base}/ok", name="ok")
-    governed = SearXNG(base_url=f"{base}/ok", name="governed", cost=0.0001, rate_limit="1000/s",
+    governed = SearXNG(base_url=f"{base}/ok", name="governed", cost=0.0001, rate_limit="100000/s",
                        cooldown_after=3)
     down = SearXNG(base_url=f"{base}/fail1", name="down", cooldown_after=1, cooldown_s=600)
     ok_cd = SearXNG(base_url=f"{base}/ok", name="ok_cd", cooldown_after=1, cooldown_s=600)
     perplexed.configure(spend_limits={"day": 1e9, "hour": 1e9})
+    limits = _governance._settings.spend_limits
     counter = itertools.count()
 
     def use(store: Store) -> None:
-        _governance._settings.store = store  # switch without closing the other one
+        # switch stores without closing the other one; spend limits on (they govern every search)
+        settings = _governance._settings
+        settings.store, settings.spend_limits, settings.active = store, limits, True
+
+    def ungoverned() -> None:
+        # plain mode: no process-wide limits, so nothing governs the search and no store is touched
+        settings = _governance._settings
+        settings.spend_limits, settings.active = (), False
 
     async def plain() -> None:
+        ungoverned()
         result = await perplexed.asearch(QUERY, ok)
         assert result.attempts[0].outcome.value == "ok"
 
@@ -123,6 +138,56 @@ async def measure(base: str, rounds: int, warmup: int, tmp: Path) -> dict[str, o
         result = await perplexed.asearch(QUERY, [ok_cd])
         assert result.attempts[0].outcome.value == "ok"
 
+    # The same overheads with an async function provider (no HTTP): the engine's own cost, without the
+    # socket round trip whose jitter on a busy machine is larger than the overheads themselves.
+    hits = [Hit(url=f"https://example.com/page{i}", title=f"Result {i}", snippet=f"Snippet {i} " * 8)
+            for i in range(10)]
+
+    class Fn(CallableProvider):
+        name = "fn"
+
+        async def asearch(self, query: str, options: object) -> ProviderAnswer:
+            return ProviderAnswer(hits=[h.model_copy() for h in hits])
+
+    class DownFn(CallableProvider):
+        name = "downfn"
+
+        async def asearch(self, query: str, options: object) -> ProviderAnswer:
+            raise perplexed.ProviderError("upstream", "HTTP 500")
+
+    fn_plain = Fn(name="fn_plain")
+    fn_governed = Fn(name="fn_governed", cost=0.0001, rate_limit="100000/s", cooldown_after=3)
+    fn_ok_cd = Fn(name="fn_ok_cd", cooldown_after=1, cooldown_s=600)
+    fn_down = DownFn(name="fn_down", cooldown_after=1, cooldown_s=600)
+
+    async def fn_plain_v() -> None:
+        ungoverned()
+        await perplexed.asearch(QUERY, fn_plain)
+
+    async def fn_memory_miss() -> None:
+        use(memory)
+        result = await perplexed.asearch(f"{QUERY} {next(counter)}", fn_governed, cache_ttl_s=3600,
+                                         cache_single_flight=True, budget_usd=1.0)
+        assert not result.attempts[0].cached
+
+    async def fn_sqlite_miss() -> None:
+        use(sqlite)
+        result = await perplexed.asearch(f"{QUERY} {next(counter)}", fn_governed, cache_ttl_s=3600,
+                                         cache_single_flight=True, budget_usd=1.0)
+        assert not result.attempts[0].cached
+
+    async def fn_cooling() -> None:
+        use(memory)
+        result = await perplexed.asearch(QUERY, [fn_down, fn_ok_cd])
+        assert result.attempts[0].reason == "cooling_down", result.attempts
+
+    async def fn_ok_alone() -> None:
+        use(memory)
+        await perplexed.asearch(QUERY, [fn_ok_cd])
+
+    use(memory)
+    await perplexed.asearch(QUERY, [fn_down, fn_ok_cd])
+
     # trip the cool-down and fill the cache first
     use(memory)
     await perplexed.asearch(QUERY, [down, ok_cd])
@@ -131,7 +196,11 @@ async def measure(base: str, rounds: int, warmup: int, tmp: Path) -> dict[str, o
     variants: dict[str, Callable[[], Awaitable[None]]] = {
         "plain": plain, "hit": hit, "memory_miss": memory_miss, "sqlite_miss": sqlite_miss,
         "cooling": cooling, "ok_alone": ok_alone,
+        "fn_plain": fn_plain_v, "fn_memory_miss": fn_memory_miss, "fn_sqlite_miss": fn_sqlite_miss,
+        "fn_cooling": fn_cooling, "fn_ok_alone": fn_ok_alone,
     }
+    if only:
+        variants = {name: fn for name, fn in variants.items() if name in only}
     samples: dict[str, list[float]] = {name: [] for name in variants}
     names = list(variants)
     clock = time.perf_counter
@@ -144,10 +213,13 @@ async def measure(base: str, rounds: int, warmup: int, tmp: Path) -> dict[str, o
             start = clock()
             await variants[name]()
             elapsed = clock() - start
-            if name == "sqlite_miss":
+            if name in ("sqlite_miss", "fn_sqlite_miss"):
                 sqlite_searches += 1
             if i >= warmup:
                 samples[name].append(elapsed)
+    if only:  # a partial run (investigation): the medians only
+        await sqlite.aclose()
+        return {"medians_us": {name: round(median_us(values), 1) for name, values in samples.items()}}
     transactions = CountingSQLite.transactions - tx_before
     reads = CountingSQLite.reads - reads_before
     await sqlite.aclose()
@@ -164,6 +236,9 @@ async def measure(base: str, rounds: int, warmup: int, tmp: Path) -> dict[str, o
         "sqlite_transactions_per_search": transactions / sqlite_searches,
         "sqlite_reads_outside_transactions_per_search": reads / sqlite_searches,
         "cooling_extra_us": paired_us(samples["cooling"], samples["ok_alone"]),
+        "fn_memory_miss_overhead_us": paired_us(samples["fn_memory_miss"], samples["fn_plain"]),
+        "fn_sqlite_miss_overhead_us": paired_us(samples["fn_sqlite_miss"], samples["fn_plain"]),
+        "fn_cooling_extra_us": paired_us(samples["fn_cooling"], samples["fn_ok_alone"]),
         "ok_alone_us": median_us(samples["ok_alone"]),
         "medians_us": {name: round(median_us(values), 1) for name, values in samples.items()},
     }
@@ -176,6 +251,7 @@ def main() -> int:
     parser.add_argument("--hits", type=int, default=10)
     parser.add_argument("--json", action="store_true", help="print one JSON line (for run.py)")
     parser.add_argument("--no-check", action="store_true")
+    parser.add_argument("--only", nargs="*", default=(), help="run only these variants (prints their medians)")
     args = parser.parse_args()
     server = subprocess.Popen([sys.executable, "-c", SERVER, str(args.hits)], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
@@ -183,11 +259,14 @@ def main() -> int:
         assert server.stdout is not None
         base = f"http://127.0.0.1:{int(server.stdout.readline())}"
         with tempfile.TemporaryDirectory() as tmp:
-            data = asyncio.run(measure(base, args.rounds, args.warmup, Path(tmp)))
+            data = asyncio.run(measure(base, args.rounds, args.warmup, Path(tmp), tuple(args.only)))
     finally:
         assert server.stdin is not None
         server.stdin.close()
         server.wait(5)
+    if args.only:
+        print(json.dumps(data))
+        return 0
     try:
         data["load_average"] = [round(x, 2) for x in os.getloadavg()]
     except OSError:  # pragma: no cover
@@ -213,6 +292,9 @@ def main() -> int:
         print(f"SQLite store, same: +{data['sqlite_miss_overhead_us']:.1f} us over plain, "
               f"{data['sqlite_transactions_per_search']:.2f} transactions per search (targets <= 300 us, <= 2)")
         print(f"cooling-down provider in front: +{data['cooling_extra_us']:.1f} us (target <= 100 us)")
+        print(f"without HTTP (async function provider): memory +{data['fn_memory_miss_overhead_us']:.1f} us, "
+              f"SQLite +{data['fn_sqlite_miss_overhead_us']:.1f} us, cooling-down provider in front "
+              f"+{data['fn_cooling_extra_us']:.1f} us")
         for name, passed in checks.items():
             print(f"  {'met   ' if passed else 'MISSED'} {name}")
     return 0 if all(checks.values()) or args.no_check else 1

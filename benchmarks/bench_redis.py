@@ -43,7 +43,7 @@ from perplexed.providers import SearXNG  # noqa: E402
 from perplexed.store import MemoryStore, RedisStore, Store  # noqa: E402
 from perplexed.store._resp import RespClient  # noqa: E402
 from redis.asyncio.connection import parse_url  # noqa: E402
-from testkit.valkey import ValkeyServer  # noqa: E402
+from testkit.valkey_servers import ValkeyServer  # noqa: E402
 
 SERVER = r"""
 import asyncio, json, sys

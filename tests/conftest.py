@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["testkit.loopback", "testkit.searxng", "testkit.valkey"]
+pytest_plugins = ["testkit.loopback", "testkit.searxng", "testkit.valkey_servers"]
 
 # Tests whose assertions are about wall-clock time (budgets, deadlines, overlap, back-off). They carry the
 # ``timing`` marker, so `pytest -m timing` runs them alone, e.g. five times beside two CPU-bound processes

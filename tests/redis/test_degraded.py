@@ -15,7 +15,7 @@ from perplexed import Hit, telemetry
 from perplexed.store import Admission, CachedAnswer, Record, RedisStore
 from perplexed.store._resilient import RETRY_S
 from testkit import loopback as lb
-from testkit.valkey import TcpProxy, ValkeyServer, free_port
+from testkit.valkey_servers import TcpProxy, ValkeyServer, free_port
 
 P = "provider-identity"
 

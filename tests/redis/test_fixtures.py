@@ -6,7 +6,7 @@ import time
 
 import redis
 from redis.cluster import RedisCluster
-from testkit.valkey import TcpProxy, ValkeyCluster, ValkeyServer
+from testkit.valkey_servers import TcpProxy, ValkeyCluster, ValkeyServer
 
 
 def test_standalone_and_unix_socket(valkey: ValkeyServer) -> None:

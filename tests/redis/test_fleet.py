@@ -24,7 +24,7 @@ import pytest
 from perplexed.store import RedisStore
 from testkit import loopback as lb
 from testkit.loopback import Json, Status, searxng_json
-from testkit.valkey import ValkeyServer
+from testkit.valkey_servers import ValkeyServer
 
 WORKERS = 8
 

@@ -16,7 +16,7 @@ from perplexed._errors import redact
 from perplexed.store import Admission, CachedAnswer, MemoryStore, Record, RedisStore, open_store
 from perplexed.store.redis import MAX_CACHE_BYTES
 from redis.cluster import RedisCluster
-from testkit.valkey import ValkeyCluster, ValkeyServer
+from testkit.valkey_servers import ValkeyCluster, ValkeyServer
 
 P = "provider-identity-hash"
 

@@ -10,7 +10,7 @@ import redis
 from perplexed.store import Admission, RedisStore
 from perplexed.store._resp import NoScript, RespClient, RespError, _encode, _Incomplete, _parse
 from redis.asyncio.connection import parse_url
-from testkit.valkey import TcpProxy, ValkeyServer
+from testkit.valkey_servers import TcpProxy, ValkeyServer
 
 PARSE = [
     (b"+OK\r\n", b"OK"),

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from perplexed.store import MemoryStore, SQLiteStore, Store
-from testkit.valkey import redis_conformance_stores
+from testkit.valkey_servers import redis_conformance_stores
 
 
 class FakeClock:
@@ -34,7 +34,7 @@ STORES: dict[str, StoreFactory] = {
     "memory": lambda clock, tmp: MemoryStore(clock=clock),
     "sqlite": lambda clock, tmp: SQLiteStore(tmp / "state.db", clock=clock),
 }
-STORES.update(redis_conformance_stores())  # redis, redis-unix, redis-tls, redis-cluster (tests/testkit/valkey.py)
+STORES.update(redis_conformance_stores())  # redis, redis-unix, redis-tls, redis-cluster (tests/testkit/valkey_servers.py)
 
 
 @pytest.fixture

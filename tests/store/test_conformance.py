@@ -311,3 +311,35 @@ async def test_clear_forgets_everything(store) -> None:
     await store.clear()
     assert (await store.admit(Admission(P, "p", cache_key="k", cooldown=True))).verdict == "call"
     assert await store.spend(86400) == {}
+
+
+# -- single flight across processes (shared stores) ---------------------------------------------------------------
+
+
+async def test_fill_claims(store, clock) -> None:
+    claim = Admission(P, "p", cache_key="k", claim_fill=True, fill_lease_s=5.0)
+    first = await store.admit(claim)
+    assert first.verdict == "call"
+    if not store.shared:  # a per-process store shares calls in the chain itself: it never says fill_pending
+        assert (await store.admit(claim)).verdict == "call"
+        return
+    assert first.fill_claimed
+    second = await store.admit(claim)
+    assert second.verdict == "fill_pending"
+    await store.record(Record(provider=P, label="p", health="answer", cache_key="k", answer=CachedAnswer(hits()),
+                              ttl_s=60, release_fill=True))
+    filled = await store.wait_fill("k", 1.0, provider=P)
+    assert filled is not None and [h.url for h in filled.hits] == ["https://example.com/0", "https://example.com/1"]
+    assert (await store.admit(claim)).verdict == "cached"
+
+
+async def test_a_fill_claim_expires_and_a_failed_fill_releases_it(store, clock) -> None:
+    if not store.shared:
+        pytest.skip("per-process store: no cross-process fill claims")
+    claim = Admission(P, "p", cache_key="k", claim_fill=True, fill_lease_s=5.0)
+    assert (await store.admit(claim)).fill_claimed
+    clock.advance(5.1)  # the filler died: its claim lapsed
+    assert (await store.admit(claim)).fill_claimed
+    await store.record(Record(provider=P, label="p", health="failure", cache_key="k", release_fill=True))
+    assert await store.wait_fill("k", 0.2, provider=P) is None  # released without an answer
+    assert (await store.admit(claim)).fill_claimed

