@@ -88,6 +88,8 @@ def test_perplexed_index_on_a_damaged_index_exits_2_naming_the_file_and_the_reme
     "garbage",
     [
         "UPDATE docs_fts_data SET block = randomblob(length(block)) WHERE id = 10",  # the FTS structure record
+        # a structure record whose garbage sizes make SQLite report "out of memory" (Python: MemoryError)
+        "UPDATE docs_fts_data SET block = X'b2b725541252f10e4ee8b3fb' WHERE id = 10",
         "UPDATE docs_fts_data SET block = randomblob(length(block))",  # every FTS record, in sound pages
         "DELETE FROM docs_fts_content WHERE id IN (3, 4)",  # full-text rows lost
     ],

@@ -76,10 +76,13 @@ def fts_probe(conn: sqlite3.Connection, path: Path) -> int:
     FTS5 structure record, which every search reads first, and compares the row counts.
     """
     documents = doc_count(conn)
-    rows = int(conn.execute("SELECT count(*) FROM docs_fts").fetchone()[0])
-    if rows != documents:
-        raise corrupt(path, f"{documents} documents but {rows} full-text rows")
-    conn.execute("SELECT rowid FROM docs_fts WHERE docs_fts MATCH '\"perplexed\"' LIMIT 1").fetchall()
+    try:
+        rows = int(conn.execute("SELECT count(*) FROM docs_fts").fetchone()[0])
+        if rows != documents:
+            raise corrupt(path, f"{documents} documents but {rows} full-text rows")
+        conn.execute("SELECT rowid FROM docs_fts WHERE docs_fts MATCH '\"perplexed\"' LIMIT 1").fetchall()
+    except MemoryError:  # SQLITE_NOMEM: garbage sizes in a full-text record (a few small rows need no memory)
+        raise corrupt(path, "the full-text index's records are garbage") from None
     return documents
 
 
