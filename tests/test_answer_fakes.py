@@ -17,28 +17,12 @@ import httpx
 from perplexed import Hit
 from perplexed.agent import AgentClient, AsyncAgentClient
 from perplexed.providers import FunctionProvider
+from testkit.hits import ZONING_HITS
 
 FAKE_KEY = "pplx-test-not-a-real-key"
 BASE_URL = "https://api.perplexity.ai"
 MODEL = "xai/grok-4-1-fast-non-reasoning"
 
-ZONING_HITS = [
-    Hit(
-        title="Zoning setbacks explained",
-        url="https://docs.example.org/zoning-setbacks",
-        snippet="A setback is the minimum distance between a building and the property line.",
-    ),
-    Hit(
-        title="Residential zoning setback requirements",
-        url="https://docs.example.org/residential-setbacks",
-        snippet="Front setbacks of 20 to 25 feet and side setbacks of 5 to 10 feet are typical.",
-    ),
-    Hit(
-        title="Variance applications for zoning",
-        url="https://docs.example.org/zoning-variance",
-        snippet="How to apply for a variance when a lot cannot meet the zoning rules.",
-    ),
-]
 
 ANSWER_TEXT = (
     "A setback is the minimum distance between a building and the property line [1]. "

@@ -12,6 +12,7 @@ from uuid import UUID
 import httpx
 from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
 from perplexed.providers import SearXNG
+from testkit.hits import searxng_json
 
 # A query the SearXNG corpus answers with three documents and the loopback upstream with two more.
 QUERY = "zoning"
@@ -21,19 +22,10 @@ DEAD_URL = "http://127.0.0.1:9"
 
 def searxng_results(n: int, *, prefix: str = "https://site.example/page") -> dict[str, Any]:
     """A SearXNG JSON body with ``n`` results (for providers on an ``httpx.MockTransport``)."""
-    return {
-        "query": "q",
-        "results": [
-            {
-                "url": f"{prefix}{i}",
-                "title": f"Title {i}",
-                "content": f"Snippet number {i}.",
-                "publishedDate": f"2025-03-0{i % 9 + 1}",
-                "score": 1.0 / i,
-            }
-            for i in range(1, n + 1)
-        ],
-    }
+    return searxng_json(
+        n, prefix=prefix, title="Title {i}", content="Snippet number {i}.", published="2025-03-0{d}",
+        score=lambda i, n: 1.0 / i,
+    )
 
 
 def mock_searxng(

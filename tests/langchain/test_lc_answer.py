@@ -88,15 +88,17 @@ def test_answer_first_then_sources(searxng_env: Any, agent_api: Any) -> None:
         assert f"[{doc.metadata['id']}] {doc.metadata['title']}\nURL: {doc.metadata['url']}" in sent
 
 
-async def test_sync_and_async_give_the_same_answer(searxng_env: Any, agent_api: Any) -> None:
-    retriever = PerplexedAnswerRetriever(provider="searxng", k=3)
+async def test_sync_and_async_give_the_same_answer(agent_api: Any) -> None:
+    # a deterministic upstream: a real SearXNG merges its engines in arrival order and, on a loaded machine,
+    # may drop a slow engine from one of the two searches (the real server is covered by the tests above)
+    retriever = PerplexedAnswerRetriever(provider=mock_searxng(searxng_results(5)), k=3)
 
     sync_docs = await asyncio.to_thread(retriever.invoke, QUERY)
     async_docs = await retriever.ainvoke(QUERY)
 
-    # the same answer over the same sources (SearXNG merges its engines in arrival order: compare unordered)
     assert sync_docs[0].page_content == async_docs[0].page_content == f"Grounded answer about {QUERY} [1][2]."
-    assert sorted(d.page_content for d in sync_docs[1:]) == sorted(d.page_content for d in async_docs[1:])
+    assert [d.page_content for d in sync_docs[1:]] == [d.page_content for d in async_docs[1:]]
+    assert [d.metadata["url"] for d in sync_docs[1:]] == [d.metadata["url"] for d in async_docs[1:]]
     for docs in (sync_docs, async_docs):
         check_answer_documents(docs, 3)
 

@@ -6,12 +6,7 @@ import asyncio
 from typing import Any
 
 from perplexed import Hit, ProviderError, SearchOptions
-
-WEB_HITS = [
-    {"url": "https://web.example/a", "title": "Web A", "snippet": "alpha snippet", "content": "alpha full text"},
-    {"url": "https://web.example/b", "title": "Web B", "snippet": "beta snippet"},
-    {"url": "https://web.example/c", "title": "Web C", "snippet": "gamma snippet", "published": "2024-05-01"},
-]
+from testkit.hits import WEB_HITS
 
 
 def web(query: str, options: SearchOptions) -> list[dict[str, Any]]:

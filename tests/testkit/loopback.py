@@ -72,6 +72,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from testkit.hits import searxng_json
+
 __all__ = [
     "DROP",
     "HEALTHY_MS",
@@ -517,29 +519,6 @@ def _resolve(reply: Reply | Handler, request: Request) -> Reply:
             return reply  # type: ignore[return-value]
         reply = reply(request)  # type: ignore[operator]
     raise TypeError("handler did not return a reply")
-
-
-def searxng_json(
-    n: int = 3,
-    *,
-    prefix: str = "https://example.com/page",
-    unresponsive: Sequence[Sequence[str]] = (),
-) -> dict[str, Any]:
-    """A SearXNG ``format=json`` answer with ``n`` results (urls ``{prefix}{i}``, i = 1..n)."""
-    return {
-        "query": "q",
-        "results": [
-            {
-                "url": f"{prefix}{i}",
-                "title": f"Result {i}",
-                "content": f"Snippet {i}",
-                "score": float(n - i + 1),
-                "publishedDate": f"2024-05-0{1 + i % 9}",
-            }
-            for i in range(1, n + 1)
-        ],
-        "unresponsive_engines": [list(x) for x in unresponsive],
-    }
 
 
 @dataclass
