@@ -62,9 +62,6 @@ def test_every_class_in_the_module_docstring_tree() -> None:
     assert {cls.__name__ for cls in _classes()} <= drawn
 
 
-#: internal protocol replies of the store's RESP client, caught inside perplexed/store (never raised to a
-#: caller); listed here until they move (NOTES-boundary.md asks the store's owner)
-INTERNAL = {"store/_resp.py: RespError", "store/_resp.py: NoScript"}
 
 
 def test_no_exception_class_is_defined_outside_errors() -> None:
@@ -78,7 +75,7 @@ def test_no_exception_class_is_defined_outside_errors() -> None:
                 bases = {ast.unparse(b) for b in node.bases}
                 if any(b.endswith(("Error", "Exception")) for b in bases):
                     strays.append(f"{path.relative_to(PACKAGE)}: {node.name}")
-    assert sorted(set(strays) - INTERNAL) == []
+    assert sorted(strays) == []
 
 
 if __name__ == "__main__":

@@ -15,6 +15,8 @@ The tree (``(also X)``: a second base class, so ``except X`` catches it too)::
     ├── ProviderError ........................ one search provider call failed; ``reason`` classifies it
     ├── UpstreamError ........................ a chain failed: ``reason == "all_providers_failed"``, every attempt
     │   └── NoSourcesError ................... answer(): the search found nothing to ground an answer in
+    ├── StoreError ........................... the state store's error reply (internal: never reaches a caller)
+    │   └── StoreScriptMissing ............... -NOSCRIPT: the store re-sends the script
     ├── ResponseBodyError .................... a body could not be read within bounds (HTTP layer)
     │   ├── BodyTooLargeError ................ larger than the cap, in decoded bytes; ``limit``
     │   └── ContentDecodingError ............. corrupt, or in an encoding not decoded here; ``encoding``
@@ -73,6 +75,8 @@ __all__ = [
     "ResponseFailedError",
     "ResponseIncompleteError",
     "ServerError",
+    "StoreError",
+    "StoreScriptMissing",
     "StreamError",
     "UpstreamError",
     "UsageError",
@@ -240,6 +244,16 @@ class NoSourcesError(UpstreamError):
     Raised by :func:`answer` with ``on_empty="raise"`` (the default) before the model is called; carries
     the search attempts (and their cost). Pass ``on_empty="answer"`` to answer without sources instead.
     """
+
+
+class StoreError(PerplexedError):
+    """The shared state store answered with an error reply (a Redis/Valkey ``-ERR``). Internal: a search or an
+    answer never raises it; the store layer degrades to in-process state (docs/fleet.md)."""
+
+
+class StoreScriptMissing(StoreError):
+    """``-NOSCRIPT``: the server does not know a script's SHA (restarted, flushed, failed over); the store sends
+    the script's source instead."""
 
 
 class ResponseBodyError(PerplexedError):

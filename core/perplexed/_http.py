@@ -45,6 +45,7 @@ __all__ = [
     "read_capped",
     "redirect_origin",
     "ssl_context",
+    "warm_up",
 ]
 
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
@@ -157,6 +158,13 @@ def _load_async_backend() -> None:
         anyio.get_cancelled_exc_class()  # resolves (imports) the running loop's backend
     except Exception:  # pragma: no cover - anyio missing or unusable: httpcore will say so on the request
         pass
+
+
+def warm_up() -> None:
+    """Do the once-per-process set-up now (the TLS context, httpcore's async backend), outside any call's
+    budget: a client that creates its HTTP client inside a call (the Agent client) calls this when built."""
+    ssl_context()
+    _load_async_backend()
 
 
 class _ReclaimingPool(httpcore.AsyncConnectionPool):

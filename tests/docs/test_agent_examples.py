@@ -28,7 +28,7 @@ def test_langgraph_react_agent_calls_both_tools(doc_env: DocEnv) -> None:
     tools = [line for line in lines if line.startswith("tool ")]
     assert [t.split(" ")[1] for t in tools] == ["perplexed_search", "perplexed_answer"]
     assert all("(success)" in t for t in tools), tools
-    assert tools[0].endswith(tuple("abcdefghijklmnopqrstuvwxyz)")) and "[1]" in tools[0]  # a numbered hit
+    assert "[1]" in tools[0]  # the search tool's numbered hits
     assert lines[-1].startswith("final: A front yard setback")
 
 

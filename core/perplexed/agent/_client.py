@@ -32,7 +32,7 @@ from .._errors import (
     ResponseBodyError,
     register_secret,
 )
-from .._http import get_client, read_capped
+from .._http import get_client, read_capped, warm_up
 from ._args import (
     DEFAULT_BASE_URL,
     check_base_url,
@@ -154,6 +154,9 @@ class AsyncAgentClient:
         self._default_headers = check_headers(default_headers, "default_headers")
         # streams opened by this client and not finished: aclose() releases their connections
         self._streams: weakref.WeakSet[AsyncAgentStream] = weakref.WeakSet()
+        # the pooled HTTP client is made on the first call, inside its timeout: the once-per-process set-up
+        # (TLS context, httpcore's async backend: ~250 ms the first time) happens here instead
+        warm_up()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(base_url={self.base_url!r}, max_retries={self.max_retries})"

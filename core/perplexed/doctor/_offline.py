@@ -5,7 +5,9 @@ the configured chain needs is missing, malformed or unreachable, else 0."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib
+import json
 import os
 import sqlite3
 import sys
@@ -17,8 +19,8 @@ from typing import Any
 import httpx
 
 from .. import _portal
-from .._errors import ConfigError, PerplexedError, redact
-from .._http import ssl_context
+from .._errors import ConfigError, PerplexedError, ResponseBodyError, redact
+from .._http import get_client, read_capped, redirect_origin
 from ..providers import CallableProvider, Provider, available, get
 from ..providers._table import WEB_PROVIDERS
 from ._checks import ERROR, FAILING, INFO, MISSING, OK, WARN, check_key_format, check_shape
@@ -28,6 +30,7 @@ __all__ = ["Check", "Diagnosis", "adiagnose", "diagnose", "split_names"]
 
 #: seconds allowed to the offline SearXNG probe
 PROBE_TIMEOUT_S = 5.0
+PROBE_MAX_BYTES = 1024 * 1024  # a probe answer is small; anything bigger is not a SearXNG answer
 
 
 @dataclass(frozen=True)
@@ -170,24 +173,36 @@ def _agent_key_check() -> Check:
 
 
 async def _probe_searxng(base_url: str, transport: httpx.AsyncBaseTransport | None) -> tuple[str, str]:
-    """GET /search?format=json on the instance: ok, or why it cannot serve the chain."""
+    """GET /search?format=json on the instance: ok, or why it cannot serve the chain.
+
+    Through the shared client, like a search: no redirect is followed (one is reported with its origin) and the
+    body is read within a cap on decoded bytes, so a hostile "SearXNG" cannot inflate a bomb here either.
+    """
     url = base_url.rstrip("/") + "/search"
     params = {"q": "perplexed doctor", "format": "json"}
-    kwargs: dict[str, Any] = {"timeout": PROBE_TIMEOUT_S, "follow_redirects": True}
-    kwargs["transport"] = transport or httpx.AsyncHTTPTransport(verify=ssl_context())
     started = time.monotonic()
     try:
-        async with httpx.AsyncClient(**kwargs) as client:
-            response = await client.get(url, params=params)
-    except httpx.HTTPError as exc:
+        client = get_client(transport)
+        async with asyncio.timeout(PROBE_TIMEOUT_S):
+            response = await client.send(client.build_request("GET", url, params=params), stream=True)
+            try:
+                target = redirect_origin(response)
+                if target is not None:
+                    return ERROR, f"{base_url} redirects to {target} (not followed)"
+                body = await read_capped(response, PROBE_MAX_BYTES)
+            finally:
+                await response.aclose()
+    except (httpx.HTTPError, TimeoutError) as exc:
         return ERROR, f"unreachable at {base_url} ({type(exc).__name__})"
+    except ResponseBodyError as exc:
+        return ERROR, f"{base_url} sent an unreadable body ({exc})"
     ms = int((time.monotonic() - started) * 1000)
     if response.status_code == 403:
         return ERROR, f"{base_url} answers 403 to format=json: enable json in settings.yml search.formats"
     if response.status_code != 200:
         return ERROR, f"{base_url} answers HTTP {response.status_code}"
     try:
-        data = response.json()
+        data = json.loads(body)
     except ValueError:
         return ERROR, f"{base_url} did not answer JSON"
     if not isinstance(data, dict) or not isinstance(data.get("results"), list):

@@ -20,15 +20,14 @@ import ssl
 from collections.abc import AsyncIterator
 from typing import Any
 
+from .._errors import StoreError, StoreScriptMissing
+
 __all__ = ["NoScript", "RespClient", "RespError"]
 
 
-class RespError(Exception):
-    """An error reply from the server."""
-
-
-class NoScript(RespError):
-    """``-NOSCRIPT``: the server does not know the script's SHA (restarted, flushed, failed over)."""
+# error replies: defined with every other exception class, in perplexed._errors
+RespError = StoreError
+NoScript = StoreScriptMissing
 
 
 def _encode(args: tuple[Any, ...]) -> bytes:
