@@ -282,13 +282,10 @@ async def _attempt(
     the guarded block, so a provider bug or a malformed hit is an ``error`` attempt, never a crashed chain.
     """
     start = time.perf_counter()
-    outcome = Outcome.ERROR
-    error: str | None = None
-    reason: str | None = None
-    charged: float | None = None
-    detail: str | None = None
     hits: list[Hit] = []
+    detail: str | None = None
     failure: BaseException | None = None
+    charged: float | None
     with telemetry.span(
         "perplexed.search.provider",
         {"perplexed.provider": provider.label, "perplexed.budget_ms": int(budget * 1000)},
@@ -299,59 +296,78 @@ async def _attempt(
             client = None if isinstance(provider, CallableProvider) else get_client(provider.transport)
             async with timer:
                 answer, owned = await _call(provider, prepared.query, prepared.options, client)
-            hits = _finalize(answer.hits, provider.label, prepared.options, owned)
-            charged = answer.cost if answer.cost is not None else provider.price(prepared.options)
-            if not (math.isfinite(charged) and charged >= 0):  # result.cost must stay a real amount
-                raise provider.fail("malformed", f"provider reported a cost of {charged!r} USD")
+            hits, charged = _priced_hits(provider, prepared, answer, owned)
             outcome = Outcome.OK if hits else Outcome.EMPTY
+            reason = error = None
             detail = None if answer.detail is None else redact(answer.detail)  # upstream text (Firecrawl's warning)
-        except TimeoutError as exc:
-            outcome, reason = Outcome.TIMEOUT, "timeout"
-            if timer.expired():
-                why = "; capped by the chain deadline" if capped else ""
-                error = f"no answer within {int(budget * 1000)} ms (cancelled{why})"
-            else:  # the provider's own timeout (e.g. a socket timeout inside a sync function)
-                error, failure = f"timeout: {exc}".rstrip(": "), exc
-        except ProviderError as exc:
-            reason, error, charged, failure = exc.reason, str(exc), exc.charged, exc
-        except PerplexedError as exc:  # ConfigError (missing key), InvalidRequest raised by the provider
-            reason = "config" if isinstance(exc, ConfigError) else "bad_request"
-            error, failure = f"{reason}: {exc}", exc
-        except httpx.InvalidURL as exc:  # a base_url httpx cannot send to
-            reason, failure = "config", exc
-            error = f"config: invalid URL: {exc}"
-        except httpx.HTTPError as exc:
-            reason, failure = "connection", exc
-            error = f"connection: {type(exc).__name__}: {_exc_text(exc)}".rstrip(": ")
-        except Exception as exc:  # a provider bug must not break the chain; logged with its (redacted) traceback
-            reason, failure = "unexpected", exc
-            error = f"unexpected: {type(exc).__name__}: {exc}".rstrip(": ")
-            logger.error(
-                "provider %s raised unexpectedly:\n%s",
-                provider.label,
-                redact("".join(traceback.format_exception(exc)).rstrip()),
-            )
-        duration_ms = int((time.perf_counter() - start) * 1000)
+        except Exception as exc:
+            outcome, reason, error, charged, failure = _failed(provider, exc, timer, budget, capped)
         cost = float(charged or 0.0)
-        if error is not None:
-            error = redact(error)
         attempt = Attempt(
             provider=provider.label,
             outcome=outcome,
             cost=cost,
-            duration_ms=duration_ms,
+            duration_ms=int((time.perf_counter() - start) * 1000),
             billable=cost > 0,
-            error=error,
+            error=None if error is None else redact(error),
             detail=detail,
             reason=reason,
         )
         if call_span is not None:
-            call_span.set_attribute("perplexed.outcome", outcome.value)
-            call_span.set_attribute("perplexed.cost", cost)
-            call_span.set_attribute("perplexed.duration_ms", duration_ms)
-            if error:
-                call_span.set_attribute("perplexed.error", error)
+            _annotate_call(call_span, attempt)
     return attempt, hits, failure
+
+
+def _priced_hits(
+    provider: Provider, prepared: Search, answer: ProviderAnswer, owned: bool
+) -> tuple[list[Hit], float]:
+    """The answer's hits, normalised, and what the call cost (reported, else the price table)."""
+    hits = _finalize(answer.hits, provider.label, prepared.options, owned)
+    charged = answer.cost if answer.cost is not None else provider.price(prepared.options)
+    if not (math.isfinite(charged) and charged >= 0):  # result.cost must stay a real amount
+        raise provider.fail("malformed", f"provider reported a cost of {charged!r} USD")
+    return hits, charged
+
+
+def _failed(
+    provider: Provider, exc: Exception, timer: asyncio.Timeout, budget: float, capped: bool
+) -> tuple[Outcome, str, str, float | None, BaseException | None]:
+    """How a provider call that raised ``exc`` is recorded: (outcome, reason, error, charged, failure).
+
+    The failure vocabulary of a search: ``timeout`` (the budget, or the provider's own timeout), the
+    provider's classified reasons, ``config`` / ``bad_request`` for perplexed's own errors, ``connection``
+    for transport errors, and ``unexpected`` for a provider bug (logged with its redacted traceback).
+    """
+    if isinstance(exc, TimeoutError):
+        if timer.expired():
+            why = "; capped by the chain deadline" if capped else ""
+            return Outcome.TIMEOUT, "timeout", f"no answer within {int(budget * 1000)} ms (cancelled{why})", None, None
+        # the provider's own timeout (e.g. a socket timeout inside a sync function)
+        return Outcome.TIMEOUT, "timeout", f"timeout: {exc}".rstrip(": "), None, exc
+    if isinstance(exc, ProviderError):
+        return Outcome.ERROR, exc.reason, str(exc), exc.charged, exc
+    if isinstance(exc, PerplexedError):  # ConfigError (missing key), InvalidRequest raised by the provider
+        reason = "config" if isinstance(exc, ConfigError) else "bad_request"
+        return Outcome.ERROR, reason, f"{reason}: {exc}", None, exc
+    if isinstance(exc, httpx.InvalidURL):  # a base_url httpx cannot send to
+        return Outcome.ERROR, "config", f"config: invalid URL: {exc}", None, exc
+    if isinstance(exc, httpx.HTTPError):
+        return Outcome.ERROR, "connection", f"connection: {type(exc).__name__}: {_exc_text(exc)}".rstrip(": "), None, exc
+    # a provider bug must not break the chain
+    logger.error(
+        "provider %s raised unexpectedly:\n%s",
+        provider.label,
+        redact("".join(traceback.format_exception(exc)).rstrip()),
+    )
+    return Outcome.ERROR, "unexpected", f"unexpected: {type(exc).__name__}: {exc}".rstrip(": "), None, exc
+
+
+def _annotate_call(call_span: Any, attempt: Attempt) -> None:
+    call_span.set_attribute("perplexed.outcome", attempt.outcome.value)
+    call_span.set_attribute("perplexed.cost", attempt.cost)
+    call_span.set_attribute("perplexed.duration_ms", attempt.duration_ms)
+    if attempt.error:
+        call_span.set_attribute("perplexed.error", attempt.error)
 
 
 def _exc_text(exc: BaseException) -> str:
