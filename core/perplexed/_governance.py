@@ -406,74 +406,24 @@ class Governor:
         self, provider: Provider, identity: str, settings: ProviderSettings, key: str | None,
         lookup: str | None, budget: float, capped: bool, start: float, early: bool,
     ) -> tuple[AttemptResult, CachedAnswer | None]:
-        chain = self.chain
-        store = self.store
-        try:
-            price = provider.price(self.prepared.options)
-        except Exception:  # a pricing bug: treat as free here; the attempt prices itself again
-            price = 0.0
+        """Admit the call (one store decision, waiting for a rate-limit slot or another's fill if allowed),
+        make it, and record what happened."""
+        price = self._price(provider)
         over_call_budget = (
-            chain.budget_usd is not None and price > 0 and self.spent + price > chain.budget_usd + 1e-12
+            self.chain.budget_usd is not None and price > 0 and self.spent + price > self.chain.budget_usd + 1e-12
         )
-        rate = settings.rate_limit
-        request = Admission(
-            provider=identity,
-            label=provider.label,
-            cache_key=lookup,
-            claim_fill=bool(lookup) and chain.cache_single_flight and store.shared,
-            fill_lease_s=budget,
-            over_call_budget=over_call_budget,
-            cooldown=settings.cooldown_after is not None,
-            trial_lease_s=budget,
-            early_trial=early,
-            rate_limit=None if rate is None else (rate.limit, rate.window_s + _rate_guard(rate.window_s)),
-            price=price,
-            spend_limits=_settings.spend_limits,
-        )
+        request = self._admission(provider, identity, settings, lookup, budget, early, price, over_call_budget)
         loop = asyncio.get_running_loop()
         ends = loop.time() + budget
-        waited = False
-        if rate is not None and not isinstance(provider, CallableProvider):
+        if settings.rate_limit is not None and not isinstance(provider, CallableProvider):
             # the pooled client first (the first call in a loop builds it: TLS context, ...), so the call
             # reaches the provider right after its admission, not a client set-up later
             get_client(provider.transport)
-        while True:
-            decision = await self._admit(request)
-            verdict = decision.verdict
-            if verdict == "call":
-                break
-            if verdict == "cached" and decision.answer is not None:
-                return (self._cached(provider, decision.answer, start), list(decision.answer.hits), None), None
-            if verdict == "fill_pending" and lookup is not None:
-                waited = True
-                try:
-                    answer = await store.wait_fill(lookup, max(0.0, ends - loop.time()), provider=identity)
-                except Exception as exc:
-                    _store_failed("wait_fill", exc)
-                    answer = None
-                if answer is not None:
-                    return (self._cached(provider, answer, start), list(answer.hits), None), None
-                request = _replace(request, cache_key=None, claim_fill=False)
-                continue
-            if verdict == "rate_limited":
-                wait = decision.wait_s
-                left = ends - loop.time()
-                if wait * 1000 <= settings.wait_ms and wait < left:
-                    waited = True
-                    await asyncio.sleep(wait + 0.0005)
-                    request = _replace(request, cache_key=None, claim_fill=False)
-                    continue
-                return (self._skipped(provider, "rate_limited", start, decision,
-                                      f"rate limit {rate.text if rate else ''} reached; "
-                                      f"next slot in {wait * 1000:.0f} ms"), [], None), None
-            if verdict == "cooling_down":
-                self._cooling.append((decision.wait_s, len(self._cooling), provider))
-                return (self._skipped(provider, "cooling_down", start, decision,
-                                      f"cooling down after failures; {decision.wait_s:.1f} s left"), [], None), None
-            # over_budget (or an unknown verdict from a third-party store: skip, never call blindly)
-            why = (f"price ${price:g} would exceed budget_usd ${chain.budget_usd:g} (spent ${self.spent:g})"
-                   if over_call_budget else "price would exceed a spend limit")
-            return (self._skipped(provider, "over_budget", start, decision, why), [], None), None
+        decision, waited, finished = await self._admitted(
+            provider, identity, settings, request, lookup, ends, start, price, over_call_budget
+        )
+        if finished is not None:  # cached, or skipped
+            return finished, None
         remaining = ends - loop.time()
         if remaining <= 0:
             remaining = 0.001
@@ -491,6 +441,91 @@ class Governor:
             if total_ms > attempt.duration_ms:
                 attempt = attempt.model_copy(update={"duration_ms": total_ms})
         self.spent += attempt.cost
+        filled = await self._record_call(provider, identity, settings, key, decision, attempt, hits, failure)
+        return (attempt, hits, failure), filled
+
+    def _price(self, provider: Provider) -> float:
+        try:
+            return provider.price(self.prepared.options)
+        except Exception:  # a pricing bug: treat as free here; the attempt prices itself again
+            return 0.0
+
+    def _admission(
+        self, provider: Provider, identity: str, settings: ProviderSettings, lookup: str | None, budget: float,
+        early: bool, price: float, over_call_budget: bool,
+    ) -> Admission:
+        """The one question asked of the store before a call."""
+        rate = settings.rate_limit
+        return Admission(
+            provider=identity,
+            label=provider.label,
+            cache_key=lookup,
+            claim_fill=bool(lookup) and self.chain.cache_single_flight and self.store.shared,
+            fill_lease_s=budget,
+            over_call_budget=over_call_budget,
+            cooldown=settings.cooldown_after is not None,
+            trial_lease_s=budget,
+            early_trial=early,
+            rate_limit=None if rate is None else (rate.limit, rate.window_s + _rate_guard(rate.window_s)),
+            price=price,
+            spend_limits=_settings.spend_limits,
+        )
+
+    async def _admitted(
+        self, provider: Provider, identity: str, settings: ProviderSettings, request: Admission,
+        lookup: str | None, ends: float, start: float, price: float, over_call_budget: bool,
+    ) -> tuple[Decision, bool, AttemptResult | None]:
+        """Ask the store until the answer is final: (decision, waited, None) to call the provider, or a
+        finished attempt (a cache hit, another worker's fill, or a skip)."""
+        loop = asyncio.get_running_loop()
+        store = self.store
+        rate = settings.rate_limit
+        waited = False
+        while True:
+            decision = await self._admit(request)
+            verdict = decision.verdict
+            if verdict == "call":
+                return decision, waited, None
+            if verdict == "cached" and decision.answer is not None:
+                return decision, waited, (
+                    self._cached(provider, decision.answer, start), list(decision.answer.hits), None
+                )
+            if verdict == "fill_pending" and lookup is not None:
+                waited = True
+                try:
+                    answer = await store.wait_fill(lookup, max(0.0, ends - loop.time()), provider=identity)
+                except Exception as exc:
+                    _store_failed("wait_fill", exc)
+                    answer = None
+                if answer is not None:
+                    return decision, waited, (self._cached(provider, answer, start), list(answer.hits), None)
+                request = _replace(request, cache_key=None, claim_fill=False)
+                continue
+            if verdict == "rate_limited":
+                wait = decision.wait_s
+                left = ends - loop.time()
+                if wait * 1000 <= settings.wait_ms and wait < left:
+                    waited = True
+                    await asyncio.sleep(wait + 0.0005)
+                    request = _replace(request, cache_key=None, claim_fill=False)
+                    continue
+                why = f"rate limit {rate.text if rate else ''} reached; next slot in {wait * 1000:.0f} ms"
+                return decision, waited, (self._skipped(provider, "rate_limited", start, decision, why), [], None)
+            if verdict == "cooling_down":
+                self._cooling.append((decision.wait_s, len(self._cooling), provider))
+                why = f"cooling down after failures; {decision.wait_s:.1f} s left"
+                return decision, waited, (self._skipped(provider, "cooling_down", start, decision, why), [], None)
+            # over_budget (or an unknown verdict from a third-party store: skip, never call blindly)
+            why = (f"price ${price:g} would exceed budget_usd ${self.chain.budget_usd:g} (spent ${self.spent:g})"
+                   if over_call_budget else "price would exceed a spend limit")
+            return decision, waited, (self._skipped(provider, "over_budget", start, decision, why), [], None)
+
+    async def _record_call(
+        self, provider: Provider, identity: str, settings: ProviderSettings, key: str | None,
+        decision: Decision, attempt: Attempt, hits: list[Hit], failure: BaseException | None,
+    ) -> CachedAnswer | None:
+        """Tell the store how the call went (health, actual cost, the answer to cache); returns what was
+        cached. A store failure is logged, never raised."""
         outcome = attempt.outcome
         health = health_of(outcome.value, attempt.reason)
         retry_after = None
@@ -517,6 +552,7 @@ class Governor:
             settings.cooldown_after is not None or decision.ticket is not None or filled is not None
             or decision.fill_claimed or attempt.cost > 0 or health == "answer"
         ):
+            store = self.store
             try:
                 if type(store) is MemoryStore:
                     store.record_now(record)
@@ -524,7 +560,7 @@ class Governor:
                     await store.record(record)
             except Exception as exc:
                 _store_failed("record", exc)
-        return (attempt, hits, failure), filled
+        return filled
 
     async def _admit(self, request: Admission) -> Decision:
         store = self.store
