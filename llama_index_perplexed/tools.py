@@ -85,7 +85,7 @@ class PerplexedToolSpec(BaseToolSpec):
 
     def __repr__(self) -> str:
         settings = ", ".join(p for p in (self._search.describe(), self._answer.describe()) if p)
-        names = ", ".join(repr(sync) for sync, _ in self.spec_functions)
+        names = ", ".join(repr(f if isinstance(f, str) else f[0]) for f in self.spec_functions)
         return f"PerplexedToolSpec({settings}; tools: {names})"
 
     # The docstrings below are the tools' descriptions: they are written for the model.
