@@ -8,22 +8,10 @@ from collections.abc import Iterator
 
 import pytest
 from perplexed import _settings
+from testkit.cassettes import PROVIDER_ENV
 
 _ENV_PREFIXES = ("PERPLEXED_PRICE_",)
-_ENV_NAMES = (
-    "SEARXNG_URL",
-    "CERAMIC_API_KEY",
-    "CERAMIC_BASE_URL",
-    "FIRECRAWL_API_KEY",
-    "FIRECRAWL_API_URL",
-    "PERPLEXITY_API_KEY",
-    "PERPLEXITY_BASE_URL",
-    "TAVILY_API_KEY",
-    "EXA_API_KEY",
-    "BRAVE_API_KEY",
-    "LINKUP_API_KEY",
-    "PERPLEXED_PROVIDER",
-)
+_ENV_NAMES = PROVIDER_ENV
 
 
 @pytest.fixture(autouse=True)

@@ -14,18 +14,9 @@ from __future__ import annotations
 
 import gc
 import json
-import resource
 import sys
-import threading
-import time
+from pathlib import Path
 from typing import Any
-
-_PAGE = 4096
-
-
-def _rss() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * _PAGE
 
 
 def _search(url: str, deadline_ms: int, max_body: int | None) -> dict[str, Any]:
@@ -47,29 +38,12 @@ def main() -> None:
     max_body = int(sys.argv[4]) if len(sys.argv) > 4 else None
     _search(warm, 5000, max_body)
     gc.collect()
-    peak = 0
-    stop = threading.Event()
-
-    def sample() -> None:
-        nonlocal peak
-        while not stop.is_set():
-            peak = max(peak, _rss())
-            time.sleep(0.001)
-
-    baseline = _rss()
-    high_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    start = time.perf_counter()
-    info = _search(bomb, deadline_ms, max_body)
-    elapsed = time.perf_counter() - start
-    stop.set()
-    sampler.join()
-    high_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    if high_after > high_before:
-        peak = max(peak, high_after)
-    print(json.dumps({"rss_over": max(0, peak - baseline), "elapsed": elapsed, **info}), flush=True)
+    rss_over, elapsed, info = peak_rss_over(lambda: _search(bomb, deadline_ms, max_body))
+    print(json.dumps({"rss_over": rss_over, "elapsed": elapsed, **info}), flush=True)
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for the test kit
+    from testkit.memory import peak_rss_over
+
     main()

@@ -15,11 +15,8 @@ import gc
 import gzip
 import importlib.util
 import json
-import resource
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,11 +31,6 @@ KEY = "pplx-bomb-probe-not-a-real-key"
 
 
 # --- the probe (runs in a fresh process) -----------------------------------------------------------------
-
-
-def _rss() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * 4096
 
 
 def _call(mode: str, base_url: str, timeout: float) -> str:
@@ -60,27 +52,8 @@ def _call(mode: str, base_url: str, timeout: float) -> str:
 def _probe(mode: str, warm_url: str, bomb_url: str, timeout: float) -> dict[str, Any]:
     assert _call(mode, warm_url, 10.0) == "ok"
     gc.collect()
-    peak, stop = 0, threading.Event()
-
-    def sample() -> None:
-        nonlocal peak
-        while not stop.is_set():
-            peak = max(peak, _rss())
-            time.sleep(0.001)
-
-    baseline = _rss()
-    high_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    start = time.perf_counter()
-    outcome = _call(mode, bomb_url, timeout)
-    elapsed = time.perf_counter() - start
-    stop.set()
-    sampler.join()
-    high_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    if high_after > high_before:
-        peak = max(peak, high_after)
-    return {"rss_over": max(0, peak - baseline), "elapsed": elapsed, "outcome": outcome}
+    rss_over, elapsed, outcome = peak_rss_over(lambda: _call(mode, bomb_url, timeout))
+    return {"rss_over": rss_over, "elapsed": elapsed, "outcome": outcome}
 
 
 # --- the tests ---------------------------------------------------------------------------------------------
@@ -180,4 +153,5 @@ def test_a_bomb_is_bounded_in_memory_and_time(server: Any, mode: str, encoding: 
 
 if __name__ == "__main__":
     sys.path[:0] = [str(HERE.parent)]
+    from testkit.memory import peak_rss_over
     print(json.dumps(_probe(sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]))), flush=True)

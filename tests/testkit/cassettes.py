@@ -25,6 +25,22 @@ FAKE_KEYS = {
     "linkup": "linkup-test-not-a-real-key",
 }
 
+#: the environment variables that configure providers (tests clear them so the machine cannot leak in)
+PROVIDER_ENV = (
+    "SEARXNG_URL",
+    "CERAMIC_API_KEY",
+    "CERAMIC_BASE_URL",
+    "FIRECRAWL_API_KEY",
+    "FIRECRAWL_API_URL",
+    "PERPLEXITY_API_KEY",
+    "PERPLEXITY_BASE_URL",
+    "TAVILY_API_KEY",
+    "EXA_API_KEY",
+    "BRAVE_API_KEY",
+    "LINKUP_API_KEY",
+    "PERPLEXED_PROVIDER",
+)
+
 #: headers that would carry a credential; filtered if a cassette is ever recorded with this configuration
 SECRET_HEADERS = ["authorization", "x-api-key", "x-subscription-token", "proxy-authorization", "cookie"]
 

@@ -15,6 +15,8 @@ import yaml
 from perplexed import _settings
 from perplexed.doctor import SHAPES
 
+from testkit.cassettes import PROVIDER_ENV
+
 ROOT = Path(__file__).resolve().parents[2]
 
 #: provider -> the path its request goes to (after base_url)
@@ -42,21 +44,7 @@ KEYS = {
     "linkup": "00000000-0000-4000-8000-00000000cafe",
 }
 
-_ENV = (
-    "SEARXNG_URL",
-    "CERAMIC_API_KEY",
-    "CERAMIC_BASE_URL",
-    "FIRECRAWL_API_KEY",
-    "FIRECRAWL_API_URL",
-    "PERPLEXITY_API_KEY",
-    "PERPLEXITY_BASE_URL",
-    "TAVILY_API_KEY",
-    "EXA_API_KEY",
-    "BRAVE_API_KEY",
-    "LINKUP_API_KEY",
-    "PERPLEXED_PROVIDER",
-    "PERPLEXED_STORE",
-)
+_ENV = (*PROVIDER_ENV, "PERPLEXED_STORE")
 
 
 @pytest.fixture
