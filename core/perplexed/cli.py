@@ -30,6 +30,7 @@ from . import __version__, chain, telemetry
 from ._errors import (
     AuthenticationError,
     ConfigError,
+    CorruptIndexError,
     InvalidRequest,
     PermissionDeniedError,
     PerplexedError,
@@ -42,6 +43,7 @@ from ._index import (
     build_index,
     default_index_path,
     list_index,
+    locate_index,
     rebuild_index,
     remove_from_index,
     reset_index,
@@ -189,7 +191,8 @@ def _build_parser() -> _Parser:
                        help="merge: how many providers to ask at once (default 2)")
         p.add_argument("--min-hits", type=_positive_int, metavar="N",
                        help="quality floor: an answer with fewer hits is insufficient and the chain moves on")
-        p.add_argument("--index", metavar="FILE", help=f"local index file for the 'local' provider (${INDEX_ENV})")
+        p.add_argument("--index", metavar="FILE", help=f"local index file for the 'local' provider (default: ${INDEX_ENV}, else "
+                       ".perplexed/index.db in this folder or a parent, else in the user data folder)")
         p.add_argument("--cache-ttl", type=_seconds, metavar="SECONDS", default=CLI_CACHE_TTL_S,
                        help=f"reuse a provider's answer for this long (default {CLI_CACHE_TTL_S:g}; 0 = off)")
         p.add_argument("--no-cache", action="store_true", help="do not use or fill the result cache")
@@ -222,7 +225,8 @@ def _build_parser() -> _Parser:
         "are re-read, deleted files dropped. --list, --remove, --rebuild and --reset manage the index."))
     p_index.add_argument("paths", nargs="*", metavar="PATH", help="folder (or single file) of documents")
     p_index.add_argument("--index", metavar="FILE",
-                         help=f"index file (default: ${INDEX_ENV}, else in the user data folder)")
+                         help=f"index file (default: ${INDEX_ENV}, else .perplexed/index.db in this folder or a "
+                         "parent, else in the user data folder; --list says which)")
     p_index.add_argument("--follow-links", action="store_true",
                          help="also follow symbolic links that lead out of the indexed folders")
     manage = p_index.add_mutually_exclusive_group()
@@ -233,6 +237,8 @@ def _build_parser() -> _Parser:
     manage.add_argument("--rebuild", action="store_true",
                         help="rebuild the index from its indexed folders (and any PATH), e.g. when it is damaged")
     manage.add_argument("--reset", action="store_true", help="delete the index and everything in it")
+    p_index.add_argument("--verbose", "-v", action="store_true",
+                         help="on a damaged index, print everything SQLite reports (else one line)")
     p_index.add_argument("--json", action="store_true", help="print one JSON document and nothing else")
     p_index.set_defaults(command="index", run=_cmd_index)
 
@@ -242,6 +248,7 @@ def _build_parser() -> _Parser:
         "prints the estimated cost and sends nothing without --yes (exit 2). Exit 0 ok, 1 a problem."))
     p_doc.add_argument("providers", nargs="*", metavar="PROVIDER", help="with --live: the providers to call")
     p_doc.add_argument("--provider", "-p", metavar="A,B,C", help="the chain to check (default: $PERPLEXED_PROVIDER)")
+    p_doc.add_argument("--index", metavar="FILE", help="the local index to check (default: the one a search uses)")
     p_doc.add_argument("--live", action="store_true", help="make one real, cheap, paid query per provider")
     p_doc.add_argument("--agent", action="store_true", help="with --live: check the Agent API (cheapest preset)")
     p_doc.add_argument("--yes", action="store_true", help="with --live: agree to the estimated cost")
@@ -394,7 +401,7 @@ def _chain_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         options["cache_ttl_s"] = args.cache_ttl
     if getattr(args, "budget", None) is not None:
         options["budget_usd"] = args.budget
-    _use_cli_store()
+    _use_cli_store(getattr(args, "index", None))
     return options
 
 
@@ -402,15 +409,17 @@ CLI_CACHE_TTL_S = 3600.0
 STATE_FILE = "state.db"
 
 
-def _use_cli_store() -> None:
-    """The CLI's state store: ``PERPLEXED_STORE`` when set, else ``state.db`` beside the local index."""
+def _use_cli_store(index: str | None = None) -> None:
+    """The CLI's state store: ``PERPLEXED_STORE`` when set, else ``state.db`` beside the local index in use
+    (``--index FILE``'s, else the one :func:`locate_index` finds)."""
     from . import _governance
 
     if os.environ.get(_governance.STORE_ENV, "").strip() or _governance._settings.store is not None:
         return
     from .store import SQLiteStore
 
-    configure(store=SQLiteStore(default_index_path().parent / STATE_FILE))
+    path = locate_index(os.path.expanduser(index) if index else None).path
+    configure(store=SQLiteStore(os.path.abspath(path.parent / STATE_FILE)))
 
 
 def _seconds(text: str) -> float:
@@ -681,6 +690,19 @@ def _cmd_providers(args: argparse.Namespace) -> int:
 
 
 def _cmd_index(args: argparse.Namespace) -> int:
+    try:
+        return _index_command(args)
+    except CorruptIndexError as exc:  # one line (main prints it); SQLite's whole report only when asked
+        if args.verbose and exc.details:
+            sys.stderr.write("perplexed: what SQLite reports about the index:\n")
+            sys.stderr.writelines(f"  {line}\n" for line in exc.details)
+        elif len(exc.details) > 1 or (exc.details and exc.details[0] not in str(exc)):
+            raise CorruptIndexError(f"{exc} (--verbose shows SQLite's report)", path=exc.path,
+                                    details=exc.details) from None
+        raise
+
+
+def _index_command(args: argparse.Namespace) -> int:
     out, err = _consoles()
     index = os.path.expanduser(args.index) if args.index else None
     if args.list or args.remove or args.reset:
@@ -690,12 +712,15 @@ def _cmd_index(args: argparse.Namespace) -> int:
             return _index_list(out, index, args.json)
         if args.reset:
             path = index or str(default_index_path())
+            existed = os.path.lexists(path)
             count = reset_index(path)
             if args.json:
-                _print_json({"index": path, "reset": True, "documents": count})
-            else:
+                _print_json({"index": path, "reset": existed, "existed": existed, "documents": count})
+            elif existed:
                 out.print(f"Deleted the index {_escape(path)} ({count} document{'s' if count != 1 else ''})",
                           soft_wrap=True)
+            else:
+                out.print(f"No index at {_escape(path)}: nothing to delete", soft_wrap=True)
             return EXIT_OK
         report = remove_from_index(args.remove, index)
     else:
@@ -739,13 +764,16 @@ def _index_progress(err: Console, enabled: bool) -> Iterator[Callable[[int, int,
 def _index_list(out: Console, index: str | None, as_json: bool) -> int:
     from rich import box
     from rich.table import Table
+    from rich.text import Text
 
     listing = list_index(index)
     if as_json:
-        _print_json(listing.to_dict())
+        location = locate_index(index)
+        _print_json({**listing.to_dict(), "source": location.source, "why": location.why})
         return EXIT_OK
     out.print(f"Index {_escape(str(listing.path))}: {listing.documents} document"
               f"{'s' if listing.documents != 1 else ''}, {_size(listing.size)}", soft_wrap=True)
+    out.print(Text(f"In use because: {locate_index(index).why}", style="dim"), soft_wrap=True)
     if not listing.folders:
         out.print("No folders indexed: run `perplexed index FOLDER`.")
         return EXIT_OK
