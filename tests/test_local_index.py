@@ -264,6 +264,7 @@ def test_querying_a_missing_or_empty_index_says_to_run_perplexed_index(tmp_path:
 
 
 def test_the_environment_overrides_the_default_index_location(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)  # no project .perplexed/ folder here or above
     monkeypatch.setenv(INDEX_ENV, str(tmp_path / "mine.sqlite3"))
     assert default_index_path() == tmp_path / "mine.sqlite3"
     monkeypatch.delenv(INDEX_ENV)

@@ -48,6 +48,7 @@ from ._index import (
     remove_from_index,
     reset_index,
 )
+from ._index._location import index_option
 from ._models import Attempt, Hit, Result
 from ._settings import configure, default_chain
 
@@ -65,6 +66,12 @@ _OUTCOME_STYLE = {"ok": "green", "empty": "yellow", "timeout": "magenta", "deadl
 
 
 class _Parser(argparse.ArgumentParser):
+    commands: dict[str, argparse.ArgumentParser]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands = {}
+
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{message} (see `{self.prog} --help`)")
 
@@ -86,9 +93,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _build_parser()
     try:
         try:
-            args = parser.parse_args(args_list)
+            args, extra = parser.parse_known_args(args_list)
         except SystemExit as exc:  # --help, --version
             return exc.code if isinstance(exc.code, int) else 0
+        if extra:
+            raise UsageError(_unrecognized(parser, args.command, extra))
         if args.command is None:
             parser.print_help(sys.stderr)
             return EXIT_USAGE
@@ -112,6 +121,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
 
 
+def _unrecognized(parser: _Parser, command: str | None, extra: list[str]) -> str:
+    """What ``perplexed COMMAND`` says about arguments it does not take: each, with the closest option of that
+    command when one is close, and the command's own --help."""
+    import difflib
+
+    sub = parser.commands.get(command or "")
+    options = [o for action in (sub or parser)._actions for o in action.option_strings if o.startswith("--")]
+    words = []
+    for arg in extra:
+        name = arg.split("=", 1)[0]
+        close = difflib.get_close_matches(name, options, n=1, cutoff=0.6) if name.startswith("-") else []
+        words.append(f"{arg} (did you mean {close[0]}?)" if close else arg)
+    where = f"perplexed {command}" if sub is not None else "perplexed"
+    return f"unrecognized arguments: {' '.join(words)} (see `{where} --help`)"
+
+
 def _fail(exc: PerplexedError, as_json: bool, code: int = EXIT_USAGE) -> int:
     if as_json:
         _print_json({"error": _error_doc(exc)})
@@ -119,8 +144,24 @@ def _fail(exc: PerplexedError, as_json: bool, code: int = EXIT_USAGE) -> int:
     return code
 
 
-#: The command-line flag of each option an error message can name.
-_FLAGS = {"max_results": "--max-results", "provider_timeout_ms": "--timeout-ms", "deadline_ms": "--deadline-ms"}
+#: The command-line flag of each library option an error message can name (the CLI never shows Python names).
+_FLAGS = {
+    "max_results": "--max-results",
+    "provider_timeout_ms": "--timeout-ms",
+    "deadline_ms": "--deadline-ms",
+    "min_hits": "--min-hits",
+    "merge_providers": "--merge-providers",
+    "hedge_after_ms": "--hedge-after",
+    "budget_usd": "--budget",
+    "cache_ttl_s": "--cache-ttl",
+    "rate_limits": "--rate-limit",
+    "rate_limit": "--rate-limit",
+    "cooldown_after": "--cooldown-after",
+    "cooldown_s": "--cooldown",
+    "spend_limits": "--spend-limit",
+    "spend_limit": "--spend-limit",
+}
+_FLAG_NAMES = re.compile(r"(?<![\w-])(" + "|".join(sorted(map(re.escape, _FLAGS), key=len, reverse=True)) + r")\b(=)?")
 
 #: The Python hints of the library's messages, and what the command line says instead.
 _PYTHON_HINTS = (
@@ -129,17 +170,18 @@ _PYTHON_HINTS = (
     (re.compile(r" or pass client=AgentClient\(api_key=\.\.\.\)( \(AsyncAgentClient for the async API\))?"), ""),
     (re.compile(r"; pass on_empty='answer' to answer without sources"), ""),
     (re.compile(r"pass provider='perplexity-agent' alone"), "pass --provider perplexity-agent alone"),
+    (re.compile(r" \(or None = off\)"), ""),
 )
 
 
 def _cli_words(text: str, param: str | None = None) -> str:
-    """A library message as the command line says it: no Python hints, flags instead of argument names."""
+    """A library message as the command line says it: no Python hints, flags instead of argument names
+    (``min_hits=5`` is ``--min-hits 5``)."""
     for pattern, replacement in _PYTHON_HINTS:
         text = pattern.sub(replacement, text)
-    flag = _FLAGS.get(param or "")
-    if flag is not None:
-        text = re.sub(rf"(?<![\w-]){re.escape(param or '')}\b", flag, text)
-    return text
+    text = _FLAG_NAMES.sub(lambda m: _FLAGS[m.group(1)] + (" " if m.group(2) else ""), text)
+    text = re.sub(r"(--[\w-]+)\[('[^']*')\]", r"\1 for \2", text)  # --rate-limit['tavily']
+    return re.sub(r"(--[\w-]+) of \1(?![\w-])", r"\1", text)  # "--cooldown-after of --cooldown-after"
 
 
 def _error_doc(exc: PerplexedError) -> dict[str, Any]:
@@ -170,6 +212,7 @@ def _build_parser() -> _Parser:
     parser.add_argument("--version", action="version", version=f"perplexed {__version__}")
     parser.set_defaults(command=None)
     sub = parser.add_subparsers(title="commands", metavar="COMMAND", parser_class=_Parser)
+    parser.commands = sub.choices
 
     def chain_options(p: argparse.ArgumentParser) -> None:
         p.add_argument("query", nargs="+", metavar="QUERY", help="what to search for (quote it, or not)")
@@ -198,6 +241,13 @@ def _build_parser() -> _Parser:
         p.add_argument("--no-cache", action="store_true", help="do not use or fill the result cache")
         p.add_argument("--budget", type=_usd, metavar="USD",
                        help="most this search may spend: a paid provider that would exceed it is skipped")
+        limits = p.add_argument_group(
+            "rate limits, cool-downs and spend limits",
+            "each also read from its environment variable when the flag is not given; NAME is a provider's "
+            "registry name or label (see docs/production.md)")
+        for flag, metavar, env, what in _GOVERNANCE_FLAGS:
+            limits.add_argument(flag, action="append", metavar=metavar, help=f"{what} (${env}; repeat or "
+                                "comma-separate)" if "=" in metavar and "|" not in metavar else f"{what} (${env})")
         p.add_argument("--json", action="store_true", help="print one JSON document and nothing else")
 
     p_search = sub.add_parser("search", help="search through a provider chain", description=(
@@ -402,11 +452,75 @@ def _chain_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     if getattr(args, "budget", None) is not None:
         options["budget_usd"] = args.budget
     _use_cli_store(getattr(args, "index", None))
+    _configure_governance(args)
     return options
 
 
 CLI_CACHE_TTL_S = 3600.0
 STATE_FILE = "state.db"
+
+#: The governance flags: (flag, metavar, environment variable, help). Each sets the library option of the same
+#: name (``--rate-limit`` -> ``rate_limits``, ``--spend-limit`` -> ``spend_limits``) through ``configure()``.
+_GOVERNANCE_FLAGS = (
+    ("--rate-limit", "NAME=RATE", "PERPLEXED_RATE_LIMITS",
+     "at most RATE calls to provider NAME: 5/s, 60/min, 1000/hour, 10000/day (e.g. tavily=1/s)"),
+    ("--rate-limit-wait-ms", "MS|NAME=MS", "PERPLEXED_RATE_LIMIT_WAIT_MS",
+     "how long a call may wait for a rate-limit slot before the chain moves on (default 1000)"),
+    ("--cooldown-after", "N|NAME=N", "PERPLEXED_COOLDOWN_AFTER",
+     "after N failures in a row a provider rests and the chain skips it (default: off)"),
+    ("--cooldown-s", "S|NAME=S", "PERPLEXED_COOLDOWN_S", "how many seconds a provider rests (default 30)"),
+    ("--spend-limit", "WINDOW=USD", "PERPLEXED_SPEND_LIMITS",
+     "most all searches together may spend in a rolling window: minute, hour, day or week (e.g. day=5)"),
+)
+#: flag -> (library option, kind of value)
+_GOVERNANCE_OPTIONS = {
+    "--rate-limit": ("rate_limits", "pairs"),
+    "--rate-limit-wait-ms": ("rate_limit_wait_ms", "int"),
+    "--cooldown-after": ("cooldown_after", "int"),
+    "--cooldown-s": ("cooldown_s", "float"),
+    "--spend-limit": ("spend_limits", "usd"),
+}
+
+
+def _configure_governance(args: argparse.Namespace) -> None:
+    """Rate limits, cool-downs and spend limits from the flags, else their environment variables."""
+    for flag, metavar, env, _ in _GOVERNANCE_FLAGS:
+        given: list[str] | None = getattr(args, flag[2:].replace("-", "_"), None)
+        source, text = (flag, ",".join(given)) if given else (env, os.environ.get(env, "").strip())
+        if not text:
+            continue
+        option, kind = _GOVERNANCE_OPTIONS[flag]
+        value = _governance_value(text, kind, source, metavar)
+        try:
+            configure(**{option: value})
+        except ConfigError as exc:
+            if source == env:  # the variable the user set, not the flag they did not use
+                words = _cli_words(str(exc)).replace(flag, env)
+                raise ConfigError(words if env in words else f"{env}: {words}") from None
+            raise
+
+
+def _governance_value(text: str, kind: str, source: str, metavar: str) -> Any:
+    """``5`` (every provider) or ``NAME=VALUE,NAME=VALUE`` (per name) as the library takes it."""
+    items = [item.strip() for item in text.split(",") if item.strip()]
+    pairs = [item.partition("=") for item in items]
+    if kind in ("pairs", "usd") or any(sep for _, sep, _ in pairs):
+        if not items or not all(sep and name.strip() and value.strip() for name, sep, value in pairs):
+            raise UsageError(f"{source} takes {metavar.split('|')[-1]}, got {text!r}")
+        return {name.strip(): _governance_number(value.strip(), kind, source) for name, _, value in pairs}
+    if len(items) != 1:
+        raise UsageError(f"{source} takes one value or NAME=VALUE pairs, got {text!r}")
+    return _governance_number(items[0], kind, source)
+
+
+def _governance_number(text: str, kind: str, source: str) -> Any:
+    if kind == "pairs":
+        return text  # a rate, checked by the library
+    try:
+        return int(text) if kind == "int" else float(text.lstrip("$"))
+    except ValueError:
+        what = "a whole number" if kind == "int" else "an amount of USD" if kind == "usd" else "a number"
+        raise UsageError(f"{source}: expected {what}, got {text!r}") from None
 
 
 def _use_cli_store(index: str | None = None) -> None:
@@ -840,5 +954,5 @@ def _print_index_report(out: Console, report: IndexReport) -> None:
     for note in report.notes:
         out.print(Text(note, style="dim"), soft_wrap=True)
     if report.documents and report.roots:
-        hint = "" if report.index == default_index_path() else f" --index {report.index}"
+        hint = index_option(report.index)
         out.print(f"Search it: perplexed search QUERY --provider local{_escape(hint)}")
