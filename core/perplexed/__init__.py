@@ -39,11 +39,11 @@ from ._errors import (
     StreamError,
     UpstreamError,
 )
+from ._fetch import afetch, afetch_many, asearch, fetch, fetch_many, search
 from ._governance import aspend, spend
-from ._models import Attempt, Hit, Outcome, ProviderAnswer, Result
+from ._models import Attempt, Hit, Outcome, Page, ProviderAnswer, Result
 from ._options import ChainOptions, SearchOptions
 from ._settings import configure
-from .chain import asearch, search
 
 if TYPE_CHECKING:  # answer() is imported lazily (it pulls in the Agent API client)
     from ._answer import (
@@ -85,6 +85,7 @@ __all__ = [
     "NoSourcesError",
     "NotFoundError",
     "Outcome",
+    "Page",
     "PermissionDeniedError",
     "PerplexedError",
     "ProviderAnswer",
@@ -100,11 +101,15 @@ __all__ = [
     "StreamError",
     "UpstreamError",
     "aanswer",
+    "afetch",
+    "afetch_many",
     "answer",
     "asearch",
     "aspend",
     "astream_answer",
     "configure",
+    "fetch",
+    "fetch_many",
     "prepare_answer",
     "providers",
     "search",
