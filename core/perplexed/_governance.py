@@ -21,7 +21,7 @@ import os
 import time
 import weakref
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from . import _portal
 from ._errors import ConfigError, InvalidRequest, ProviderError
@@ -39,8 +39,28 @@ from .store._base import Admission, CachedAnswer, Decision, Record, Store
 from .store.memory import MemoryStore
 
 if TYPE_CHECKING:
-    from ._engine import Operation
+    from collections.abc import Sequence
+
+    from ._options import ChainOptions
     from .providers import Provider
+
+
+class Governed(Protocol):
+    """What governance needs of the operation a chain runs (``_engine.Operation`` has all of it)."""
+
+    chain: ChainOptions
+    nothing: Any
+
+    @property
+    def members(self) -> Sequence[Provider]: ...
+
+    def price(self, member: Provider) -> float: ...
+
+    def cache_parts(self, member: Provider) -> tuple[str, ...] | None: ...
+
+    def to_cache(self, answer: Any) -> Sequence[Any]: ...
+
+    def from_cache(self, stored: Sequence[Any]) -> Any: ...
 
 __all__ = [
     "STORE_ENV",
@@ -287,7 +307,7 @@ def provider_identity(provider: Provider) -> str:
 # -- the per-search governor ----------------------------------------------------------------------------------
 
 
-def plan(op: Operation[Any]) -> Governor | None:
+def plan(op: Governed) -> Governor | None:
     """A :class:`Governor` for this run, or None when nothing is configured (the plain chain).
 
     Raises :class:`~perplexed.ConfigError` (before any call) when ``PERPLEXED_STORE`` is not a store.
@@ -350,7 +370,7 @@ class Governor:
 
     __slots__ = ("_cooling", "chain", "op", "spent", "store")
 
-    def __init__(self, op: Operation[Any], store: Store) -> None:
+    def __init__(self, op: Governed, store: Store) -> None:
         self.op = op
         self.chain = op.chain
         self.store = store
