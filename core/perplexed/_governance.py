@@ -174,7 +174,9 @@ def reset() -> None:
     for store in (_settings.store, _settings.env_store[1] if _settings.env_store else None):
         if store is not None:
             _close_quietly(store)
+    version = _settings.version
     _settings = _Settings()
+    _settings.version = version + 1  # a provider's memoised settings (settings_for) are stale from now on
     _last_warning[0] = 0.0
 
 
