@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from . import providers, telemetry
+from ._configure import configure, reset
 from ._errors import (
     APIConnectionError,
     APIError,
@@ -42,7 +43,6 @@ from ._errors import (
 from ._governance import aspend, spend
 from ._models import Attempt, Hit, Outcome, ProviderAnswer, Result
 from ._options import ChainOptions, SearchOptions
-from ._settings import configure
 from ._verify import Evidence, SentenceCheck, Verification, averify, verify
 from .chain import asearch, search
 
@@ -112,6 +112,7 @@ __all__ = [
     "configure",
     "prepare_answer",
     "providers",
+    "reset",
     "search",
     "spend",
     "stream_answer",
