@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from . import providers, telemetry
+from ._configure import configure, reset
 from ._errors import (
     APIConnectionError,
     APIError,
@@ -43,7 +44,7 @@ from ._fetch import afetch, afetch_many, asearch, fetch, fetch_many, search
 from ._governance import aspend, spend
 from ._models import Attempt, Hit, Outcome, Page, ProviderAnswer, Result
 from ._options import ChainOptions, SearchOptions
-from ._settings import configure
+from ._verify import Evidence, SentenceCheck, Verification, averify, verify
 
 if TYPE_CHECKING:  # answer() is imported lazily (it pulls in the Agent API client)
     from ._answer import (
@@ -79,6 +80,7 @@ __all__ = [
     "ConflictError",
     "ContentDecodingError",
     "CorruptIndexError",
+    "Evidence",
     "Hit",
     "InvalidRequest",
     "MalformedResponseError",
@@ -97,9 +99,11 @@ __all__ = [
     "ResponseIncompleteError",
     "Result",
     "SearchOptions",
+    "SentenceCheck",
     "ServerError",
     "StreamError",
     "UpstreamError",
+    "Verification",
     "aanswer",
     "afetch",
     "afetch_many",
@@ -107,15 +111,18 @@ __all__ = [
     "asearch",
     "aspend",
     "astream_answer",
+    "averify",
     "configure",
     "fetch",
     "fetch_many",
     "prepare_answer",
     "providers",
+    "reset",
     "search",
     "spend",
     "stream_answer",
     "telemetry",
+    "verify",
 ]
 
 _LAZY = {

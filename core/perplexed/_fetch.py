@@ -16,6 +16,8 @@ every redirect hop. ``file://`` URLs are answered from the local index only, nev
 from __future__ import annotations
 
 import asyncio
+import inspect
+import json
 import logging
 import math
 import time
@@ -24,27 +26,27 @@ from typing import Any, Literal, cast
 
 import httpx
 
-from . import _portal, telemetry
+from . import _engine, _portal, telemetry
 from ._errors import (
     BodyTooLargeError,
     ContentDecodingError,
     InvalidRequest,
     PerplexedError,
     UpstreamError,
-    redact,
 )
 from ._extract import cut, markdown_to_text
 from ._fetch_net import check_url, guarded_client, robots_verdict, split_url
-from ._http import read_capped
+from ._http import get_client, read_capped
 from ._keywords import unknown_keyword
-from ._models import Attempt, Outcome, Page, Result
+from ._models import Attempt, Hit, Outcome, Page, Result
 from ._options import ChainOptions
 from ._ssrf import Allowed, check_literal, parse_allow_private
-from .chain import _call, _failed, _in_thread, _safe_cause
+from .chain import _in_thread, drive_flow
 from .chain import asearch as _chain_asearch
 from .chain import search as _chain_search
 from .fetchers import FetchAnswer, FetchOptions, FetchProvider, FunctionFetcher, resolve
 from .fetchers.http import MAX_REDIRECTS, Http
+from .providers import Provider
 
 __all__ = [
     "ATTEMPT_EVENT",
@@ -92,25 +94,15 @@ MAX_URL_CHARS = 8192
 class FetchPlan:
     """A validated fetch: URL, providers, fetch options, chain options (built by :func:`prepare_fetch`)."""
 
-    __slots__ = ("chain", "fallback_on", "is_chain", "options", "providers", "url")
+    __slots__ = ("chain", "is_chain", "options", "providers", "url")
 
     def __init__(self, url: str, providers: list[FetchProvider], is_chain: bool, options: FetchOptions,
-                 chain: ChainOptions, fallback_on: frozenset[str]) -> None:
+                 chain: ChainOptions) -> None:
         self.url = url
         self.providers = providers
         self.is_chain = is_chain
         self.options = options
         self.chain = chain
-        self.fallback_on = fallback_on
-
-    def moves_on(self, outcome: Outcome) -> bool:
-        """Whether an attempt with this outcome lets the chain try the next provider."""
-        value = outcome.value
-        if value in ("timeout", "cancelled"):
-            return "timeout" in self.fallback_on or "error" in self.fallback_on
-        if value == "skipped":
-            return True
-        return value in self.fallback_on
 
 
 def clean_url(url: object, param: str = "url") -> str:
@@ -185,10 +177,10 @@ def prepare_fetch(url: object, provider: Any = None, **options: Any) -> FetchPla
         if name not in known:
             raise unknown_keyword(name, known, what="fetch option")
     chain_kw = {k: options.pop(k) for k in FETCH_CHAIN_NAMES if k in options}
-    fallback_on = parse_fallback_on(chain_kw.pop("fallback_on", None))
+    chain_kw["fallback_on"] = parse_fallback_on(chain_kw.get("fallback_on"))
     chain = ChainOptions.build(**chain_kw)
     opts = build_options(options, providers)
-    return FetchPlan(cleaned, providers, is_chain, opts, chain, fallback_on)
+    return FetchPlan(cleaned, providers, is_chain, opts, chain)
 
 
 # --- the public API ------------------------------------------------------------------------------------------
@@ -284,8 +276,7 @@ def _plan_many(urls: Any, provider: Any, concurrency: Any, options: dict[str, An
             cleaned = clean_url(url, f"urls[{i}]")
         except InvalidRequest:
             raise
-        plans.append(FetchPlan(cleaned, shared.providers, shared.is_chain, shared.options, shared.chain,
-                               shared.fallback_on))
+        plans.append(FetchPlan(cleaned, shared.providers, shared.is_chain, shared.options, shared.chain))
     for i, plan in enumerate(plans):  # literal private addresses: refused before anything is fetched
         if not plan.url[:7].lower() == "file://":
             host = split_url(plan.url, f"urls[{i}]").hostname or ""
@@ -296,62 +287,102 @@ def _plan_many(urls: Any, provider: Any, concurrency: Any, options: dict[str, An
     return plans
 
 
-# --- the run loop --------------------------------------------------------------------------------------------
+# --- the operation ------------------------------------------------------------------------------------------
+
+
+class FetchOperation:
+    """Fetching as an operation of the engine (see ``_engine``): URL and fetch options -> the page's whole text."""
+
+    __slots__ = ("_options_key", "chain", "members", "plan", "subject")
+
+    name = "fetch"
+    subject_key = "url"
+    nothing: FetchAnswer | None = None
+
+    def __init__(self, plan: FetchPlan) -> None:
+        self.plan = plan
+        self.subject = plan.url
+        self.members = plan.providers
+        self.chain = plan.chain
+        self._options_key: str | None = None
+
+    def client(self, member: Provider) -> httpx.AsyncClient | None:
+        if isinstance(member, FunctionFetcher):
+            return None
+        if isinstance(member, Http):
+            return guarded_client(self.plan.options.allow_private, member.resolver, member.transport)
+        return get_client(member.transport)
+
+    async def call(self, member: Provider, client: httpx.AsyncClient | None) -> FetchAnswer:
+        return await _call_fetcher(cast(FetchProvider, member), self.plan, client)
+
+    def finish(self, member: Provider, raw: FetchAnswer) -> tuple[FetchAnswer, float, str | None]:
+        answer = _in_format(raw, self.plan.options.format)
+        charged = answer.cost if answer.cost is not None else member.price()
+        return answer, charged, answer.detail
+
+    def is_empty(self, answer: FetchAnswer | None) -> bool:
+        return answer is None or not answer.text.strip()
+
+    def size(self, answer: FetchAnswer | None) -> int:
+        return 0 if answer is None else len(answer.text)
+
+    def insufficient(self, label: str, answer: FetchAnswer | None, attempts: Callable[[], list[Attempt]]) -> str | None:
+        size = 0 if answer is None else len(answer.text.strip())
+        return None if size >= self.plan.options.min_chars else "min_chars"
+
+    def price(self, member: Provider) -> float:
+        return member.price()
+
+    def cache_parts(self, member: Provider) -> tuple[str, ...] | None:
+        if self._options_key is None:
+            opts = self.plan.options
+            self._options_key = json.dumps(
+                {"format": opts.format, "robots": opts.respect_robots, "private": opts.allow_private.key(),
+                 "max_age_s": opts.max_age_s, "extra": dict(opts.extra)},
+                sort_keys=True, default=repr, separators=(",", ":"),
+            )
+        extra = ""
+        if member.options:
+            extra = json.dumps(member.options, sort_keys=True, default=repr, separators=(",", ":"))
+        return ("fetch", self.subject, self._options_key, extra)
+
+    def to_cache(self, answer: FetchAnswer | None) -> list[Hit]:
+        if answer is None:
+            return []
+        fields = answer.model_dump(mode="json", exclude={"text"})
+        return [Hit(url=answer.final_url or self.subject, title=answer.title, content=answer.text,
+                    raw={"fetch": fields})]
+
+    def from_cache(self, stored: Sequence[Hit]) -> FetchAnswer | None:
+        if not stored:
+            return None
+        hit = stored[0]
+        fields: dict[str, Any] = hit.raw["fetch"] if isinstance(hit.raw.get("fetch"), dict) else {}
+        return FetchAnswer(**{**fields, "text": hit.content or "", "cost": 0.0})
+
+    def combine(self, answers: Sequence[tuple[str, FetchAnswer | None]]) -> FetchAnswer | None:
+        return answers[0][1] if answers else None  # one page: the first member's answer
+
+    def result(self, provider: str, answer: FetchAnswer | None, attempts: list[Attempt]) -> Page:
+        return _page(self.plan, provider, answer or FetchAnswer(format=self.plan.options.format), attempts)
 
 
 async def run_fetch(plan: FetchPlan, *, on_attempt: AttemptCallback | None = None) -> Page:
-    """Run a prepared fetch down its providers."""
+    """Run a prepared fetch: the trust-boundary check, then the engine down the fetch providers."""
     if plan.url[:7].lower() == "file://":
         return await _local_page(plan, on_attempt)
-    loop = asyncio.get_running_loop()
-    chain = plan.chain
-    deadline = loop.time() + chain.deadline_ms / 1000
     resolver = next((p.resolver for p in plan.providers if isinstance(p, Http) and p.resolver is not None), None)
     try:
-        async with asyncio.timeout(chain.deadline_ms / 1000):
+        async with asyncio.timeout(plan.chain.deadline_ms / 1000):
             await check_url(plan.url, plan.options.allow_private, resolver)
     except TimeoutError:
-        pass  # no answer from the resolver within the deadline: the providers' attempts are recorded as deadline
-    provider_budget = chain.provider_timeout_ms / 1000
-    attempts: list[Attempt] = []
-    best: tuple[FetchProvider, FetchAnswer] | None = None
-    last_error: BaseException | None = None
-    with telemetry.span("perplexed.fetch", {"perplexed.url": plan.url,
-                                            "perplexed.providers": ",".join(p.label for p in plan.providers)}) as span:
-        for provider in plan.providers:
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                _record(attempts, Attempt(provider=provider.label, outcome=Outcome.DEADLINE,
-                                          error="chain deadline passed before this provider was called"),
-                        plan.url, on_attempt)
-                continue
-            capped = remaining < provider_budget
-            attempt, answer, exc = await fetch_attempt(provider, plan, remaining if capped else provider_budget, capped)
-            if exc is not None:
-                last_error = exc
-            _record(attempts, attempt, plan.url, on_attempt)
-            if attempt.outcome is Outcome.OK and answer is not None:
-                _annotate(span, provider.label, attempts)
-                return _page(plan, provider, answer, attempts)
-            if answer is not None and (best is None or len(answer.text) > len(best[1].text)):
-                best = (provider, answer)
-            if not plan.moves_on(attempt.outcome):
-                break
-        if best is not None:  # empty or below the floor everywhere: the best answer is still the result
-            _annotate(span, best[0].label, attempts)
-            return _page(plan, best[0], best[1], attempts)
-        _annotate(span, None, attempts)
-        raise UpstreamError("all_providers_failed", attempts) from _safe_cause(last_error)
+        pass  # the resolver did not answer in time: the providers' attempts say what happened
+    page: Page = await _engine.run(FetchOperation(plan), on_attempt)
+    return page
 
 
-def _annotate(span: Any, answered_by: str | None, attempts: list[Attempt]) -> None:
-    if span is not None:
-        span.set_attribute("perplexed.answered_by", answered_by or "")
-        span.set_attribute("perplexed.attempts", len(attempts))
-        span.set_attribute("perplexed.cost", float(sum(a.cost for a in attempts)))
-
-
-def _page(plan: FetchPlan, provider: FetchProvider, answer: FetchAnswer, attempts: list[Attempt]) -> Page:
+def _page(plan: FetchPlan, provider: str, answer: FetchAnswer, attempts: list[Attempt]) -> Page:
     piece = cut(answer.text, plan.options.start_index, plan.options.max_chars)
     return Page(
         url=plan.url,
@@ -363,65 +394,12 @@ def _page(plan: FetchPlan, provider: FetchProvider, answer: FetchAnswer, attempt
         language=answer.language,
         content_type=answer.content_type,
         status=answer.status,
-        provider=provider.label,
+        provider=provider or None,
         attempts=list(attempts),
         truncated=piece.truncated,
         total_chars=piece.total_chars,
         next_index=piece.next_index,
     )
-
-
-async def fetch_attempt(
-    provider: FetchProvider, plan: FetchPlan, budget: float, capped: bool = False
-) -> tuple[Attempt, FetchAnswer | None, BaseException | None]:
-    """Call one fetch provider within ``budget`` seconds; never raises for the provider's own failures."""
-    start = time.perf_counter()
-    answer: FetchAnswer | None = None
-    failure: BaseException | None = None
-    detail: str | None = None
-    reason: str | None = None
-    error: str | None = None
-    charged: float | None
-    with telemetry.span("perplexed.fetch.provider",
-                        {"perplexed.provider": provider.label, "perplexed.budget_ms": int(budget * 1000)}) as call_span:
-        timer = asyncio.timeout(budget)
-        try:
-            async with timer:
-                answer = await _call_fetcher(provider, plan)
-            answer = _in_format(answer, plan.options.format)
-            charged = answer.cost if answer.cost is not None else provider.price()
-            if not (math.isfinite(charged) and charged >= 0):
-                raise provider.fail("malformed", f"provider reported a cost of {charged!r} USD")
-            size = len(answer.text.strip())
-            if size == 0:
-                outcome = Outcome.EMPTY
-            elif size < plan.options.min_chars:
-                outcome = Outcome.INSUFFICIENT
-                detail = f"{size} characters of text, below min_chars={plan.options.min_chars}"
-            else:
-                outcome = Outcome.OK
-            if answer.detail:
-                detail = redact(answer.detail)
-        except Exception as exc:
-            answer = None
-            outcome, reason, error, charged, failure = _failed(provider, exc, timer, budget, capped)
-        cost = float(charged or 0.0)
-        attempt = Attempt(
-            provider=provider.label,
-            outcome=outcome,
-            cost=cost,
-            duration_ms=int((time.perf_counter() - start) * 1000),
-            billable=cost > 0,
-            error=None if error is None else redact(error),
-            detail=detail,
-            reason=reason,
-        )
-        if call_span is not None:
-            call_span.set_attribute("perplexed.outcome", attempt.outcome.value)
-            call_span.set_attribute("perplexed.cost", attempt.cost)
-            if attempt.error:
-                call_span.set_attribute("perplexed.error", attempt.error)
-    return attempt, answer, failure
 
 
 def _in_format(answer: FetchAnswer, fmt: str) -> FetchAnswer:
@@ -430,24 +408,26 @@ def _in_format(answer: FetchAnswer, fmt: str) -> FetchAnswer:
     return answer.model_copy(update={"text": markdown_to_text(answer.text), "format": "text"})
 
 
-async def _call_fetcher(provider: FetchProvider, plan: FetchPlan) -> FetchAnswer:
+async def _call_fetcher(provider: FetchProvider, plan: FetchPlan, client: httpx.AsyncClient | None) -> FetchAnswer:
     if isinstance(provider, FunctionFetcher):
         if provider.is_async:
             value = await provider.fn(plan.url, plan.options)
         else:
             value = await _in_thread(provider.fn, plan.url, plan.options)
+        if inspect.isawaitable(value):
+            value = await value
         return provider.coerce(value)
     if isinstance(provider, Http):
-        return await _fetch_direct(provider, plan)
-    answer, _owned = await _call(provider, plan.url, plan.options)  # type: ignore[arg-type]
-    return cast(FetchAnswer, answer)
+        return await _fetch_direct(provider, plan, client)
+    return await drive_flow(provider, provider.fetch_flow(plan.url, plan.options), client)
 
 
-async def _fetch_direct(provider: Http, plan: FetchPlan) -> FetchAnswer:
+async def _fetch_direct(provider: Http, plan: FetchPlan, client: httpx.AsyncClient | None) -> FetchAnswer:
     """The ``http`` provider's network part: robots.txt, the page, each redirect hop checked, at most 5."""
     options = plan.options
     allowed: Allowed = options.allow_private
-    client = guarded_client(allowed, provider.resolver, provider.transport)
+    if client is None:
+        client = guarded_client(allowed, provider.resolver, provider.transport)
     headers = provider.request_headers()
     url = plan.url
     hops = 0

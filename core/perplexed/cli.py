@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from . import __version__, chain, telemetry
+from ._configure import configure
 from ._errors import (
     AuthenticationError,
     ConfigError,
@@ -47,7 +48,7 @@ from ._index import (
     reset_index,
 )
 from ._models import Attempt, Hit, Result
-from ._settings import configure, default_chain
+from ._settings import default_chain
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.console import Console

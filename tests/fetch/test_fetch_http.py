@@ -84,9 +84,9 @@ async def test_the_quality_floor_applies_to_the_whole_text_and_falls_through(sit
     # a slice smaller than the floor is fine: the floor is about the whole text
     small = await perplexed.afetch(site.url_for("/article"), allow_private=LOOP, max_chars=10, min_chars=500)
     assert small.attempts[0].outcome is Outcome.OK and len(small.content) == 10
-    # without insufficient in fallback_on the chain stops there, and the insufficient page is the answer
+    # without insufficient (nor empty) in fallback_on the chain stops there: the insufficient page is the answer
     stop = await perplexed.afetch(site.url_for("/short"), ["http", backup], allow_private=LOOP,
-                                  fallback_on=["error", "empty"])
+                                  fallback_on=["error"])
     assert [a.outcome for a in stop.attempts] == [Outcome.INSUFFICIENT] and stop.provider == "http"
 
 
@@ -296,3 +296,16 @@ async def test_all_providers_failing_raises_upstream_error_with_the_attempts(sit
 def test_serve_helper_is_available() -> None:
     with serve() as server:
         assert server.url.startswith("http://127.0.0.1:")
+
+
+async def test_governance_one_engine_cache_and_budget(site: LoopbackServer) -> None:
+    first = await perplexed.afetch(site.url_for("/article"), allow_private=LOOP, cache_ttl_s=60)
+    second = await perplexed.afetch(site.url_for("/article"), allow_private=LOOP, cache_ttl_s=60, max_chars=50,
+                                    start_index=10)
+    assert not first.attempts[0].cached and second.attempts[0].cached
+    assert second.content == first.content[10:60] and second.total_chars == first.total_chars
+    assert sum(r.path == "/article" for r in site.requests) == 1  # the second page came from the cache
+    paid = {"name": "http", "cost": 0.01}
+    with pytest.raises(UpstreamError) as info:
+        await perplexed.afetch(site.url_for("/article"), paid, allow_private=LOOP, budget_usd=0.001)
+    assert info.value.attempts[0].outcome is Outcome.SKIPPED and info.value.attempts[0].reason == "over_budget"

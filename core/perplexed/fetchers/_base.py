@@ -120,9 +120,6 @@ class FetchProvider(Provider):
     #: the ``http`` provider talks to the page itself (the engine drives it through the guarded client)
     direct: ClassVar[bool] = False
 
-    def flow(self, query: str, options: Any) -> Any:  # the engine's provider-flow driver calls flow()
-        return self.fetch_flow(query, options)
-
     def fetch_flow(self, url: str, options: FetchOptions) -> FetchFlow:
         """Yield HTTP requests and receive their (fully read) responses; return the answer."""
         response = yield self.build_fetch_request(url, options)
