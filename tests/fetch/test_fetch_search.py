@@ -8,16 +8,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import perplexed
 import pytest
 from pages import ARTICLE_TITLE, article_html
-from testkit.loopback import Html, LoopbackServer, Status
-
-import perplexed
 from perplexed import Hit, InvalidRequest, Page
 from perplexed.providers import FunctionProvider
+from testkit.loopback import Html, LoopbackServer, Status
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
-from test_answer_fakes import FakeAgentAPI  # noqa: E402
+from test_answer_fakes import FakeAgentAPI
 
 LOOP = ["127.0.0.0/8"]
 

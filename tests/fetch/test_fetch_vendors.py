@@ -9,13 +9,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import perplexed
 import pytest
 import yaml
+from perplexed import Outcome, UpstreamError
 from synthesize_fetch_cassettes import PAGE, ROOT, render
 from testkit.loopback import LoopbackServer, Raw
-
-import perplexed
-from perplexed import Outcome, UpstreamError
 
 CASSETTES = sorted(ROOT.glob("*/*.yaml"))
 KEY = "test-key-0123456789abcdef"
