@@ -49,6 +49,7 @@ from ._errors import (
     PerplexedError,
     StreamError,
 )
+from ._fetch import with_pages
 from ._grounding import (
     AGENT_CITATION_INSTRUCTION,
     AGENT_PROVIDER,
@@ -59,6 +60,7 @@ from ._grounding import (
     pack_sources,
 )
 from ._models import Hit, Result
+from ._verify import Verification, verify
 from .agent import AgentRequest, AsyncAgentClient, Response
 from .agent._request import build_request
 from .chain import run
@@ -165,7 +167,8 @@ class Answer(BaseModel):
     ``unmatched`` the numbers without a source. ``search`` is the chain's :class:`~perplexed.Result`
     (``None`` in ``perplexity-agent`` mode), ``response`` the Agent API response. ``cost`` is
     ``search_cost + agent_cost`` in USD (``agent_cost`` is the API's ``usage.cost.total_cost``, tool calls
-    included).
+    included). ``verification`` is the citation check (:func:`perplexed.verify`) when asked for with
+    ``verify=True``, else ``None``.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -179,6 +182,7 @@ class Answer(BaseModel):
     response: Response
     search_cost: float = 0.0
     agent_cost: float = 0.0
+    verification: Verification | None = None
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -229,6 +233,7 @@ class Answer(BaseModel):
             "cost": self.cost,
             "search_cost": self.search_cost,
             "agent_cost": self.agent_cost,
+            **({} if self.verification is None else {"verification": self.verification.model_dump(mode="json")}),
         }
 
     def __str__(self) -> str:
@@ -251,7 +256,10 @@ async def _ground(plan: AnswerPlan) -> _Grounded:
         instructions = AGENT_CITATION_INSTRUCTION if plan.instructions is None else plan.instructions
         request = build_request(None, {**plan.params, "input": plan.query, "instructions": instructions})
         return _Grounded(None, [], request)
+    started = asyncio.get_running_loop().time()
     result = await run(plan.search, on_attempt=plan.on_attempt)
+    if plan.fetch is not None:  # fetch_content=N: ground on the top hits' page content
+        result = await with_pages(result, *plan.fetch, plan.deadline_ms, started)
     sources = pack_sources(result.hits, plan.max_source_chars)
     if not sources and plan.on_empty == "raise":
         tried = ", ".join(f"{a.provider}: {a.outcome.value}" for a in result.attempts) or "no provider"
@@ -274,8 +282,9 @@ async def _ground(plan: AnswerPlan) -> _Grounded:
 
 def _keep_attempts(exc: PerplexedError, result: Result | None) -> None:
     """Put the search attempts (and so their cost) in front of the error's own: nothing paid for is lost."""
-    if result is not None and result.attempts:
-        exc.attempts = [*result.attempts, *(a for a in exc.attempts if a not in result.attempts)]
+    if result is not None and (result.attempts or result.fetches):
+        paid = [*result.attempts, *result.fetches]  # the page fetches of fetch_content too
+        exc.attempts = [*paid, *(a for a in exc.attempts if a not in paid)]
 
 
 def _emit(plan: AnswerPlan, started: float, response: Response | None, span: Any) -> None:
@@ -354,7 +363,7 @@ def _finish(plan: AnswerPlan, grounded: _Grounded, response: Response) -> Answer
     ]
     if unmatched:
         logger.debug("answer %s: markers without a source: %s", response.id, [int(n) for n in unmatched])
-    return Answer(
+    ans = Answer(
         query=plan.query,
         text=text,
         sources=sources,
@@ -365,6 +374,9 @@ def _finish(plan: AnswerPlan, grounded: _Grounded, response: Response) -> Answer
         search_cost=grounded.result.cost if grounded.result is not None else 0.0,
         agent_cost=float(response.cost or 0.0),
     )
+    if plan.verify:  # offline and pure: the text against the sources the model was given
+        ans.verification = verify(ans)
+    return ans
 
 
 def _span_attributes(plan: AnswerPlan) -> dict[str, Any]:
@@ -528,7 +540,9 @@ async def aanswer(query: str | AnswerPlan, provider: Any = None, **options: Any)
     caps the sources' text: the longest are cut first, none is dropped, numbering is stable.
     ``on_empty="raise"`` (default) raises :class:`NoSourcesError` when the search finds nothing;
     ``"answer"`` answers without sources. ``strip_unmatched=True`` removes markers without a source from
-    the text (they stay listed in :attr:`Answer.unmatched`).
+    the text (they stay listed in :attr:`Answer.unmatched`). ``verify=True`` checks the answer's citations
+    against its sources (:func:`perplexed.verify`, offline) and attaches the result as
+    :attr:`Answer.verification`.
 
     Raises :class:`~perplexed.UpstreamError` (``all_providers_failed``) without calling the model when no
     provider answered; every Agent API failure is a :class:`~perplexed.APIError` subclass
