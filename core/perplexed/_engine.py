@@ -300,7 +300,6 @@ class Engine:
         block, so a provider bug or a malformed answer is an ``error`` attempt, never a crashed chain.
         """
         op = self.op
-        start = time.perf_counter()
         answer = op.nothing
         detail: str | None = None
         failure: BaseException | None = None
@@ -310,9 +309,11 @@ class Engine:
             {"perplexed.provider": member.label, "perplexed.budget_ms": int(budget * 1000)},
         ) as call_span:
             timer = asyncio.timeout(budget)
+            start = time.perf_counter()  # after the span is open: process warm-up is not the provider's time
             try:
                 if client is None:  # set up outside the budget: the first call in a loop must not pay for it
                     client = op.client(member)
+                    start = time.perf_counter()  # nor is setting up the client (TLS context, pools)
                 async with timer:
                     raw = await op.call(member, client)
                 answer, charged, detail = op.finish(member, raw)
@@ -353,7 +354,8 @@ class Engine:
             reason = self.op.insufficient(label, answer, lambda: [*self.attempts, *pending, attempt])
         except Exception as exc:
             self.last_error = exc
-            logger.error("accept raised:\n%s", redact("".join(traceback.format_exception(exc)).rstrip()))
+            logger.warning("accept raised: %s", redact(_one_line(exc)))
+            logger.debug("accept raised:\n%s", redact("".join(traceback.format_exception(exc)).rstrip()))
             return attempt.model_copy(update={
                 "outcome": Outcome.ERROR, "reason": "accept",
                 "error": redact(f"accept raised {type(exc).__name__}: {exc}".rstrip(": ")),
@@ -605,13 +607,16 @@ def _failed(
         return Outcome.ERROR, "config", f"config: invalid URL: {exc}", None, exc
     if isinstance(exc, httpx.HTTPError):
         return Outcome.ERROR, "connection", f"connection: {type(exc).__name__}: {_exc_text(exc)}".rstrip(": "), None, exc
-    # a provider bug must not break the chain
-    logger.error(
-        "provider %s raised unexpectedly:\n%s",
-        member.label,
-        redact("".join(traceback.format_exception(exc)).rstrip()),
-    )
+    # a provider bug must not break the chain: one line (the search goes on); the traceback at DEBUG
+    logger.warning("provider %s raised unexpectedly: %s", member.label, redact(_one_line(exc)))
+    logger.debug("provider %s raised:\n%s", member.label, redact("".join(traceback.format_exception(exc)).rstrip()))
     return Outcome.ERROR, "unexpected", f"unexpected: {type(exc).__name__}: {exc}".rstrip(": "), None, exc
+
+
+def _one_line(exc: BaseException) -> str:
+    """``Type: message`` on one line (a handled failure is one log line; its traceback is logged at DEBUG)."""
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _exc_text(exc: BaseException) -> str:

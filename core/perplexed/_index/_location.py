@@ -102,7 +102,7 @@ def locate_index(index: IndexPath = None) -> IndexLocation:
     4. ``local-index.sqlite3`` in the per-user data folder.
     """
     if index is not None:
-        return IndexLocation(Path(index).expanduser(), "argument", "given with --index (or index=)")
+        return IndexLocation(Path(index).expanduser(), "argument", "given with --index (index= in Python)")
     override = os.environ.get(INDEX_ENV, "").strip()
     if override:
         return IndexLocation(Path(override).expanduser(), "environment", f"from {INDEX_ENV}")
@@ -110,11 +110,11 @@ def locate_index(index: IndexPath = None) -> IndexLocation:
     if project is not None:
         return IndexLocation(
             project / PROJECT_INDEX, "project",
-            f"the project's: {PROJECT_DIR}/ found in {project.parent}, looking from the working folder upward",
+            f"the project's index: {PROJECT_DIR}/ found in {project.parent}, looking from the working folder up",
         )
     return IndexLocation(
         user_data_dir() / INDEX_FILENAME, "user",
-        f"the per-user data folder: no {PROJECT_DIR}/ folder in the working folder or above it",
+        f"the per-user index: no {PROJECT_DIR}/ folder in the working folder or above it",
     )
 
 

@@ -301,22 +301,21 @@ def _check_index(needed: bool, index: str | os.PathLike[str] | None = None) -> C
     from .._index import check_index, locate_index
     from .._index._location import index_option
 
-    location = locate_index(index)
-    path = location.path
+    path = locate_index(index).path
     run = f"run `perplexed index FOLDER{index_option(path)}`"
     try:
         result = check_index(path)
     except Exception as exc:  # a checker bug must not hide the other checks
         return Check("index", ERROR, f"index check failed: {type(exc).__name__}: {exc}", needed)
     if not result.exists:
-        return Check("index", MISSING, f"no index at {path} ({location.why}): {run}", needed)
+        return Check("index", MISSING, f"no index at {path}: {run}", needed)
     if not result.ok:
         problem = result.problem or "the index is not usable"
         where = "" if str(path) in problem else f"{path}: "
         return Check("index", ERROR, where + problem + (f"; {result.remedy}" if result.remedy else ""), needed)
     if not result.documents:
-        return Check("index", MISSING, f"no documents in {path} ({location.why}): {run}", needed)
-    return Check("index", OK, f"{result.documents} documents in {path} ({location.why})", needed)
+        return Check("index", MISSING, f"no documents in {path}: {run}", needed)
+    return Check("index", OK, f"{result.documents} documents in {path}", needed)
 
 
 def _index_check(chain: Sequence[str], explicit: bool, index: str | os.PathLike[str] | None = None) -> Check:
@@ -332,8 +331,8 @@ def _index_check(chain: Sequence[str], explicit: bool, index: str | os.PathLike[
 
 def _fix(check: Check, name: str) -> str:
     """What to do about a member's failing check, in the words a user acts on."""
-    if check.name == "index":
-        return check.detail.split(": ", 1)[-1] if check.status == MISSING else check.detail
+    if check.name == "index" and check.status == MISSING:
+        return check.detail[check.detail.rindex(": run ") + 2:] if ": run " in check.detail else check.detail
     if check.name == "searxng" and check.status == MISSING:
         return "set SEARXNG_URL to your SearXNG instance's URL (with JSON output enabled)"
     if check.status == MISSING and check.detail.endswith(" is not set"):

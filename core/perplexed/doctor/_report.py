@@ -113,16 +113,15 @@ def _print_diagnosis(diagnosis: Diagnosis) -> None:
         )
     out.print(table)
     if diagnosis.index is not None:
-        out.print(Text(f"Local index: {diagnosis.index['path']} ({diagnosis.index['why']})"), soft_wrap=True)
-    out.print(Text("Chain members:"))
+        out.print(Text(f"Local index: {diagnosis.index['path']} ({diagnosis.index['why']})"))
+    members = Table(box=box.SIMPLE_HEAD)
+    members.add_column("Chain member", no_wrap=True, style="bold")
+    members.add_column("Can answer now", no_wrap=True)
+    members.add_column("What to do", overflow="fold")
     for member in diagnosis.members:
-        line = Text(f"  {member.name}: ")
-        if member.can_run:
-            line.append("can answer now", style="green")
-        else:
-            line.append("cannot answer now", style="red")
-            line.append(f" - {member.fix or member.detail}")
-        out.print(line)
+        can = Text("yes", style="green") if member.can_run else Text("no", style="red")
+        members.add_row(member.name, can, Text("" if member.can_run else member.fix or member.detail))
+    out.print(members)
     problems = diagnosis.problems
     runnable = [m.name for m in diagnosis.members if m.can_run]
     if problems:
