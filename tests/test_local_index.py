@@ -413,6 +413,7 @@ def test_the_index_works_without_platformdirs(tmp_path: Path) -> None:
         "print('ok')\n"
     )
     env = {k: v for k, v in os.environ.items() if k != INDEX_ENV}
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env,
+                          cwd=tmp_path)  # not the clone: its .perplexed/ (the quickstart's index) would be found
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "ok"

@@ -313,7 +313,9 @@ class Engine:
             try:
                 if client is None:  # set up outside the budget: the first call in a loop must not pay for it
                     client = op.client(member)
-                    start = time.perf_counter()  # nor is setting up the client (TLS context, pools)
+                    setup = time.perf_counter() - start  # a process's first TLS context and pool: not the
+                    start = time.perf_counter()  # provider's time nor its budget (the chain's deadline holds)
+                    timer = asyncio.timeout(max(0.0, budget - setup) if capped else budget)
                 async with timer:
                     raw = await op.call(member, client)
                 answer, charged, detail = op.finish(member, raw)

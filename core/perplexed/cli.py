@@ -528,7 +528,10 @@ def _outcome_text(attempt: Attempt) -> str:
 
 
 def _attempt_note(attempt: Attempt) -> str:
-    floor = f"below the quality floor: {attempt.reason}" if attempt.outcome.value == "insufficient" else None
+    floor = None
+    if attempt.outcome.value == "insufficient":
+        why = "fewer hits than --min-hits" if attempt.reason == "min_hits" else attempt.reason
+        floor = f"below the quality floor: {why}"
     parts = [p for p in (floor, attempt.error, attempt.detail) if p]
     return _cli_words("; ".join(parts))
 
