@@ -250,7 +250,7 @@ def _build_parser() -> _Parser:
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
-    from .doctor import command
+    from .doctor._report import command
 
     return command(args)
 
