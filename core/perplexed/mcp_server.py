@@ -474,6 +474,8 @@ def _answer_unavailable(provider: Any, answer_options: Mapping[str, Any]) -> str
     try:
         perplexed.prepare_answer("a question", provider, **answer_options)
     except ConfigError as exc:
+        if "PERPLEXITY_API_KEY" in str(exc):
+            return "no Perplexity Agent API key is configured (set PERPLEXITY_API_KEY where the server runs)"
         return str(exc)
     except InvalidRequest:
         return None  # a problem of the arguments: each call says it
