@@ -32,9 +32,9 @@ import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
-from ._errors import ConfigError, InvalidRequest, PerplexedError, UpstreamError
+from ._errors import ConfigError, InvalidRequest, PerplexedError, UpstreamError, redact
 from ._models import Attempt, Hit, Result
 
 __all__ = [
@@ -462,8 +462,6 @@ def _result(text: str, structured: BaseModel) -> Any:
 def _error(message: str) -> Any:
     from mcp_types import CallToolResult, TextContent
 
-    from ._wire import redact
-
     return CallToolResult(content=[TextContent(type="text", text=redact(message))], is_error=True)
 
 
@@ -516,9 +514,7 @@ def create_server(
         from mcp.server.mcpserver.tools import Tool
         from mcp_types import CallToolResult, ToolAnnotations
     except ImportError:
-        raise ConfigError(
-            "perplexed mcp needs the 'mcp' extra: pip install 'perplexed-search[mcp]'", param="mcp"
-        ) from None
+        raise ConfigError("perplexed mcp needs the 'mcp' extra: pip install 'perplexed-search[mcp]'") from None
     from . import chain
 
     if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 100:
@@ -681,6 +677,14 @@ async def _plain(send: Any, status: int, text: str, extra: list[tuple[bytes, byt
     await send({"type": "http.response.body", "body": body})
 
 
+def _check_exposure(host: str, token: str | None) -> None:
+    if not _is_loopback(host) and not token:
+        raise ConfigError(
+            f"refusing to serve on {host}, a non-loopback address, without a token: pass --token "
+            "(or set PERPLEXED_MCP_TOKEN), or bind to 127.0.0.1"
+        )
+
+
 def http_app(server: Any, *, host: str = "127.0.0.1", port: int = 8000, token: str | None = None,
              allow_origins: Sequence[str] = ()) -> Any:
     """The ASGI app serving ``server`` over streamable HTTP (stateless) at ``/mcp``, guarded.
@@ -689,11 +693,7 @@ def http_app(server: Any, *, host: str = "127.0.0.1", port: int = 8000, token: s
     an ``Origin``, when sent, must be one of those or in ``allow_origins``; with ``token`` every request needs
     ``Authorization: Bearer <token>``; bodies over 1 MiB get 413. A non-loopback ``host`` needs a token.
     """
-    if not _is_loopback(host) and not token:
-        raise ConfigError(
-            f"refusing to serve on {host}, a non-loopback address, without a token: pass --token "
-            "(or set PERPLEXED_MCP_TOKEN), or bind to 127.0.0.1", param="token",
-        )
+    _check_exposure(host, token)
     from mcp.server.transport_security import TransportSecuritySettings
 
     app = server.streamable_http_app(
@@ -714,10 +714,12 @@ def serve_http(server: Any, *, host: str = "127.0.0.1", port: int = 8000, token:
     import anyio
     import uvicorn
 
+    _check_exposure(host, token)
     family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host.strip("[]"), port))
+    sock.listen(128)
     bound = sock.getsockname()[1]
     app = http_app(server, host=host, port=bound, token=token, allow_origins=allow_origins)
     config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)

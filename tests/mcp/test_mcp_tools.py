@@ -15,8 +15,8 @@ from mcp import Client
 from perplexed import Hit
 from perplexed.mcp_server import create_server
 from test_answer_fakes import FakeAgentAPI
-from testkit.loopback import Hang, Json, LoopbackServer
 from testkit.hits import searxng_json
+from testkit.loopback import Hang, Json, LoopbackServer
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
