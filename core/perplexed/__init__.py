@@ -43,6 +43,7 @@ from ._errors import (
 from ._governance import aspend, spend
 from ._models import Attempt, Hit, Outcome, ProviderAnswer, Result
 from ._options import ChainOptions, SearchOptions
+from ._verify import Evidence, SentenceCheck, Verification, averify, verify
 from .chain import asearch, search
 
 if TYPE_CHECKING:  # answer() is imported lazily (it pulls in the Agent API client)
@@ -79,6 +80,7 @@ __all__ = [
     "ConflictError",
     "ContentDecodingError",
     "CorruptIndexError",
+    "Evidence",
     "Hit",
     "InvalidRequest",
     "MalformedResponseError",
@@ -96,14 +98,17 @@ __all__ = [
     "ResponseIncompleteError",
     "Result",
     "SearchOptions",
+    "SentenceCheck",
     "ServerError",
     "StreamError",
     "UpstreamError",
+    "Verification",
     "aanswer",
     "answer",
     "asearch",
     "aspend",
     "astream_answer",
+    "averify",
     "configure",
     "prepare_answer",
     "providers",
@@ -112,6 +117,7 @@ __all__ = [
     "spend",
     "stream_answer",
     "telemetry",
+    "verify",
 ]
 
 _LAZY = {
