@@ -45,6 +45,7 @@ from typing import Any, Protocol, TypeVar
 from . import _governance, telemetry
 from ._errors import PerplexedError, ProviderError, Reason, UpstreamError, redact
 from ._failures import classify_exception
+from ._logs import get_logger
 from ._models import Attempt, Outcome
 from ._options import ChainOptions
 from ._strategies import Candidate, best_answer, hedge_delay_ms, is_configured, observed_p95, sample_latency
@@ -52,7 +53,7 @@ from .providers import Provider
 
 __all__ = ["AttemptCallback", "Called", "Engine", "Operation", "run"]
 
-logger = logging.getLogger("perplexed.chain")
+logger = get_logger("perplexed.chain")
 
 AttemptCallback = Callable[[Attempt], None]
 A = TypeVar("A")  # an operation's answer (search: a list of hits)

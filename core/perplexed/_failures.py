@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import httpx
 
 from ._errors import (
+    REASONS,
     APIConnectionError,
     APIError,
     APIStatusError,
@@ -23,6 +24,7 @@ from ._errors import (
     BadRequestError,
     ConfigError,
     ConflictError,
+    InvalidRequest,
     NotFoundError,
     PermissionDeniedError,
     PerplexedError,
@@ -124,6 +126,8 @@ def classify_exception(exc: BaseException) -> Failure:
         return Failure(Outcome.ERROR, exc.reason, ProviderError)
     if isinstance(exc, ConfigError | httpx.InvalidURL):
         return Failure(Outcome.ERROR, "config", ConfigError)
+    if isinstance(exc, InvalidRequest) and exc.reason in REASONS:  # a classified refusal (private_address)
+        return Failure(Outcome.ERROR, exc.reason, InvalidRequest)
     if isinstance(exc, PerplexedError):
         return Failure(Outcome.ERROR, "bad_request", type(exc))
     if isinstance(exc, httpx.HTTPError):
