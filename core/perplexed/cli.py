@@ -206,6 +206,10 @@ def _build_parser() -> _Parser:
     p_answer.add_argument("--stream", action="store_true", help="print the answer as it is written")
     p_answer.set_defaults(command="answer", run=_cmd_answer)
 
+    from ._cli_fetch import add_parser as add_fetch
+
+    add_fetch(sub, _Parser, _positive_int, _whole_number)
+
     p_prov = sub.add_parser("providers", help="registered providers, configured or not, and their price",
                             description="Every registered provider: configured or not (key, URL), and price.")
     p_prov.add_argument("--json", action="store_true", help="print one JSON document and nothing else")
