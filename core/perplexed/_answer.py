@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
@@ -59,6 +58,7 @@ from ._grounding import (
     first_by_id,
     pack_sources,
 )
+from ._logs import get_logger
 from ._models import Hit, Result
 from ._verify import Verification, verify
 from .agent import AgentRequest, AsyncAgentClient, Response
@@ -83,7 +83,7 @@ __all__ = [
     "stream_answer",
 ]
 
-logger = logging.getLogger("perplexed.answer")
+logger = get_logger("perplexed.answer")
 
 #: Telemetry event of the Agent API call: measurements ``duration_ms``, ``cost``; metadata ``model``,
 #: ``response_id``.

@@ -38,6 +38,7 @@ from ._extract import cut, markdown_to_text
 from ._fetch_net import check_url, guarded_client, robots_verdict, split_url
 from ._http import get_client, read_capped
 from ._keywords import unknown_keyword
+from ._logs import get_logger
 from ._models import Attempt, Hit, Outcome, Page, Result
 from ._options import ChainOptions
 from ._ssrf import Allowed, check_literal, parse_allow_private
@@ -63,7 +64,7 @@ __all__ = [
     "with_pages",
 ]
 
-logger = logging.getLogger("perplexed.fetch")
+logger = get_logger("perplexed.fetch")
 
 ATTEMPT_EVENT = ("perplexed", "fetch", "attempt")
 AttemptCallback = Callable[[Attempt], None]
