@@ -615,7 +615,7 @@ async def with_pages(result: Result, count: int, fetch_provider: Any, fetch_kw: 
             fetches.extend(page.attempts)
         else:
             fetches.extend(page.attempts)
-    return result.model_copy(update={"hits": new_hits, "fetches": fetches})
+    return result.with_fetches(new_hits, fetches)
 
 
 async def _one_page(url: str, fetch_provider: Any, fetch_kw: dict[str, Any]) -> PageOrError:

@@ -209,6 +209,10 @@ def _build_parser() -> _Parser:
                           "that are not supported, then citation recall and precision")
     p_answer.set_defaults(command="answer", run=_cmd_answer)
 
+    from ._cli_fetch import add_parser as add_fetch
+
+    add_fetch(sub, _Parser, _positive_int, _whole_number)
+
     p_prov = sub.add_parser("providers", help="registered providers, configured or not, and their price",
                             description="Every registered provider: configured or not (key, URL), and price.")
     p_prov.add_argument("--json", action="store_true", help="print one JSON document and nothing else")
