@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from . import providers, telemetry
+from ._configure import configure, reset
 from ._errors import (
     APIConnectionError,
     APIError,
@@ -42,7 +43,7 @@ from ._errors import (
 from ._governance import aspend, spend
 from ._models import Attempt, Hit, Outcome, ProviderAnswer, Result
 from ._options import ChainOptions, SearchOptions
-from ._settings import configure
+from ._verify import Evidence, SentenceCheck, Verification, averify, verify
 from .chain import asearch, search
 
 if TYPE_CHECKING:  # answer() is imported lazily (it pulls in the Agent API client)
@@ -79,6 +80,7 @@ __all__ = [
     "ConflictError",
     "ContentDecodingError",
     "CorruptIndexError",
+    "Evidence",
     "Hit",
     "InvalidRequest",
     "MalformedResponseError",
@@ -96,21 +98,26 @@ __all__ = [
     "ResponseIncompleteError",
     "Result",
     "SearchOptions",
+    "SentenceCheck",
     "ServerError",
     "StreamError",
     "UpstreamError",
+    "Verification",
     "aanswer",
     "answer",
     "asearch",
     "aspend",
     "astream_answer",
+    "averify",
     "configure",
     "prepare_answer",
     "providers",
+    "reset",
     "search",
     "spend",
     "stream_answer",
     "telemetry",
+    "verify",
 ]
 
 _LAZY = {
