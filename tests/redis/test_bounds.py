@@ -285,7 +285,7 @@ async def test_a_wrong_password_leaves_no_socket(valkey_factory: Any) -> None:
     client = RespClient(options(f"redis://:wrong-pw@127.0.0.1:{server.port}/0"), 5.0)
     fds = open_fds()
     for _ in range(30):
-        with pytest.raises(RespError, match="WRONGPASS|invalid"):
+        with pytest.raises(RespError, match=r"WRONGPASS|invalid"):
             await client.execute_command("PING")
     await asyncio.sleep(0.2)
     assert open_fds() <= fds + 1
@@ -395,7 +395,7 @@ async def test_a_server_refusing_writes_is_one_outage(valkey_factory: Any, redis
         assert (await store.admit(Admission(P, "p", rate_limit=(100, 1.0)))).verdict == "call"
         assert store.available and len(events) == 1
     finally:
-        perplexed._settings.reset()
+        perplexed.reset()
         admin.config_set("maxmemory", "0")
         admin.close()
         await store.aclose()
@@ -420,7 +420,7 @@ async def test_a_demoted_primary_is_one_outage_and_its_connection_is_dropped(
         assert (await store.admit(Admission(P, "p", rate_limit=(100, 1.0)))).verdict == "call"
         assert store.available and len(events) == 1
     finally:
-        perplexed._settings.reset()
+        perplexed.reset()
         admin.execute_command("REPLICAOF", "NO", "ONE")
         admin.close()
         await store.aclose()

@@ -52,6 +52,9 @@ logger = logging.getLogger("perplexed.store")
 RETRY_S: Final = 1.0
 """During an outage, the remote store is tried again at most this often."""
 
+MAX_BACKGROUND: Final = 256
+"""Records running as tasks of their own (cluster mode) at most at once."""
+
 _HISTORY_PROVIDERS: Final = 10_000
 _HISTORY_MAX: Final = 10_000
 
@@ -87,6 +90,7 @@ class ResilientStore(Store):
         self._history: dict[str, deque[float]] = {}
         self._seeded: set[str] = set()
         self._down_clock = 0.0
+        self._background: set[asyncio.Task[None]] = set()
         self.kind = kind
         self.clock = clock
         self._timeout_s = timeout_s
@@ -290,6 +294,21 @@ class ResilientStore(Store):
         result = await self._remote_call(lambda: self._remote.record(remote), changes_state=True)
         if isinstance(result, _Skip):
             self._local_store().record_now(local)
+
+    def record_soon(self, record: Record) -> bool:
+        """A search does not wait for its record: the standalone client pipelines it (see :meth:`record`);
+        a client that cannot (the cluster's, ``abandon=True``) runs it as a task of its own, at most
+        :data:`MAX_BACKGROUND` at once (beyond that the caller awaits it)."""
+        if not self._abandon or len(self._background) >= MAX_BACKGROUND:
+            return False
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return False
+        task = loop.create_task(self.record(record))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return True
 
     def _check_sent(self, reply: asyncio.Future[Any]) -> None:
         """A record sent without waiting failed: that starts an outage like any failed call."""

@@ -90,6 +90,17 @@ def _encode(args: tuple[Any, ...]) -> bytes:
     return b"".join(out)
 
 
+def _literal(host: str, port: int) -> list[tuple[Any, ...]]:
+    """An IP address needs no lookup (and no executor thread): its one address, or [] for a host name."""
+    for family in (socket.AF_INET, socket.AF_INET6):
+        try:
+            socket.inet_pton(family, host)
+        except OSError:
+            continue
+        return [(family, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", (host, port))]
+    return []
+
+
 class _Incomplete(Exception):
     """More bytes are needed (only raised by :func:`_parse`, the one-shot helper)."""
 
@@ -323,7 +334,7 @@ class RespClient:
             return sock
         host = self._options.get("host") or "127.0.0.1"
         port = int(self._options.get("port") or 6379)
-        infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        infos = _literal(host, port) or await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
         error: Exception = ConnectionError(f"{host!r} resolves to no address")
         for family, kind, proto, _, address in infos:
             sock = socket.socket(family, kind, proto)

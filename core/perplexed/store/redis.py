@@ -74,7 +74,6 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 _P95_FRESH_S = 1.0
 _MEMBER_SEP = "|"  # a ticket "<spend ticket>|<window member>": record() moves that slot to the call's end
-_MAX_BACKGROUND = 256
 _FILL_POLL_MIN_S = 0.005
 _FILL_POLL_MAX_S = 0.05
 
@@ -120,7 +119,6 @@ class _RedisBackend(Store):
         self._member_prefix = os.urandom(6).hex()
         self._p95: dict[str, tuple[float, float | None]] = {}
         self._record_loaded = not cluster  # standalone: every new connection loads the scripts first
-        self._background: set[asyncio.Future[Any]] = set()  # cluster records in flight
 
     # -- connections: one client per event loop, closed with it -------------------------------------------------
 
@@ -334,10 +332,6 @@ class _RedisBackend(Store):
                           [_f(now), "0", "", "neutral", "0", "0", "", "", "", "0", "", "1", *spend_args, ""]))
         return calls
 
-    async def _record_bounded(self, record: Record) -> None:
-        async with asyncio.timeout(max(self._timeout_s, self._connect_timeout_s)):
-            await self.record(record)
-
     async def record(self, record: Record) -> None:
         for keys, args in self._record_commands(record):
             await self._eval(RECORD, keys, args)
@@ -348,14 +342,7 @@ class _RedisBackend(Store):
         open pipelined connection (standalone servers), behind every command this loop sent before and
         ahead of every command it sends after (so this process reads its own writes). Returns the reply's
         future (for failures), or None when it cannot be sent that way (then ``await record()``)."""
-        if self.cluster:  # its own task (at most a few hundred at once), bounded like any store call
-            if len(self._background) >= _MAX_BACKGROUND:
-                return None
-            task = asyncio.ensure_future(self._record_bounded(record))
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
-            return task
-        if not self._record_loaded:  # until the server is known to have the script
+        if self.cluster or not self._record_loaded:  # until the server is known to have the script
             return None
         client = self._client()
         calls = self._record_commands(record)
