@@ -40,11 +40,11 @@ from ._errors import (
     StreamError,
     UpstreamError,
 )
+from ._fetch import afetch, afetch_many, asearch, fetch, fetch_many, search
 from ._governance import aspend, spend
-from ._models import Attempt, Hit, Outcome, ProviderAnswer, Result
+from ._models import Attempt, Hit, Outcome, Page, ProviderAnswer, Result
 from ._options import ChainOptions, SearchOptions
 from ._verify import Evidence, SentenceCheck, Verification, averify, verify
-from .chain import asearch, search
 
 if TYPE_CHECKING:  # answer() is imported lazily (it pulls in the Agent API client)
     from ._answer import (
@@ -87,6 +87,7 @@ __all__ = [
     "NoSourcesError",
     "NotFoundError",
     "Outcome",
+    "Page",
     "PermissionDeniedError",
     "PerplexedError",
     "ProviderAnswer",
@@ -104,12 +105,16 @@ __all__ = [
     "UpstreamError",
     "Verification",
     "aanswer",
+    "afetch",
+    "afetch_many",
     "answer",
     "asearch",
     "aspend",
     "astream_answer",
     "averify",
     "configure",
+    "fetch",
+    "fetch_many",
     "prepare_answer",
     "providers",
     "reset",

@@ -28,7 +28,6 @@ No exception from the remote ever reaches the caller (cancellation of the caller
 from __future__ import annotations
 
 import asyncio
-import logging
 import random
 import threading
 import time
@@ -39,6 +38,7 @@ from typing import Any, Final, TypeVar
 
 from .. import telemetry
 from .._errors import redact
+from .._logs import get_logger
 from ._base import Admission, CachedAnswer, Decision, ProviderState, Record, Store
 from ._resp import NoScript
 from .memory import MemoryStore
@@ -47,7 +47,7 @@ __all__ = ["RETRY_S", "ResilientStore"]
 
 T = TypeVar("T")
 
-logger = logging.getLogger("perplexed.store")
+logger = get_logger("perplexed.store")
 
 RETRY_S: Final = 1.0
 """During an outage, the remote store is tried again at most this often."""
