@@ -29,13 +29,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import httpx
 from pydantic import BaseModel, ConfigDict, computed_field
 
 from . import _governance, _portal, telemetry
@@ -49,6 +47,7 @@ from ._errors import (
     PerplexedError,
     StreamError,
 )
+from ._failures import classify_exception
 from ._fetch import with_pages
 from ._grounding import (
     AGENT_CITATION_INSTRUCTION,
@@ -59,6 +58,7 @@ from ._grounding import (
     first_by_id,
     pack_sources,
 )
+from ._logs import get_logger
 from ._models import Hit, Result
 from ._verify import Verification, verify
 from .agent import AgentRequest, AsyncAgentClient, Response
@@ -83,7 +83,7 @@ __all__ = [
     "stream_answer",
 ]
 
-logger = logging.getLogger("perplexed.answer")
+logger = get_logger("perplexed.answer")
 
 #: Telemetry event of the Agent API call: measurements ``duration_ms``, ``cost``; metadata ``model``,
 #: ``response_id``.
@@ -436,9 +436,10 @@ def _as_error(exc: Exception, budget: _Budget) -> PerplexedError:
     """Any failure of the Agent API call as a documented PerplexedError (so it can carry the attempts)."""
     if isinstance(exc, PerplexedError):
         return exc
+    reason = classify_exception(exc).reason  # the failure map
     if isinstance(exc, TimeoutError):
         return budget.expired("passed while the Agent API was answering")
-    if isinstance(exc, httpx.HTTPError):
+    if reason in ("connection", "timeout"):
         return APIConnectionError(f"the Agent API call failed: {type(exc).__name__}: {exc}")
     return APIError(f"the Agent API call failed unexpectedly: {type(exc).__name__}: {exc}")
 
