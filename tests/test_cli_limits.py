@@ -53,14 +53,14 @@ def test_cooldown_after_flag_and_variable(cli, indexed) -> None:  # type: ignore
 def test_spend_limit_flag_and_variable(cli) -> None:  # noqa: F811
     """--spend-limit day=0: a paid provider is skipped before it is called; the free one still answers."""
     with serve({"/search": Json({"results": [{"title": "T", "url": "https://e.com", "content": "c"}]})}) as paid:
-        extra = {"TAVILY_API_KEY": "tvly-test-key-0123456789", "TAVILY_BASE_URL": paid.url}
-        run = cli("search", "q", "-p", "tavily", "--no-cache", "--spend-limit", "day=0", "--json", extra_env=extra)
+        extra = {"CERAMIC_API_KEY": "ceramic-test-key-0000", "CERAMIC_BASE_URL": paid.url}
+        run = cli("search", "q", "-p", "ceramic", "--no-cache", "--spend-limit", "day=0", "--json", extra_env=extra)
         assert run.code == 1 and not paid.requests, run.both
         assert _attempts(run.out)[0]["outcome"] == "skipped" and _attempts(run.out)[0]["reason"] == "over_budget"
-        run = cli("search", "q", "-p", "tavily", "--no-cache", "--json",
+        run = cli("search", "q", "-p", "ceramic", "--no-cache", "--json",
                   extra_env={**extra, "PERPLEXED_SPEND_LIMITS": "day=0"})
         assert run.code == 1 and not paid.requests, run.both
-        cli("search", "q", "-p", "tavily", "--no-cache", extra_env=extra)
+        cli("search", "q", "-p", "ceramic", "--no-cache", extra_env=extra)
         assert paid.requests  # without the limit, the paid provider is called
 
 

@@ -279,11 +279,12 @@ class Engine:
                 client = self.op.client(member)
             except Exception:  # the call sets it up again and records the failure
                 client = None
+            admitted_from = time.perf_counter()  # a wait for a rate-limit slot is part of the attempt
             gate = await gov.admit(member, budget, capped, early=early)
             if gate.done is not None:
                 return gate.done
             try:
-                called = await self.call(member, gov.remaining(gate), capped, client)
+                called = await self.call(member, gov.remaining(gate), capped, client, started=admitted_from)
             except BaseException:
                 gov.abandon(gate)
                 raise
@@ -293,8 +294,13 @@ class Engine:
                 self.in_flight_n -= 1
                 self.in_flight = self.in_flight - price if self.in_flight_n else 0.0
 
-    async def call(self, member: Provider, budget: float, capped: bool = False, client: Any = None) -> Called:
-        """Call one member within ``budget`` seconds and classify what happened.
+    async def call(
+        self, member: Provider, budget: float, capped: bool = False, client: Any = None,
+        started: float | None = None,
+    ) -> Called:
+        """Call one member within ``budget`` seconds and classify what happened. The attempt's duration runs
+        from ``started`` (its admission, when governed) or the call, never counting process warm-up (the
+        first span, the client's set-up).
 
         Everything that depends on the member's answer (normalisation, pricing) happens inside the guarded
         block, so a provider bug or a malformed answer is an ``error`` attempt, never a crashed chain.
@@ -304,17 +310,19 @@ class Engine:
         detail: str | None = None
         failure: BaseException | None = None
         charged: float | None
+        opening = time.perf_counter()
         with telemetry.span(
             f"perplexed.{op.name}.provider",
             {"perplexed.provider": member.label, "perplexed.budget_ms": int(budget * 1000)},
         ) as call_span:
             timer = asyncio.timeout(budget)
-            start = time.perf_counter()  # after the span is open: process warm-up is not the provider's time
+            now = time.perf_counter()  # the span is open: its set-up (process warm-up) is not the provider's time
+            start = now if started is None else started + (now - opening)
             try:
                 if client is None:  # set up outside the budget: the first call in a loop must not pay for it
                     client = op.client(member)
-                    setup = time.perf_counter() - start  # a process's first TLS context and pool: not the
-                    start = time.perf_counter()  # provider's time nor its budget (the chain's deadline holds)
+                    setup = time.perf_counter() - now  # a process's first TLS context and pool: not the
+                    start += setup  # provider's time nor its budget (the chain's deadline holds)
                     timer = asyncio.timeout(max(0.0, budget - setup) if capped else budget)
                 async with timer:
                     raw = await op.call(member, client)
