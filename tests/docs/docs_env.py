@@ -45,6 +45,6 @@ class DocEnv:
         """The environment with what ``names`` need set (except ``leave_out``)."""
         env = dict(self.env)
         for name in names:
-            if name != leave_out:
+            if name != leave_out and name in self.provided:
                 env.update(self.provided[name])
         return env
