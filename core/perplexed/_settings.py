@@ -9,13 +9,13 @@
 
 from __future__ import annotations
 
-import math
 import os
 from typing import Any
 
 from pydantic import SecretStr
 
 from ._errors import ConfigError, register_secret
+from ._policy import check_usd
 
 __all__ = [
     "configure",
@@ -54,10 +54,7 @@ def configure(
     before anything changes: a bad value is a :class:`ConfigError`.
     """
     for name, value in (prices or {}).items():
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-            raise ConfigError(
-                f"price for {name!r} must be a finite non-negative number of USD, got {value!r}"
-            )
+        check_usd(value, f"price for {name!r}")
     if any(v is not None for v in (store, rate_limits, rate_limit_wait_ms, cooldown_after, cooldown_s,
                                     spend_limits)):
         from . import _governance
@@ -113,9 +110,7 @@ def price_override(name: str) -> float | None:
         value = float(raw)
     except ValueError:
         raise ConfigError(f"PERPLEXED_PRICE_{name.upper()} must be a number of USD, got {raw!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise ConfigError(f"PERPLEXED_PRICE_{name.upper()} must be a finite non-negative number of USD")
-    return value
+    return check_usd(value, f"PERPLEXED_PRICE_{name.upper()}")
 
 
 def env_str(var: str) -> str | None:

@@ -19,11 +19,11 @@ from typing import Any, ClassVar
 import httpx
 from pydantic import SecretStr
 
-from .._errors import ConfigError, ProviderError, register_secret
+from .._errors import ConfigError, ProviderError, mask_url, register_secret, register_url_secret
 from .._http import DEFAULT_MAX_BODY_BYTES
 from .._models import Hit, ProviderAnswer
 from .._options import SearchOptions
-from .._policy import check_provider_settings
+from .._policy import check_provider_settings, check_usd
 from .._settings import env_secret, env_str, price_override
 from .._wire import check_key, clip, parse_error_envelope, parse_retry_after
 
@@ -95,10 +95,8 @@ class Provider:
         self._gov_cache: Any = None
         #: this provider alone turns governance on (a rate limit or cool-downs of its own)
         self._gov_on = "rate_limit" in self._gov or "cooldown_after" in self._gov
-        if cost is not None and (
-            isinstance(cost, bool) or not isinstance(cost, int | float) or not math.isfinite(cost) or cost < 0
-        ):
-            raise ConfigError(f"cost for provider {self.name!r} must be a finite non-negative number of USD")
+        if cost is not None:
+            cost = check_usd(cost, f"cost for provider {name or self.name!r}")
         if api_key is not None:
             if isinstance(api_key, str | SecretStr):  # remembered for redaction even if it is rejected below
                 register_secret(api_key if isinstance(api_key, str) else api_key.get_secret_value())
@@ -109,6 +107,7 @@ class Provider:
             )
         if isinstance(max_body_bytes, bool) or not isinstance(max_body_bytes, int) or max_body_bytes <= 0:
             raise ConfigError(f"max_body_bytes of provider {self.name!r} must be a positive int")
+        register_url_secret(base_url)  # a password in the URL's user info is a credential too
         self._base_url = base_url.rstrip("/") if base_url else None
         self._api_key = api_key
         self._cost = None if cost is None else float(cost)
@@ -122,7 +121,7 @@ class Provider:
         url = self._base_url or (self.env_base_url and env_str(self.env_base_url)) or self.default_base_url
         parts = [f"name={self.label!r}"]
         if url:
-            parts.append(f"base_url={url!r}")
+            parts.append(f"base_url={mask_url(url)!r}")
         if self.env_key:
             parts.append(f"api_key={key}")
         return f"{type(self).__name__}({', '.join(parts)})"
@@ -138,6 +137,8 @@ class Provider:
         if not url:
             hint = f" or set {self.env_base_url}" if self.env_base_url else ""
             raise ConfigError(f"provider {self.label!r} needs a base_url: pass base_url=...{hint}")
+        if "@" in url:
+            register_url_secret(url)
         return url.rstrip("/")
 
     @property
