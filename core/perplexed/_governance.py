@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import inspect
 import json
 import logging
 import math
 import os
+import secrets
+import threading
 import time
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
@@ -37,7 +40,7 @@ from ._policy import (
     parse_spend_limits,
 )
 from .providers._base import CallableProvider, FunctionProvider
-from .store._base import Admission, CachedAnswer, Decision, Record, Store
+from .store._base import Admission, CachedAnswer, Decision, Record, Store, copy_hits
 from .store.memory import MemoryStore
 
 if TYPE_CHECKING:
@@ -48,6 +51,7 @@ __all__ = [
     "STORE_ENV",
     "Governor",
     "aspend",
+    "cache_identity",
     "configure",
     "current_store",
     "latency_p95",
@@ -203,7 +207,7 @@ class ProviderSettings:
 
     __slots__ = ("cooldown_after", "cooldown_s", "rate_limit", "wait_ms")
 
-    def __init__(self, rate_limit: RateLimit | None, wait_ms: int, cooldown_after: int | None,
+    def __init__(self, rate_limit: RateLimit | None, wait_ms: int | None, cooldown_after: int | None,
                  cooldown_s: float) -> None:
         self.rate_limit = rate_limit
         self.wait_ms = wait_ms
@@ -213,6 +217,15 @@ class ProviderSettings:
     @property
     def governed(self) -> bool:
         return self.rate_limit is not None or self.cooldown_after is not None
+
+    def wait_bound_s(self) -> float:
+        """How long, in total, an attempt may wait for a rate-limit slot: ``rate_limit_wait_ms`` when set;
+        by default 1000 ms plus the limit's guard (so under ``"1/s"`` a call right after another waits for
+        its slot instead of being skipped for the guard's few milliseconds)."""
+        if self.wait_ms is not None:
+            return self.wait_ms / 1000
+        guard = _rate_guard(self.rate_limit.window_s) if self.rate_limit is not None else 0.0
+        return DEFAULT_RATE_LIMIT_WAIT_MS / 1000 + guard
 
 
 def _lookup(table: Any, provider: Provider) -> Any:
@@ -235,7 +248,7 @@ def settings_for(provider: Provider) -> ProviderSettings:
     after = own.get("cooldown_after", _lookup(_settings.cooldown_after, provider))
     period = own.get("cooldown_s", _lookup(_settings.cooldown_s, provider))
     result = ProviderSettings(
-        rate, DEFAULT_RATE_LIMIT_WAIT_MS if wait is None else int(wait), after,
+        rate, None if wait is None else int(wait), after,
         DEFAULT_COOLDOWN_S if period is None else float(period),
     )
     try:
@@ -287,6 +300,51 @@ def provider_identity(provider: Provider) -> str:
     return identity
 
 
+_PROCESS = secrets.token_hex(8)  # object tokens of this process never meet another process's in a shared store
+_tokens: dict[int, str] = {}
+_kept: list[object] = []  # objects that cannot be weakly referenced: kept alive, so their id is never reused
+_tokens_lock = threading.Lock()
+
+
+def _object_token(obj: object) -> str:
+    """A token naming ``obj`` itself (not its class, name or value) for as long as it lives in this process.
+    A bound method is named by its object and its function (``x.search`` makes a new method object on each
+    access: two wrappers of it still share)."""
+    if inspect.ismethod(obj):
+        return f"{_object_token(obj.__self__)}.{_object_token(obj.__func__)}"
+    key = id(obj)
+    with _tokens_lock:
+        token = _tokens.get(key)
+        if token is None:
+            token = _tokens[key] = f"{_PROCESS}:{secrets.token_hex(8)}"
+            try:  # forget the token when the object dies (before its id can be reused)
+                weakref.finalize(obj, _tokens.pop, key, None)
+            except TypeError:
+                _kept.append(obj)
+    return token
+
+
+def cache_identity(provider: Provider) -> str:
+    """The identity that names ``provider``'s cached answers; never shared by a label or a class alone.
+
+    With ``cache_key`` set: the label and that key (the user's promise that the answers are interchangeable,
+    shared across processes). A function, callable or retriever provider: the object doing the work (the wrapped
+    function, the callable or retriever instance), in this process. An HTTP provider: :func:`provider_identity`
+    (registry name, base URL and a hash of its key).
+    """
+    explicit = getattr(provider, "cache_key", None)
+    if explicit is not None:
+        return _digest("cache_key", provider.label, explicit)
+    if isinstance(provider, CallableProvider):
+        cached = provider.__dict__.get("_gov_cache_identity")
+        if cached is not None:
+            return cached  # type: ignore[no-any-return]
+        identity = _digest("object", provider.name, provider.label, _object_token(provider._cache_subject))
+        provider.__dict__["_gov_cache_identity"] = identity
+        return identity
+    return provider_identity(provider)
+
+
 def _options_key(options: Any) -> str:
     if options is _DEFAULT_SEARCH_OPTIONS:
         return ""
@@ -323,6 +381,15 @@ _flights: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio
     weakref.WeakKeyDictionary()
 )
 _background: set[asyncio.Task[Any]] = set()
+_billed_cancels: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
+
+
+def cancel_billed(task: asyncio.Task[Any]) -> None:
+    """Cancel ``task``, a call the engine abandons mid-flight (a hedged loser): its governed call is counted
+    at the provider's list price in spend (a paid API may bill a request it already received)."""
+    _billed_cancels.add(task)
+    task.cancel()
+_NO_STORE_SPEND = "the state store failed: spend limits cannot be checked, so paid calls are skipped"
 _last_warning = [0.0]
 
 
@@ -368,11 +435,11 @@ class Governor:
         if ttl and provider.name != "local" and not early:
             if self._options_key is None:
                 self._options_key = _options_key(prepared.options)
-            key = cache_key(provider, identity, prepared.query, self._options_key)
+            key = cache_key(provider, cache_identity(provider), prepared.query, self._options_key)
         lookup = key
         flight: asyncio.Future[CachedAnswer | None] | None = None
         flights: dict[str, asyncio.Future[CachedAnswer | None]] | None = None
-        if key is not None and chain.cache_single_flight:
+        if key is not None:  # in-process single flight: always on with the cache
             loop = asyncio.get_running_loop()
             flights = _flights.get(loop)
             if flights is None:
@@ -384,8 +451,8 @@ class Governor:
                         shared = await asyncio.shield(leader)
                 except TimeoutError:
                     return self._timeout(provider, budget, capped, start), [], None
-                if shared is not None:
-                    return self._cached(provider, shared, start), list(shared.hits), None
+                if shared is not None:  # the leader's answer, as copies only this search owns
+                    return self._cached(provider, shared, start), copy_hits(shared.hits), None
                 lookup = None  # the shared call was not ok: call the provider ourselves
             else:
                 flight = flights[key] = asyncio.get_running_loop().create_future()
@@ -430,10 +497,13 @@ class Governor:
         try:
             attempt, hits, failure = await self._attempt(provider, self.prepared, remaining, capped)
         except asyncio.CancelledError:
+            # a hedged loser cancelled mid-flight may still be billed by a paid API: spend counts it at list
+            # price; a search cancelled by its caller settles its reservation at 0
+            billed = price if asyncio.current_task() in _billed_cancels else 0.0
             self._record_later(Record(
                 provider=identity, label=provider.label, health="neutral", trial=decision.trial,
                 cooldown_after=settings.cooldown_after, cooldown_s=settings.cooldown_s,
-                ticket=decision.ticket, cost=0.0, cache_key=key, release_fill=decision.fill_claimed,
+                ticket=decision.ticket, cost=billed, cache_key=key, release_fill=decision.fill_claimed,
             ))
             raise
         if waited:  # the attempt's duration includes the wait for a rate-limit slot (or another's fill)
@@ -481,9 +551,14 @@ class Governor:
         store = self.store
         rate = settings.rate_limit
         waited = False
+        # rate_limit_wait_ms bounds the TOTAL wait for a slot (every re-check included), from the first refusal
+        wait_bound = settings.wait_bound_s()
+        refused_at: float | None = None
         while True:
             decision = await self._admit(request)
             verdict = decision.verdict
+            if verdict == "call" and over_call_budget:  # budget_usd holds whatever the store answers
+                verdict = "over_budget"
             if verdict == "call":
                 return decision, waited, None
             if verdict == "cached" and decision.answer is not None:
@@ -503,8 +578,10 @@ class Governor:
                 continue
             if verdict == "rate_limited":
                 wait = decision.wait_s
-                left = ends - loop.time()
-                if wait * 1000 <= settings.wait_ms and wait < left:
+                now = loop.time()
+                if refused_at is None:
+                    refused_at = now
+                if (now - refused_at) + wait <= wait_bound and wait < ends - now:
                     waited = True
                     await asyncio.sleep(wait + 0.0005)
                     request = _replace(request, cache_key=None, claim_fill=False)
@@ -517,7 +594,8 @@ class Governor:
                 return decision, waited, (self._skipped(provider, "cooling_down", start, decision, why), [], None)
             # over_budget (or an unknown verdict from a third-party store: skip, never call blindly)
             why = (f"price ${price:g} would exceed budget_usd ${self.chain.budget_usd:g} (spent ${self.spent:g})"
-                   if over_call_budget else "price would exceed a spend limit")
+                   if over_call_budget else decision.detail if decision.detail == _NO_STORE_SPEND
+                   else "price would exceed a spend limit")
             return decision, waited, (self._skipped(provider, "over_budget", start, decision, why), [], None)
 
     async def _record_call(
@@ -570,6 +648,12 @@ class Governor:
             return await store.admit(request)
         except Exception as exc:
             _store_failed("admit", exc)
+            # money fails closed: without the store, a paid call that budget_usd rules out, or that a spend
+            # limit would have to allow, is skipped; everything else goes ahead as if nothing were configured
+            if request.over_call_budget:
+                return Decision("over_budget")
+            if request.price > 0 and request.spend_limits:
+                return Decision("over_budget", detail=_NO_STORE_SPEND)
             return Decision("call")
 
     def _record_later(self, record: Record) -> None:

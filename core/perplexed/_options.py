@@ -11,8 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ._bounds import check_ttl, check_usd
 from ._errors import InvalidRequest
-from ._policy import check_ttl, check_usd
 
 __all__ = [
     "COMMON_OPTIONS",

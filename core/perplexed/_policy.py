@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal, NamedTuple
 
+from ._bounds import MAX_TTL_S, MAX_USD, check_ttl, check_usd
 from ._errors import ConfigError
 
 __all__ = [
@@ -58,12 +59,6 @@ _UNITS = {"s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0,
 # script's digits): matched against the whole string
 _RATE = re.compile(r" *([0-9]+) */ *([A-Za-z]+) *", re.ASCII)
 
-MAX_USD = 1e9
-"""No cost, budget or spend limit above this many USD is accepted (a ConfigError when configured)."""
-
-MAX_TTL_S = 10 * 365 * 86400.0
-"""No cache TTL above ten years is accepted (a ConfigError when configured)."""
-
 MAX_RATE_LIMIT = 1_000_000_000
 """No rate limit above this many calls per window is accepted."""
 
@@ -100,23 +95,6 @@ def parse_rate_limit(value: object, param: str = "rate_limit") -> RateLimit | No
         f"{param} must look like '5/s', '60/min', '1000/hour' or '10000/day' (ASCII digits, N from 1 to "
         f"{MAX_RATE_LIMIT:_}; units s, sec, second, min, minute, h, hour, d, day), got {value!r}"
     )
-
-
-def check_usd(value: object, param: str, *, error: type[Exception] = ConfigError) -> float:
-    """A USD amount: a finite number from 0 to :data:`MAX_USD`; ``error`` (ConfigError) naming ``param``
-    otherwise."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-        raise error(f"{param} must be a finite non-negative number of USD, got {value!r}")
-    if value > MAX_USD:
-        raise ConfigError(f"{param} must be at most {MAX_USD:g} USD, got {value!r}")
-    return float(value)
-
-
-def check_ttl(value: float, param: str = "cache_ttl_s") -> float:
-    """A cache TTL in seconds: at most :data:`MAX_TTL_S` (ten years); ConfigError naming ``param`` otherwise."""
-    if value > MAX_TTL_S:
-        raise ConfigError(f"{param} must be at most ten years ({MAX_TTL_S:g} s), got {value!r}")
-    return value
 
 
 def parse_spend_limits(value: object) -> dict[str, float]:

@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import SecretStr
 
+from ._bounds import check_usd
 from ._errors import ConfigError, register_secret
-from ._policy import check_usd
 
 __all__ = [
     "configure",

@@ -19,11 +19,12 @@ from typing import Any, ClassVar
 import httpx
 from pydantic import SecretStr
 
+from .._bounds import check_usd
 from .._errors import ConfigError, ProviderError, mask_url, register_secret, register_url_secret
 from .._http import DEFAULT_MAX_BODY_BYTES
 from .._models import Hit, ProviderAnswer
 from .._options import SearchOptions
-from .._policy import check_provider_settings, check_usd
+from .._policy import check_provider_settings
 from .._settings import env_secret, env_str, price_override
 from .._wire import check_key, clip, parse_error_envelope, parse_retry_after
 
@@ -58,6 +59,12 @@ class Provider:
     admitted calls in any rolling window), ``rate_limit_wait_ms`` (default 1000: how long an attempt may wait
     for a slot), ``cooldown_after`` (consecutive unhealthy failures that start a cool-down; None = off) and
     ``cooldown_s`` (default 30: the first cool-down's length).
+
+    ``cache_key`` (a string) names this provider's cached answers for sharing across processes: providers with
+    the same ``cache_key`` and label share cached answers wherever they share a store. Setting it is your
+    promise that their answers are interchangeable. Without it, a function, callable or retriever provider's
+    cached answers belong to the object doing the work (the wrapped function, the callable or retriever
+    instance) in this process only, and an HTTP provider's to its name, base URL and key.
     """
 
     name: ClassVar[str] = ""
@@ -86,8 +93,10 @@ class Provider:
         rate_limit_wait_ms: int | None = None,
         cooldown_after: int | None = None,
         cooldown_s: float | None = None,
+        cache_key: str | None = None,
         **options: Any,
     ) -> None:
+        self.cache_key = _check_cache_key(cache_key, name or self.name)
         self._gov = check_provider_settings(
             rate_limit=rate_limit, rate_limit_wait_ms=rate_limit_wait_ms, cooldown_after=cooldown_after,
             cooldown_s=cooldown_s, owner=f"provider {name or self.name!r}",
@@ -287,6 +296,17 @@ class Provider:
         return {"Accept": "application/json", "User-Agent": "perplexed-search/0.1", **extra}
 
 
+def _check_cache_key(value: object, owner: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip() or len(value) > 512 or not value.isprintable():
+        raise ConfigError(
+            f"cache_key of provider {owner!r} must be a non-empty printable string (at most 512 characters), "
+            f"got {value!r}"[:300]
+        )
+    return value
+
+
 class CallableProvider(Provider):
     """A non-HTTP provider: implement ``asearch`` (preferred) or ``search``; both return a ProviderAnswer.
 
@@ -306,6 +326,12 @@ class CallableProvider(Provider):
     def is_async(self) -> bool:
         """Whether ``asearch`` is implemented."""
         return type(self).asearch is not CallableProvider.asearch
+
+    @property
+    def _cache_subject(self) -> object:
+        """The object doing the work, whose identity (in this process) names the cached answers when no
+        ``cache_key`` is set: the provider itself here; the wrapped function or retriever in subclasses."""
+        return self
 
 
 class FunctionProvider(CallableProvider):
@@ -336,6 +362,10 @@ class FunctionProvider(CallableProvider):
     @property
     def is_async(self) -> bool:
         return self._fn_is_async
+
+    @property
+    def _cache_subject(self) -> object:
+        return self._fn
 
     def search(self, query: str, options: SearchOptions) -> ProviderAnswer:
         return to_answer(self._fn(query, options), self.label)

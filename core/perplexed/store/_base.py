@@ -321,7 +321,7 @@ def _own_fields(hit: Hit) -> dict[str, Any]:
     fields = hit.__dict__.copy()
     for name in _CONTAINER_FIELDS:
         value = fields.get(name)
-        if value:
+        if value is not None:  # an empty list too: the caller may append to its own
             fields[name] = _copied(value)
     return fields
 
