@@ -129,7 +129,7 @@ def test_sqlite_store_scrubs_echoed_keys_from_cached_text(tmp_path: Path) -> Non
     provider = FunctionProvider(echo, name="echo")
     perplexed.search("q", provider, cache_ttl_s=600)
     assert perplexed.search("q", provider, cache_ttl_s=600).attempts[0].cached
-    perplexed._settings.reset()  # closes the store: everything is on disk
+    perplexed.reset()  # closes the store: everything is on disk
     raw = db.read_bytes() + b"".join(p.read_bytes() for p in tmp_path.glob("state.db-*"))
     with sqlite3.connect(db) as conn:
         values = b"".join(bytes(v) for (v,) in conn.execute("SELECT value FROM cache"))
