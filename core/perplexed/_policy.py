@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Literal, NamedTuple
 
 from ._bounds import MAX_TTL_S, MAX_USD, check_ttl, check_usd
-from ._errors import ConfigError
+from ._errors import UNHEALTHY_REASONS, ConfigError
 
 __all__ = [
     "LATENCY_MIN_SAMPLES",
@@ -64,10 +64,10 @@ MAX_RATE_LIMIT = 1_000_000_000
 
 Health = Literal["answer", "failure", "neutral"]
 
-# Failure reasons that say the provider is unhealthy (count toward a cool-down). bad_request / not_found are
-# about the request, config means no call was made; soft_failure / body_too_large are request-specific too.
-_UNHEALTHY = frozenset({"timeout", "connection", "upstream", "rate_limited", "malformed", "auth", "payment",
-                        "unexpected"})
+# Failure reasons that say the provider is unhealthy (count toward a cool-down): the failure map's
+# UNHEALTHY_REASONS. bad_request / not_found are about the request, config means no call was made;
+# soft_failure / body_too_large are request-specific too.
+_UNHEALTHY: frozenset[str] = UNHEALTHY_REASONS
 
 
 class RateLimit(NamedTuple):
