@@ -496,7 +496,7 @@ class Engine:
         if not tasks:
             return
         for task in tasks:
-            task.cancel()
+            _governance.cancel_billed(task)  # a paid call cancelled in flight is counted at list price
         await asyncio.wait(tasks)
         why = f"{winner} answered first" if winner else "the chain ended"
         for task, (order, started) in sorted(tasks.items(), key=lambda item: item[1][0]):
