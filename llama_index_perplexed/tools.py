@@ -20,7 +20,7 @@ from pydantic import Field
 from ._config import AnswerConfig, SearchConfig, split_answer_options
 from .events import dispatching
 
-__all__ = ["NO_RESULTS", "PerplexedToolSpec", "format_answer", "format_hits"]
+__all__ = ["PerplexedToolSpec"]
 
 dispatcher = get_dispatcher(__name__)
 
