@@ -220,7 +220,7 @@ async def afetch_many(
     the :class:`~perplexed.UpstreamError` of that URL (its attempts and cost kept). Bad input (a URL that is not
     http(s), a literal private address, an unknown option) fails before anything is fetched. ``on_result(i,
     page_or_error)`` is called as each URL finishes (progress)."""
-    plans = _plan_many(urls, provider, concurrency, options)
+    plans = plan_many(urls, provider, concurrency, options)
     semaphore = asyncio.Semaphore(concurrency)
     results: list[PageOrError | None] = [None] * len(plans)
 
@@ -254,11 +254,12 @@ def fetch_many(
     **options: Any,
 ) -> list[PageOrError]:
     """Synchronous :func:`afetch_many`."""
-    _plan_many(urls, provider, concurrency, dict(options))  # bad input fails here, in the caller's thread
+    plan_many(urls, provider, concurrency, dict(options))  # bad input fails here, in the caller's thread
     return _portal.run(afetch_many, urls, provider, concurrency, on_result=on_result, **options)
 
 
-def _plan_many(urls: Any, provider: Any, concurrency: Any, options: dict[str, Any]) -> list[FetchPlan]:
+def plan_many(urls: Any, provider: Any, concurrency: Any, options: dict[str, Any]) -> list[FetchPlan]:
+    """Validate :func:`fetch_many`'s arguments (URLs, literal private addresses, options) into plans."""
     if isinstance(urls, str | bytes) or not isinstance(urls, Sequence):
         raise InvalidRequest("urls must be a list of URLs (for one URL use fetch())", param="urls")
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
