@@ -69,8 +69,8 @@ class PerplexedLoader(BaseLoader):
         self.concurrency = concurrency
         self.continue_on_failure = continue_on_failure
         self.options = options
-        # every URL and option checked now, not at the first load
-        perplexed._fetch.plan_many(self.urls, provider, concurrency, dict(options))
+        for url in self.urls:  # every URL and option checked now, not at the first load
+            perplexed.prepare_fetch(url, provider, **options)
 
     def _documents(self, results: list[Page | UpstreamError]) -> Iterator[Document]:
         for item in results:
@@ -177,7 +177,7 @@ class PerplexedFetchTool(BaseTool):
     """Other :func:`perplexed.fetch` options (a provider's own, ``max_age_s``, governance)."""
 
     def model_post_init(self, context: Any) -> None:
-        perplexed._fetch.prepare_fetch("https://example.com/", self.provider, **self._options(None, None))
+        perplexed.prepare_fetch("https://example.com/", self.provider, **self._options(None, None))
 
     def _options(self, max_chars: int | None, start_index: int | None) -> dict[str, Any]:
         options = {**(self.fetch_options or {}), "format": self.format, "max_chars": max_chars or self.max_chars,

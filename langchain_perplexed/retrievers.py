@@ -91,7 +91,8 @@ class PerplexedRetriever(ProviderCredentials, SearchConfig, BaseRetriever):
 
     def model_post_init(self, context: Any) -> None:
         if self.fetch_content or self.fetch_provider is not None or self.allow_private or self.fetch_options:
-            perplexed._fetch.fetch_plan(self.fetch_content, self.fetch_provider, self._fetch_kwargs())
+            options = {k: v for k, v in self._fetch_kwargs().items() if k not in ("fetch_content", "fetch_provider")}
+            perplexed.check_fetch_content(self.fetch_content, self.fetch_provider, **options)
 
     def _fetch_kwargs(self) -> dict[str, Any]:
         kwargs: dict[str, Any] = {**(self.fetch_options or {})}

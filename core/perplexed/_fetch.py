@@ -56,6 +56,7 @@ __all__ = [
     "afetch",
     "afetch_many",
     "asearch",
+    "check_fetch_content",
     "fetch",
     "fetch_many",
     "fetch_plan",
@@ -170,8 +171,10 @@ def parse_fallback_on(value: Any) -> frozenset[str]:
 
 
 def prepare_fetch(url: object, provider: Any = None, **options: Any) -> FetchPlan:
-    """Validate everything before any call: the URL, the provider spec, fetch and chain options. Unknown
-    keywords are :class:`~perplexed.InvalidRequest` naming the closest valid one."""
+    """Validate everything :func:`fetch` needs before any call: the URL (a literal private address in any
+    spelling is refused here), the provider spec, fetch and chain options. Unknown keywords are
+    :class:`~perplexed.InvalidRequest` naming the closest valid one. Returns the plan (for adapters and
+    services that check their settings once)."""
     cleaned = clean_url(url)
     providers, is_chain = resolve(provider)
     extra_names = {name for p in providers for name in type(p).extra_options}
@@ -183,6 +186,8 @@ def prepare_fetch(url: object, provider: Any = None, **options: Any) -> FetchPla
     chain_kw["fallback_on"] = parse_fallback_on(chain_kw.get("fallback_on"))
     chain = ChainOptions.build(**chain_kw)
     opts = build_options(options, providers)
+    if cleaned[:7].lower() != "file://":  # a literal private address (any spelling) is refused now
+        check_literal(cleaned, split_url(cleaned).hostname or "", opts.allow_private)
     return FetchPlan(cleaned, providers, is_chain, opts, chain)
 
 
@@ -570,6 +575,12 @@ def fetch_plan(fetch_content: Any, fetch_provider: Any, options: dict[str, Any])
     fetchers, _ = resolve(fetch_provider)
     build_options(dict(fetch_kw), fetchers)
     return count, fetch_provider, fetch_kw
+
+
+def check_fetch_content(fetch_content: Any = None, fetch_provider: Any = None, **options: Any) -> None:
+    """Validate search's ``fetch_content``, ``fetch_provider`` and fetch options (``allow_private``,
+    ``max_chars``, ...) without searching: for components configured once and used later (the adapters)."""
+    fetch_plan(fetch_content, fetch_provider, dict(options))
 
 
 async def asearch(query: str, provider: Any = None, *, fetch_content: Any = None, fetch_provider: Any = None,
