@@ -21,7 +21,7 @@ from ._config import AnswerConfig, SearchConfig, split_answer_options
 from .events import dispatching
 from .fetch import format_page
 
-__all__ = ["NO_RESULTS", "PerplexedToolSpec", "format_answer", "format_hits"]
+__all__ = ["PerplexedToolSpec"]
 
 dispatcher = get_dispatcher(__name__)
 
