@@ -82,6 +82,7 @@ FETCH_OPTION_NAMES = (
     "allow_private",
     "respect_robots",
 )
+_FETCH_NAMES = frozenset(FETCH_OPTION_NAMES)  # the hot path of search(): one set check
 #: options of how the fetch chain runs
 FETCH_CHAIN_NAMES = (
     "provider_timeout_ms",
@@ -590,7 +591,7 @@ async def asearch(query: str, provider: Any = None, *, fetch_content: Any = None
     ``fetch_provider=`` picks the fetch chain, default ``["http"]``): each fetched hit gets ``content`` (the page's
     text) and ``page``; ``Result.cost`` includes what the fetches cost. Fetch options (``max_chars``,
     ``allow_private``, ``respect_robots``, ...) may be given too."""
-    if fetch_content is None and fetch_provider is None and not any(k in options for k in FETCH_OPTION_NAMES):
+    if fetch_content is None and fetch_provider is None and (not options or _FETCH_NAMES.isdisjoint(options)):
         return await _chain_asearch(query, provider, **options)
     fetch = fetch_plan(fetch_content, fetch_provider, options)  # before the search is paid for
     if fetch is None:
@@ -643,7 +644,7 @@ async def _one_page(url: str, fetch_provider: Any, fetch_kw: dict[str, Any]) -> 
 def search(query: str, provider: Any = None, *, fetch_content: Any = None, fetch_provider: Any = None,
            **options: Any) -> Result:
     """Synchronous :func:`asearch` (the same coroutine on the portal)."""
-    if fetch_content is None and fetch_provider is None and not any(k in options for k in FETCH_OPTION_NAMES):
+    if fetch_content is None and fetch_provider is None and (not options or _FETCH_NAMES.isdisjoint(options)):
         return _chain_search(query, provider, **options)
     return _portal.run(asearch, query, provider, fetch_content=fetch_content, fetch_provider=fetch_provider,
                        **options)
