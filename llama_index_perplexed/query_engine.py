@@ -21,7 +21,7 @@ from ._config import AnswerConfig, SearchConfig, split_answer_options
 from ._nodes import answer_metadata, answer_source_nodes
 from .events import dispatching
 
-__all__ = ["PerplexedQueryEngine", "answer_to_response"]
+__all__ = ["PerplexedQueryEngine"]
 
 
 def answer_to_response(ans: Answer) -> Response:

@@ -21,8 +21,9 @@ from pydantic import Field
 from ._config import AnswerConfig, SearchConfig, split_answer_options
 from ._portable import PortableToolMetadata
 from .events import dispatching
+from .fetch import format_page
 
-__all__ = ["NO_RESULTS", "PerplexedToolSpec", "format_answer", "format_hits"]
+__all__ = ["PerplexedToolSpec"]
 
 dispatcher = get_dispatcher(__name__)
 
@@ -58,6 +59,9 @@ def format_answer(ans: Answer) -> str:
 
 
 Query = Annotated[str, Field(description="The search query or question, in plain words, e.g. 'typical residential zoning setbacks'.")]
+Url = Annotated[str, Field(description="The page's http(s) URL, e.g. 'https://example.com/article'.")]
+MaxChars = Annotated[int, Field(description="How many characters of content to return (0: the tool's default, 8000).")]
+StartIndex = Annotated[int, Field(description="Where the content starts (0: the beginning; the start_index a cut reply gave, to read on).")]
 
 
 class PerplexedToolSpec(BaseToolSpec):
@@ -78,12 +82,20 @@ class PerplexedToolSpec(BaseToolSpec):
     ``search``/``asearch``/``answer``/``aanswer`` are the same functions under their short names.
     """
 
-    spec_functions = [("perplexed_search", "aperplexed_search"), ("perplexed_answer", "aperplexed_answer")]
+    spec_functions = [("perplexed_search", "aperplexed_search"), ("perplexed_answer", "aperplexed_answer"),
+                      ("perplexed_fetch", "aperplexed_fetch")]
 
-    def __init__(self, provider: Any = None, **options: Any) -> None:
+    def __init__(self, provider: Any = None, *, fetch_provider: Any = None, allow_private: Any = None,
+                 fetch_options: dict[str, Any] | None = None, **options: Any) -> None:
         answer_options, search_options = split_answer_options(options)
         self._search = SearchConfig(provider, answer_mode=True, **search_options)
         self._answer = AnswerConfig(**answer_options)
+        # perplexed_fetch: the fetch chain and its options (a private address only with allow_private)
+        self._fetch_provider = fetch_provider
+        self._fetch_options = {"max_chars": 8000, **(fetch_options or {})}
+        if allow_private is not None:
+            self._fetch_options["allow_private"] = allow_private
+        perplexed.prepare_fetch("https://example.com/", fetch_provider, **self._fetch_options)
 
     def __repr__(self) -> str:
         settings = ", ".join(p for p in (self._search.describe(), self._answer.describe()) if p)
@@ -127,6 +139,28 @@ class PerplexedToolSpec(BaseToolSpec):
         with dispatching():
             ans = await _aanswer(self._answer.plan(query, self._search, prefer_async=True))
         return format_answer(ans)
+
+    def _fetch_kwargs(self, max_chars: int, start_index: int) -> dict[str, Any]:
+        kwargs = dict(self._fetch_options)
+        if max_chars:
+            kwargs["max_chars"] = max_chars
+        if start_index:
+            kwargs["start_index"] = start_index
+        return kwargs
+
+    @dispatcher.span
+    def perplexed_fetch(self, url: Url, max_chars: MaxChars = 0, start_index: StartIndex = 0) -> str:
+        """Read the web page at `url`. Returns its title, URL and main content as Markdown; a long page comes in slices, and the reply then ends with the start_index to pass to read the next slice."""
+        with dispatching():
+            page = perplexed.fetch(url, self._fetch_provider, **self._fetch_kwargs(max_chars, start_index))
+        return format_page(page)
+
+    @dispatcher.span
+    async def aperplexed_fetch(self, url: Url, max_chars: MaxChars = 0, start_index: StartIndex = 0) -> str:
+        """Read the web page at `url`. Returns its title, URL and main content as Markdown; a long page comes in slices, and the reply then ends with the start_index to pass to read the next slice."""
+        with dispatching():
+            page = await perplexed.afetch(url, self._fetch_provider, **self._fetch_kwargs(max_chars, start_index))
+        return format_page(page)
 
     search = perplexed_search
     asearch = aperplexed_search
