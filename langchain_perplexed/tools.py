@@ -18,13 +18,13 @@ from perplexed import (
     UpstreamError,
     aanswer,
     answer,
-    portable_schema,
 )
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
 from ._answer import AnswerConfig, format_answer, source_documents
 from ._config import ProviderCredentials, SearchConfig
 from ._documents import NO_RESULTS, format_hits, result_documents
+from ._portable import PORTABLE, PortableToolSchema
 from ._run import arun_core, run_core
 
 __all__ = [
@@ -46,7 +46,7 @@ class PerplexedSearchInput(BaseModel):
     """Arguments of the ``perplexed_search`` tool."""
 
     # the schema a model sees is in the subset strict tool callers accept (no anyOf with null, closed object)
-    model_config = ConfigDict(json_schema_extra=portable_schema)  # type: ignore[typeddict-item]
+    model_config = PORTABLE
 
     query: str = Field(
         description="The search query: a few specific keywords, e.g. 'EU AI Act general-purpose AI obligations'."
@@ -106,17 +106,10 @@ def arguments_error(problems: list[tuple[str, Any]]) -> ToolException:
     return ToolException("Invalid arguments: " + "; ".join(parts) + ". Call the tool again with allowed values.")
 
 
-class _ModelArguments:
+class _ModelArguments(PortableToolSchema):
     """Tool arguments a model got wrong (a number out of range, an unknown recency, a bad domain) raise a
     :class:`ToolException` saying what is allowed, never a pydantic ``ValidationError``: with
     ``handle_tool_error=True`` the model reads it and can retry."""
-
-    @property
-    def tool_call_schema(self) -> Any:
-        """The arguments' model itself (no injected arguments to hide): its JSON schema is the portable one
-        (``perplexed.portable_schema``: typed properties, no ``anyOf`` with ``null``, a closed object), which
-        LangChain's generated subset model would lose."""
-        return self.args_schema  # type: ignore[attr-defined]
 
     def _parse_input(self, tool_input: str | dict[str, Any], tool_call_id: str | None) -> Any:
         try:
@@ -220,7 +213,7 @@ ANSWER_DESCRIPTION = (
 class PerplexedAnswerInput(BaseModel):
     """Arguments of the ``perplexed_answer`` tool."""
 
-    model_config = ConfigDict(json_schema_extra=portable_schema)  # type: ignore[typeddict-item]
+    model_config = PORTABLE
 
     query: str = Field(description="The question to answer, e.g. 'What are typical residential zoning setbacks?'.")
     max_results: int | None = Field(
