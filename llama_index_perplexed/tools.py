@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import perplexed
 from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
 from llama_index.core.tools.tool_spec.base import BaseToolSpec
+from llama_index.core.tools.utils import create_schema_from_function
 from perplexed import Answer, Hit, Result
 from perplexed import aanswer as _aanswer
 from perplexed import answer as _answer
@@ -18,6 +19,7 @@ from perplexed.citations import format_footnotes
 from pydantic import Field
 
 from ._config import AnswerConfig, SearchConfig, split_answer_options
+from ._portable import PortableToolMetadata
 from .events import dispatching
 from .fetch import format_page
 
@@ -99,6 +101,14 @@ class PerplexedToolSpec(BaseToolSpec):
         settings = ", ".join(p for p in (self._search.describe(), self._answer.describe()) if p)
         names = ", ".join(repr(f if isinstance(f, str) else f[0]) for f in self.spec_functions)
         return f"PerplexedToolSpec({settings}; tools: {names})"
+
+    def get_metadata_from_fn_name(self, fn_name: str, spec_functions: Any = None) -> Any:
+        """The tool's name, its description in plain words (the function's docstring) and the JSON schema of its
+        arguments, portable (a closed object, no ``anyOf`` with ``null``: what strict tool callers accept)."""
+        func = getattr(self, fn_name)
+        description = " ".join((func.__doc__ or "").split())
+        return PortableToolMetadata(name=fn_name, description=description,
+                                    fn_schema=create_schema_from_function(fn_name, func))
 
     # The docstrings below are the tools' descriptions: they are written for the model.
 
