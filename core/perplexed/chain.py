@@ -46,13 +46,15 @@ from ._errors import (
     redact,
 )
 from ._http import get_client, origin, read_capped, redirect_origin
-from ._keywords import check_search_options
+from ._keywords import check_names, check_search_options
 from ._models import Attempt, Hit, Outcome, ProviderAnswer, Result
 from ._options import ChainOptions, SearchOptions, clean_query, split_options
 from .providers import CallableProvider, Provider, resolve
 from .providers._base import to_answer
 
-__all__ = ["ATTEMPT_EVENT", "Search", "asearch", "check_options", "finalize_hits", "prepare", "search"]
+__all__ = [
+    "ATTEMPT_EVENT", "Search", "asearch", "check_names", "check_options", "finalize_hits", "prepare", "search"
+]
 
 logger = logging.getLogger("perplexed.chain")
 _providers_logger = logging.getLogger("perplexed.providers")

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._errors import ConfigError
+from .._keywords import suggestion
 from ._base import CallableProvider, FunctionProvider, Provider, parse_published, parse_retry_after
 from ._credentials import describe, with_credentials
 from ._table import support_table
@@ -88,13 +89,20 @@ def get(name: str) -> type[Provider]:
     """The provider class registered as ``name``; ConfigError for an unknown name."""
     entry = _REGISTRY.get(name)
     if entry is None:
-        known = ", ".join(sorted(_REGISTRY))
-        raise ConfigError(f"unknown provider {name!r}; known providers: {known}")
+        raise _unknown_provider(name)
     if isinstance(entry, str):
         module_name, cls_name = entry.split(":")
         module = importlib.import_module(f"{__name__}.{module_name}")
         entry = _REGISTRY[name] = getattr(module, cls_name)
     return entry
+
+
+def _unknown_provider(name: str) -> ConfigError:
+    """The error for a provider name nobody registered: the closest registered one (``"Tavily"`` → did you
+    mean ``'tavily'``?), then the list."""
+    near = suggestion(name, _REGISTRY)
+    hint = f": did you mean {near!r}?" if near is not None else ""
+    return ConfigError(f"unknown provider {name!r}{hint} (known providers: {', '.join(sorted(_REGISTRY))})")
 
 
 def __getattr__(attr: str) -> Any:
