@@ -12,7 +12,7 @@ from typing import Any
 import perplexed
 import pytest
 from perplexed import ChainOptions, ConfigError, InvalidRequest, PerplexedError, SearchOptions
-from perplexed._settings import reset as reset_settings
+from perplexed import reset as reset_settings
 from perplexed.providers import FunctionProvider, SearXNG
 from testkit.loopback import Json, LoopbackServer, SearchAPI, searxng_json
 

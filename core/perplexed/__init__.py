@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from . import providers, telemetry
+from ._configure import configure, reset
 from ._errors import (
     APIConnectionError,
     APIError,
@@ -39,11 +40,11 @@ from ._errors import (
     StreamError,
     UpstreamError,
 )
+from ._fetch import afetch, afetch_many, asearch, fetch, fetch_many, search
 from ._governance import aspend, spend
-from ._models import Attempt, Hit, Outcome, ProviderAnswer, Result
+from ._models import Attempt, Hit, Outcome, Page, ProviderAnswer, Result
 from ._options import ChainOptions, SearchOptions
-from ._settings import configure
-from .chain import asearch, search
+from ._verify import Evidence, SentenceCheck, Verification, averify, verify
 
 if TYPE_CHECKING:  # answer() is imported lazily (it pulls in the Agent API client)
     from ._answer import (
@@ -79,12 +80,14 @@ __all__ = [
     "ConflictError",
     "ContentDecodingError",
     "CorruptIndexError",
+    "Evidence",
     "Hit",
     "InvalidRequest",
     "MalformedResponseError",
     "NoSourcesError",
     "NotFoundError",
     "Outcome",
+    "Page",
     "PermissionDeniedError",
     "PerplexedError",
     "ProviderAnswer",
@@ -96,21 +99,30 @@ __all__ = [
     "ResponseIncompleteError",
     "Result",
     "SearchOptions",
+    "SentenceCheck",
     "ServerError",
     "StreamError",
     "UpstreamError",
+    "Verification",
     "aanswer",
+    "afetch",
+    "afetch_many",
     "answer",
     "asearch",
     "aspend",
     "astream_answer",
+    "averify",
     "configure",
+    "fetch",
+    "fetch_many",
     "prepare_answer",
     "providers",
+    "reset",
     "search",
     "spend",
     "stream_answer",
     "telemetry",
+    "verify",
 ]
 
 _LAZY = {

@@ -59,6 +59,7 @@ from ._grounding import (
     pack_sources,
 )
 from ._models import Hit, Result
+from ._verify import Verification, verify
 from .agent import AgentRequest, AsyncAgentClient, Response
 from .agent._request import build_request
 from .chain import run
@@ -165,7 +166,8 @@ class Answer(BaseModel):
     ``unmatched`` the numbers without a source. ``search`` is the chain's :class:`~perplexed.Result`
     (``None`` in ``perplexity-agent`` mode), ``response`` the Agent API response. ``cost`` is
     ``search_cost + agent_cost`` in USD (``agent_cost`` is the API's ``usage.cost.total_cost``, tool calls
-    included).
+    included). ``verification`` is the citation check (:func:`perplexed.verify`) when asked for with
+    ``verify=True``, else ``None``.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -179,6 +181,7 @@ class Answer(BaseModel):
     response: Response
     search_cost: float = 0.0
     agent_cost: float = 0.0
+    verification: Verification | None = None
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -229,6 +232,7 @@ class Answer(BaseModel):
             "cost": self.cost,
             "search_cost": self.search_cost,
             "agent_cost": self.agent_cost,
+            **({} if self.verification is None else {"verification": self.verification.model_dump(mode="json")}),
         }
 
     def __str__(self) -> str:
@@ -354,7 +358,7 @@ def _finish(plan: AnswerPlan, grounded: _Grounded, response: Response) -> Answer
     ]
     if unmatched:
         logger.debug("answer %s: markers without a source: %s", response.id, [int(n) for n in unmatched])
-    return Answer(
+    ans = Answer(
         query=plan.query,
         text=text,
         sources=sources,
@@ -365,6 +369,9 @@ def _finish(plan: AnswerPlan, grounded: _Grounded, response: Response) -> Answer
         search_cost=grounded.result.cost if grounded.result is not None else 0.0,
         agent_cost=float(response.cost or 0.0),
     )
+    if plan.verify:  # offline and pure: the text against the sources the model was given
+        ans.verification = verify(ans)
+    return ans
 
 
 def _span_attributes(plan: AnswerPlan) -> dict[str, Any]:
@@ -528,7 +535,9 @@ async def aanswer(query: str | AnswerPlan, provider: Any = None, **options: Any)
     caps the sources' text: the longest are cut first, none is dropped, numbering is stable.
     ``on_empty="raise"`` (default) raises :class:`NoSourcesError` when the search finds nothing;
     ``"answer"`` answers without sources. ``strip_unmatched=True`` removes markers without a source from
-    the text (they stay listed in :attr:`Answer.unmatched`).
+    the text (they stay listed in :attr:`Answer.unmatched`). ``verify=True`` checks the answer's citations
+    against its sources (:func:`perplexed.verify`, offline) and attaches the result as
+    :attr:`Answer.verification`.
 
     Raises :class:`~perplexed.UpstreamError` (``all_providers_failed``) without calling the model when no
     provider answered; every Agent API failure is a :class:`~perplexed.APIError` subclass

@@ -54,6 +54,7 @@ ANSWER_ARGUMENTS = (
     "max_source_chars",
     "on_empty",
     "strip_unmatched",
+    "verify",
     "on_attempt",
 )
 
@@ -80,6 +81,8 @@ class AnswerPlan:
     max_source_chars: int | None = DEFAULT_MAX_SOURCE_CHARS
     on_empty: OnEmpty = "raise"
     strip_unmatched: bool = False
+    verify: bool = False
+    """Check the answer's citations (:func:`perplexed.verify`) and attach it as ``Answer.verification``."""
     deadline_ms: int | None = None
     on_attempt: AttemptCallback | None = field(default=None, repr=False)
     client: Any = field(default=None, repr=False)
@@ -157,6 +160,7 @@ def prepare_answer(
     max_source_chars: int | None = DEFAULT_MAX_SOURCE_CHARS,
     on_empty: OnEmpty = "raise",
     strip_unmatched: bool = False,
+    verify: bool = False,
     on_attempt: AttemptCallback | None = None,
     **options: Any,
 ) -> AnswerPlan:
@@ -175,7 +179,8 @@ def prepare_answer(
     the search is paid for). ``preset``/``effort`` (default ``preset="fast"``), ``model``/``models``,
     ``max_output_tokens``, ``reasoning`` and the request fields in ``agent_options`` (e.g.
     ``{"temperature": 0}``) go to the Agent API; ``instructions`` replaces the citation instruction.
-    ``max_source_chars``, ``on_empty``, ``strip_unmatched`` and ``on_attempt``: see :func:`perplexed.answer`.
+    ``max_source_chars``, ``on_empty``, ``strip_unmatched``, ``verify`` and ``on_attempt``: see
+    :func:`perplexed.answer`.
 
     Raises :class:`~perplexed.InvalidRequest` or :class:`~perplexed.ConfigError` naming the argument.
     """
@@ -185,6 +190,8 @@ def prepare_answer(
         raise InvalidRequest("on_attempt must be a callable taking an Attempt", param="on_attempt")
     if not isinstance(strip_unmatched, bool):
         raise InvalidRequest(f"strip_unmatched must be True or False, got {strip_unmatched!r}", param="strip_unmatched")
+    if not isinstance(verify, bool):
+        raise InvalidRequest(f"verify must be True or False, got {verify!r}", param="verify")
     search, search_options = _search_plan(cleaned, provider, options)
     params = _agent_params(
         {
@@ -213,6 +220,7 @@ def prepare_answer(
         max_source_chars=max_source_chars,
         on_empty=on_empty,
         strip_unmatched=bool(strip_unmatched),
+        verify=verify,
         deadline_ms=deadline_ms,
         on_attempt=on_attempt,
         client=sync_client,

@@ -1,6 +1,6 @@
 """``perplexed providers``: every registered provider (configured or not, price, environment, governance
 state), then ``perplexity-agent``, the grounding mode of ``perplexed answer``. Split from :mod:`perplexed.cli`
-(it imports the console helpers from there; rich is imported when the command runs)."""
+(the console helpers are in :mod:`perplexed._cli_output`; rich is imported when the command runs)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,15 @@ import os
 from typing import Any
 
 from . import providers
+from ._cli_output import EXIT_OK
+from ._cli_output import consoles as _consoles
+from ._cli_output import escape as _escape
+from ._cli_output import money as _money
+from ._cli_output import print_json as _print_json
+from ._cli_output import use_cli_store as _use_cli_store
 from ._errors import ConfigError, PerplexedError
 from ._index import INDEX_ENV, default_index_path, index_problem, index_stats
 from ._settings import default_chain
-from .cli import EXIT_OK, _consoles, _escape, _money, _print_json, _use_cli_store
 
 __all__ = ["command"]
 

@@ -185,10 +185,18 @@ class InvalidRequest(PerplexedError, ValueError):
     """The caller's input is invalid (empty query, bad option value, bad filter, wrong date format)."""
 
     def __init__(
-        self, message: str, *, param: str | None = None, attempts: Sequence[Attempt] | None = None
+        self,
+        message: str,
+        *,
+        param: str | None = None,
+        attempts: Sequence[Attempt] | None = None,
+        reason: str | None = None,
     ) -> None:
         super().__init__(message, attempts=attempts)
         self.param = param
+        #: set when the refusal has a classified reason (``"private_address"`` for a fetch the trust boundary
+        #: refused); None for plain bad input
+        self.reason = reason
 
 
 class UsageError(PerplexedError):

@@ -1,10 +1,11 @@
 """Governance at the edge of the chain: result cache, single flight, cool-downs, rate limits, budgets, spend.
 
-The chain (``chain.run``) asks :func:`plan` once per search; ``None`` means nothing is configured and the
-search runs exactly as the seed's chain did (no store is touched). Otherwise each provider attempt goes
-through :meth:`Governor.attempt`, which asks the store for ONE decision before the call (``admit``) and
-records ONE after it (``record``), and :meth:`Governor.early_trial` gives a chain that ended without an
-answer the early trial call of the provider whose cool-down ends first.
+The engine (``_engine``) asks :func:`plan` once per run; ``None`` means nothing is configured and the
+run goes exactly as the seed's chain did (no store is touched). Otherwise each provider attempt is admitted
+by :meth:`Governor.admit`, which asks the store for ONE decision before the call, and settled by
+:meth:`Governor.settle`, which records ONE after it; :meth:`Governor.take_trial_candidate` names the provider
+whose cool-down ends first, for the early trial of a chain that ended without an answer. Governance never
+calls a provider nor back into the engine.
 
 The rules themselves are pure (``_policy``); the state lives in a :class:`~perplexed.store.Store`. A store
 failure never fails a search: it is logged and the call goes ahead as if nothing were configured.
@@ -14,20 +15,17 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import logging
 import math
 import os
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 from . import _portal
 from ._errors import ConfigError, InvalidRequest, ProviderError
-from ._http import get_client
-from ._models import Attempt, Hit, Outcome
-from ._options import _DEFAULT_SEARCH_OPTIONS
+from ._models import Attempt, Outcome
 from ._policy import (
     SPEND_WINDOWS,
     RateLimit,
@@ -41,8 +39,28 @@ from .store._base import Admission, CachedAnswer, Decision, Record, Store
 from .store.memory import MemoryStore
 
 if TYPE_CHECKING:
-    from .chain import Search
+    from collections.abc import Sequence
+
+    from ._options import ChainOptions
     from .providers import Provider
+
+
+class Governed(Protocol):
+    """What governance needs of the operation a chain runs (``_engine.Operation`` has all of it)."""
+
+    chain: ChainOptions
+    nothing: Any
+
+    @property
+    def members(self) -> Sequence[Provider]: ...
+
+    def price(self, member: Provider) -> float: ...
+
+    def cache_parts(self, member: Provider) -> tuple[str, ...] | None: ...
+
+    def to_cache(self, answer: Any) -> Sequence[Any]: ...
+
+    def from_cache(self, stored: Sequence[Any]) -> Any: ...
 
 __all__ = [
     "STORE_ENV",
@@ -66,8 +84,7 @@ STORE_ENV = "PERPLEXED_STORE"
 DEFAULT_RATE_LIMIT_WAIT_MS = 1000
 DEFAULT_COOLDOWN_S = 30.0
 
-AttemptResult = tuple[Attempt, list[Hit], BaseException | None]
-AttemptFn = Callable[["Provider", "Search", float, bool], Awaitable[AttemptResult]]
+AttemptResult = tuple[Attempt, Any, BaseException | None]
 
 
 class _Settings:
@@ -157,7 +174,9 @@ def reset() -> None:
     for store in (_settings.store, _settings.env_store[1] if _settings.env_store else None):
         if store is not None:
             _close_quietly(store)
+    version = _settings.version
     _settings = _Settings()
+    _settings.version = version + 1  # a provider's memoised settings (settings_for) are stale from now on
     _last_warning[0] = 0.0
 
 
@@ -287,36 +306,22 @@ def provider_identity(provider: Provider) -> str:
     return identity
 
 
-def _options_key(options: Any) -> str:
-    if options is _DEFAULT_SEARCH_OPTIONS:
-        return ""
-    return json.dumps(options.model_dump(mode="json"), sort_keys=True, default=repr, separators=(",", ":"))
-
-
-def cache_key(provider: Provider, identity: str, query: str, options_key: str) -> str:
-    """The cache key of one provider's answer to ``query`` (identity, query, result-changing options)."""
-    extra = ""
-    if provider.options:
-        extra = json.dumps(provider.options, sort_keys=True, default=repr, separators=(",", ":"))
-    return _digest("cache", identity, query, options_key, extra)
-
-
 # -- the per-search governor ----------------------------------------------------------------------------------
 
 
-def plan(prepared: Search, attempt: AttemptFn) -> Governor | None:
-    """A :class:`Governor` for this search, or None when nothing is configured (the plain chain).
+def plan(op: Governed) -> Governor | None:
+    """A :class:`Governor` for this run, or None when nothing is configured (the plain chain).
 
     Raises :class:`~perplexed.ConfigError` (before any call) when ``PERPLEXED_STORE`` is not a store.
     """
-    chain = prepared.chain
+    chain = op.chain
     if chain.cache_ttl_s is None and chain.budget_usd is None and not _settings.active:
-        for provider in prepared.providers:
+        for provider in op.members:
             if _governed(provider):
                 break
         else:
             return None
-    return Governor(prepared, _settings.store or current_store(), attempt)
+    return Governor(op, _settings.store or current_store())
 
 
 _flights: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Future[CachedAnswer | None]]] = (
@@ -335,43 +340,62 @@ def _store_failed(what: str, exc: BaseException) -> None:
         logger.debug("state store %s failed", what, exc_info=True)
 
 
+class Gate:
+    """One admission (:meth:`Governor.admit`): ``done`` is a finished attempt (a cache hit, a skip, a
+    single-flight wait that ended), else the engine makes the call and hands it to :meth:`Governor.settle`."""
+
+    __slots__ = ("decision", "done", "ends", "filled", "flight", "flights", "identity", "key", "provider",
+                 "settings", "start", "waited")
+
+    def __init__(self, provider: Provider, settings: ProviderSettings, identity: str, key: str | None,
+                 start: float) -> None:
+        self.provider = provider
+        self.settings = settings
+        self.identity = identity
+        self.key = key
+        self.start = start
+        self.done: AttemptResult | None = None
+        self.decision: Decision | None = None
+        self.waited = False
+        self.ends = 0.0
+        self.flight: asyncio.Future[CachedAnswer | None] | None = None
+        self.flights: dict[str, asyncio.Future[CachedAnswer | None]] | None = None
+        self.filled: CachedAnswer | None = None
+
+
 class Governor:
-    """Governance of one search: per-call budget, cooling-down providers seen, the store."""
+    """Governance of one run: per-call budget, cooling-down providers seen, the store.
 
-    __slots__ = ("_attempt", "_cooling", "_options_key", "chain", "prepared", "spent", "store")
+    The engine asks before each call (:meth:`admit`) and tells after it (:meth:`settle`, or :meth:`abandon`
+    when the call was cancelled); governance never calls the provider nor back into the engine.
+    """
 
-    def __init__(self, prepared: Search, store: Store, attempt: AttemptFn) -> None:
-        self.prepared = prepared
-        self.chain = prepared.chain
+    __slots__ = ("_cooling", "chain", "op", "spent", "store")
+
+    def __init__(self, op: Governed, store: Store) -> None:
+        self.op = op
+        self.chain = op.chain
         self.store = store
-        self._attempt = attempt
         self.spent = 0.0
         self._cooling: list[tuple[float, int, Provider]] = []
-        self._options_key: str | None = None
 
     # -- one provider ----------------------------------------------------------------------------------------
 
-    async def attempt(self, provider: Provider, budget: float, capped: bool = False,
-                      *, early: bool = False) -> AttemptResult:
-        """The governed attempt of ``provider`` within ``budget`` seconds: a cache hit, a skip (cooling
-        down, rate limited, over budget) or a real call through the chain's attempt, then recorded.
-
-        Same shape as ``chain._attempt``: ``(attempt, hits, failure)``; never raises for provider failures.
-        """
+    async def admit(self, provider: Provider, budget: float, capped: bool = False,
+                    *, early: bool = False) -> Gate:
+        """Admit a call of ``provider`` within ``budget`` seconds: a cache hit, another search's identical
+        answer (single flight), a skip (cooling down, rate limited, over budget), or leave to call it."""
         start = time.perf_counter()
         chain = self.chain
-        prepared = self.prepared
         settings = settings_for(provider)
         identity = provider_identity(provider)
-        ttl = chain.cache_ttl_s
         key: str | None = None
-        if ttl and provider.name != "local" and not early:
-            if self._options_key is None:
-                self._options_key = _options_key(prepared.options)
-            key = cache_key(provider, identity, prepared.query, self._options_key)
+        if chain.cache_ttl_s and not early:
+            parts = self.op.cache_parts(provider)
+            if parts is not None:  # the first part names the operation: two never share a key
+                key = _digest(parts[0], identity, *parts[1:])
+        gate = Gate(provider, settings, identity, key, start)
         lookup = key
-        flight: asyncio.Future[CachedAnswer | None] | None = None
-        flights: dict[str, asyncio.Future[CachedAnswer | None]] | None = None
         if key is not None and chain.cache_single_flight:
             loop = asyncio.get_running_loop()
             flights = _flights.get(loop)
@@ -383,70 +407,83 @@ class Governor:
                     async with asyncio.timeout(budget):
                         shared = await asyncio.shield(leader)
                 except TimeoutError:
-                    return self._timeout(provider, budget, capped, start), [], None
+                    gate.done = self._timeout(provider, budget, capped, start), self.op.nothing, None
+                    return gate
                 if shared is not None:
-                    return self._cached(provider, shared, start), list(shared.hits), None
+                    gate.done = self._cached(provider, shared, start), self.op.from_cache(shared.hits), None
+                    return gate
                 lookup = None  # the shared call was not ok: call the provider ourselves
             else:
-                flight = flights[key] = asyncio.get_running_loop().create_future()
-        filled: CachedAnswer | None = None
+                gate.flight = flights[key] = loop.create_future()
+                gate.flights = flights
         try:
-            result, filled = await self._admit_and_call(
-                provider, identity, settings, key, lookup, budget, capped, start, early
+            price = self._price(provider)
+            over_call_budget = (
+                chain.budget_usd is not None and price > 0 and self.spent + price > chain.budget_usd + 1e-12
             )
-            return result
-        finally:
-            if flight is not None and flights is not None:
-                if not flight.done():
-                    flight.set_result(filled)
-                if flights.get(key or "") is flight:
-                    del flights[key or ""]
-
-    async def _admit_and_call(
-        self, provider: Provider, identity: str, settings: ProviderSettings, key: str | None,
-        lookup: str | None, budget: float, capped: bool, start: float, early: bool,
-    ) -> tuple[AttemptResult, CachedAnswer | None]:
-        """Admit the call (one store decision, waiting for a rate-limit slot or another's fill if allowed),
-        make it, and record what happened."""
-        price = self._price(provider)
-        over_call_budget = (
-            self.chain.budget_usd is not None and price > 0 and self.spent + price > self.chain.budget_usd + 1e-12
-        )
-        request = self._admission(provider, identity, settings, lookup, budget, early, price, over_call_budget)
-        loop = asyncio.get_running_loop()
-        ends = loop.time() + budget
-        if settings.rate_limit is not None and not isinstance(provider, CallableProvider):
-            # the pooled client first (the first call in a loop builds it: TLS context, ...), so the call
-            # reaches the provider right after its admission, not a client set-up later
-            get_client(provider.transport)
-        decision, waited, finished = await self._admitted(
-            provider, identity, settings, request, lookup, ends, start, price, over_call_budget
-        )
-        if finished is not None:  # cached, or skipped
-            return finished, None
-        remaining = ends - loop.time()
-        if remaining <= 0:
-            remaining = 0.001
-        try:
-            attempt, hits, failure = await self._attempt(provider, self.prepared, remaining, capped)
-        except asyncio.CancelledError:
-            self._record_later(Record(
-                provider=identity, label=provider.label, health="neutral", trial=decision.trial,
-                cooldown_after=settings.cooldown_after, cooldown_s=settings.cooldown_s,
-                ticket=decision.ticket, cost=0.0, cache_key=key, release_fill=decision.fill_claimed,
-            ))
+            request = self._admission(provider, identity, settings, lookup, budget, early, price, over_call_budget)
+            gate.ends = asyncio.get_running_loop().time() + budget
+            decision, waited, finished = await self._admitted(
+                provider, identity, settings, request, lookup, gate.ends, start, price, over_call_budget
+            )
+        except BaseException:
+            self.release(gate)
             raise
-        if waited:  # the attempt's duration includes the wait for a rate-limit slot (or another's fill)
-            total_ms = int((time.perf_counter() - start) * 1000)
-            if total_ms > attempt.duration_ms:
-                attempt = attempt.model_copy(update={"duration_ms": total_ms})
-        self.spent += attempt.cost
-        filled = await self._record_call(provider, identity, settings, key, decision, attempt, hits, failure)
-        return (attempt, hits, failure), filled
+        gate.decision, gate.waited = decision, waited
+        if finished is not None:  # cached, or skipped
+            gate.done = finished
+            self.release(gate)
+        return gate
+
+    @staticmethod
+    def remaining(gate: Gate) -> float:
+        """What is left of the call's budget after its admission (waits included)."""
+        remaining = gate.ends - asyncio.get_running_loop().time()
+        return remaining if remaining > 0 else 0.001
+
+    async def settle(self, gate: Gate, called: AttemptResult) -> AttemptResult:
+        """Record a call the engine made after :meth:`admit`: health, actual cost, the answer to cache."""
+        try:
+            attempt, answer, failure = called
+            if gate.waited:  # the attempt's duration includes the wait for a rate-limit slot (or another's fill)
+                total_ms = int((time.perf_counter() - gate.start) * 1000)
+                if total_ms > attempt.duration_ms:
+                    attempt = attempt.model_copy(update={"duration_ms": total_ms})
+            self.spent += attempt.cost
+            assert gate.decision is not None
+            gate.filled = await self._record_call(
+                gate.provider, gate.identity, gate.settings, gate.key, gate.decision, attempt, answer, failure
+            )
+            return attempt, answer, failure
+        finally:
+            self.release(gate)
+
+    def abandon(self, gate: Gate) -> None:
+        """The admitted call was cancelled: free what its admission holds (trial lease, fill claim, ticket)."""
+        decision, settings = gate.decision, gate.settings
+        if decision is not None:
+            self._record_later(Record(
+                provider=gate.identity, label=gate.provider.label, health="neutral", trial=decision.trial,
+                cooldown_after=settings.cooldown_after, cooldown_s=settings.cooldown_s,
+                ticket=decision.ticket, cost=0.0, cache_key=gate.key, release_fill=decision.fill_claimed,
+            ))
+        self.release(gate)
+
+    @staticmethod
+    def release(gate: Gate) -> None:
+        """End the gate's single flight (waiters get the cached answer, or ``None``: call yourselves)."""
+        flight, flights = gate.flight, gate.flights
+        if flight is None or flights is None:
+            return
+        gate.flight = None
+        if not flight.done():
+            flight.set_result(gate.filled)
+        if flights.get(gate.key or "") is flight:
+            del flights[gate.key or ""]
 
     def _price(self, provider: Provider) -> float:
         try:
-            return provider.price(self.prepared.options)
+            return float(self.op.price(provider))
         except Exception:  # a pricing bug: treat as free here; the attempt prices itself again
             return 0.0
 
@@ -488,7 +525,7 @@ class Governor:
                 return decision, waited, None
             if verdict == "cached" and decision.answer is not None:
                 return decision, waited, (
-                    self._cached(provider, decision.answer, start), list(decision.answer.hits), None
+                    self._cached(provider, decision.answer, start), self.op.from_cache(decision.answer.hits), None
                 )
             if verdict == "fill_pending" and lookup is not None:
                 waited = True
@@ -498,7 +535,9 @@ class Governor:
                     _store_failed("wait_fill", exc)
                     answer = None
                 if answer is not None:
-                    return decision, waited, (self._cached(provider, answer, start), list(answer.hits), None)
+                    return decision, waited, (
+                        self._cached(provider, answer, start), self.op.from_cache(answer.hits), None
+                    )
                 request = _replace(request, cache_key=None, claim_fill=False)
                 continue
             if verdict == "rate_limited":
@@ -510,19 +549,25 @@ class Governor:
                     request = _replace(request, cache_key=None, claim_fill=False)
                     continue
                 why = f"rate limit {rate.text if rate else ''} reached; next slot in {wait * 1000:.0f} ms"
-                return decision, waited, (self._skipped(provider, "rate_limited", start, decision, why), [], None)
+                return decision, waited, (
+                    self._skipped(provider, "rate_limited", start, decision, why), self.op.nothing, None
+                )
             if verdict == "cooling_down":
                 self._cooling.append((decision.wait_s, len(self._cooling), provider))
                 why = f"cooling down after failures; {decision.wait_s:.1f} s left"
-                return decision, waited, (self._skipped(provider, "cooling_down", start, decision, why), [], None)
+                return decision, waited, (
+                    self._skipped(provider, "cooling_down", start, decision, why), self.op.nothing, None
+                )
             # over_budget (or an unknown verdict from a third-party store: skip, never call blindly)
             why = (f"price ${price:g} would exceed budget_usd ${self.chain.budget_usd:g} (spent ${self.spent:g})"
                    if over_call_budget else "price would exceed a spend limit")
-            return decision, waited, (self._skipped(provider, "over_budget", start, decision, why), [], None)
+            return decision, waited, (
+            self._skipped(provider, "over_budget", start, decision, why), self.op.nothing, None
+        )
 
     async def _record_call(
         self, provider: Provider, identity: str, settings: ProviderSettings, key: str | None,
-        decision: Decision, attempt: Attempt, hits: list[Hit], failure: BaseException | None,
+        decision: Decision, attempt: Attempt, answer: Any, failure: BaseException | None,
     ) -> CachedAnswer | None:
         """Tell the store how the call went (health, actual cost, the answer to cache); returns what was
         cached. A store failure is logged, never raised."""
@@ -531,7 +576,8 @@ class Governor:
         retry_after = None
         if isinstance(failure, ProviderError) and failure.retry_after is not None and failure.status in (429, 503):
             retry_after = failure.retry_after
-        filled = CachedAnswer(hits, attempt.detail) if (key is not None and outcome is Outcome.OK) else None
+        filled = (CachedAnswer(self.op.to_cache(answer), attempt.detail)
+                  if (key is not None and outcome is Outcome.OK) else None)
         record = Record(
             provider=identity,
             label=provider.label,
@@ -588,23 +634,14 @@ class Governor:
 
     # -- the end of the chain -----------------------------------------------------------------------------
 
-    def trial_candidate(self) -> Provider | None:
-        """The provider skipped as cooling down whose cool-down ends first (None when none was)."""
+    def take_trial_candidate(self) -> Provider | None:
+        """The provider skipped as cooling down whose cool-down ends first (None when none was); the
+        engine gives it the early trial call when the chain ended without an answer."""
         if not self._cooling:
             return None
-        return min(self._cooling, key=lambda item: (item[0], item[1]))[2]
-
-    async def early_trial(self, budget: float, capped: bool = False) -> AttemptResult | None:
-        """When the chain ended without an answer: the early trial call of the cooling-down provider whose
-        cool-down ends first, unless a trial of it is in flight (then None: nothing was tried)."""
-        provider = self.trial_candidate()
-        if provider is None or budget <= 0:
-            return None
+        provider = min(self._cooling, key=lambda item: (item[0], item[1]))[2]
         self._cooling.clear()
-        attempt, hits, failure = await self.attempt(provider, budget, capped, early=True)
-        if attempt.outcome is Outcome.SKIPPED and attempt.reason == "cooling_down":
-            return None  # another search's trial is in flight: this one keeps its skipped attempt
-        return attempt, hits, failure
+        return provider
 
     # -- attempts that are not calls ----------------------------------------------------------------------
 

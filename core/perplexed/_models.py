@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from datetime import date
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
-__all__ = ["Attempt", "Hit", "Outcome", "ProviderAnswer", "Result"]
+__all__ = ["Attempt", "Hit", "Outcome", "Page", "ProviderAnswer", "Result"]
 
 
 class Outcome(StrEnum):
@@ -49,6 +49,8 @@ class Hit(BaseModel):
     provider: str = ""
     sources: list[dict[str, Any]] = Field(default_factory=list)
     raw: dict[str, Any] = Field(default_factory=dict)
+    page: Page | None = None
+    """The fetched page (``search(..., fetch_content=N)``), with the fetch's own attempts; None otherwise."""
 
     @property
     def text(self) -> str:
@@ -99,15 +101,55 @@ class Result(BaseModel):
     provider: str | None
     hits: list[Hit] = Field(default_factory=list)
     attempts: list[Attempt] = Field(default_factory=list)
+    fetches: list[Attempt] = Field(default_factory=list)
+    """The page fetches' attempts (``search(..., fetch_content=N)``); their cost is part of :attr:`cost`."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def cost(self) -> float:
-        """Total USD cost: the sum over all attempts (a paid provider that answered empty still bills)."""
-        return float(sum(a.cost for a in self.attempts))
+        """Total USD cost: the sum over all attempts (a paid provider that answered empty still bills), page
+        fetches included."""
+        return float(sum(a.cost for a in self.attempts) + sum(a.cost for a in self.fetches))
 
     def __len__(self) -> int:
         return len(self.hits)
 
     def __bool__(self) -> bool:
         return True
+
+
+class Page(BaseModel):
+    """A page's content, fetched through a chain of fetch providers (:func:`perplexed.fetch`).
+
+    ``url`` is the URL as asked, ``final_url`` where the content came from (after redirects). ``content`` is the
+    requested slice (``start_index``, ``max_chars``) of the whole extracted text, in ``format`` (``"markdown"``
+    or ``"text"``); ``total_chars`` is the whole text's length, ``truncated`` is true exactly when text remains
+    after the slice, and ``next_index`` is where the next slice starts (None at the end). ``status`` is the
+    HTTP status the ``http`` provider saw (None for API providers). ``attempts`` and ``cost`` as for a search.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    url: str
+    final_url: str
+    title: str = ""
+    content: str = ""
+    format: Literal["markdown", "text"] = "markdown"
+    published: date | None = None
+    language: str | None = None
+    content_type: str | None = None
+    status: int | None = None
+    provider: str | None = None
+    attempts: list[Attempt] = Field(default_factory=list)
+    truncated: bool = False
+    total_chars: int = 0
+    next_index: int | None = None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def cost(self) -> float:
+        """Total USD cost: the sum over all attempts."""
+        return float(sum(a.cost for a in self.attempts))
+
+
+Hit.model_rebuild()

@@ -25,7 +25,7 @@ __all__ = [
 MAX_QUERY_CHARS = 4000
 Recency = Literal["day", "week", "month", "year"]
 SafeSearch = Literal["off", "moderate", "strict"]
-FallbackOn = Literal["error", "empty", "timeout"]
+FallbackOn = Literal["error", "empty", "timeout", "insufficient"]
 Strategy = Literal["sequential", "hedged", "merge"]
 
 COMMON_OPTIONS = (
@@ -258,7 +258,7 @@ class ChainOptions(BaseModel):
             err = exc.errors()[0]
             param = str(err["loc"][0]) if err.get("loc") else None
             hint = {
-                "fallback_on": " (fallback_on takes 'error', 'empty', 'timeout')",
+                "fallback_on": " (fallback_on takes 'error', 'empty', 'timeout', 'insufficient')",
                 "strategy": " (strategy takes 'sequential', 'hedged', 'merge')",
             }.get(param or "", "")
             raise InvalidRequest(f"invalid {param}: {err['msg']}{hint}", param=param) from None
@@ -267,8 +267,8 @@ class ChainOptions(BaseModel):
         """Whether an attempt with this outcome lets the chain try the next provider."""
         if outcome in ("timeout", "cancelled"):
             return "timeout" in self.fallback_on or "error" in self.fallback_on
-        if outcome == "insufficient":
-            return "empty" in self.fallback_on
+        if outcome == "insufficient":  # its own value; "empty" moves on after an insufficient answer too
+            return "insufficient" in self.fallback_on or "empty" in self.fallback_on
         if outcome == "skipped":
             return True
         return outcome in self.fallback_on

@@ -4,7 +4,9 @@
 - ``PERPLEXED_PRICE_<NAME>``: USD per call for provider ``<name>`` (overrides the price table).
 - Provider keys and URLs: each provider names its own variables (``SEARXNG_URL``, ``TAVILY_API_KEY``, …).
 
-:func:`configure` sets the same things in code; code settings win over the environment.
+``perplexed.configure()`` (in :mod:`perplexed._configure`, a layer above: it also sets governance) sets the same
+things in code through :func:`set_defaults`; code settings win over the environment. This module reads; it
+imports nothing above the errors and the wire checks.
 """
 
 from __future__ import annotations
@@ -16,15 +18,16 @@ from typing import Any
 from pydantic import SecretStr
 
 from ._errors import ConfigError, register_secret
+from ._wire import check_key
 
 __all__ = [
-    "configure",
+    "clear",
     "default_chain",
     "default_chain_origin",
     "env_secret",
     "env_str",
     "price_override",
-    "reset",
+    "set_defaults",
 ]
 
 DEFAULT_CHAIN = "local,searxng"
@@ -32,54 +35,17 @@ DEFAULT_CHAIN = "local,searxng"
 _overrides: dict[str, Any] = {}
 
 
-def configure(
-    *,
-    provider: Any = None,
-    prices: dict[str, float] | None = None,
-    store: Any = None,
-    rate_limits: dict[str, str] | None = None,
-    rate_limit_wait_ms: Any = None,
-    cooldown_after: Any = None,
-    cooldown_s: Any = None,
-    spend_limits: dict[str, float] | None = None,
-) -> None:
-    """Set process-wide defaults (None = leave as is).
-
-    ``provider``: the default chain. ``prices``: USD per call by provider name. Governance (see
-    docs/production.md): ``store`` (a :class:`perplexed.store.Store`, ``"memory"`` = a fresh in-process
-    store, or a URL like ``"sqlite:////var/lib/app/state.db"``), ``rate_limits`` (``{"brave": "1/s"}``),
-    ``rate_limit_wait_ms``, ``cooldown_after``, ``cooldown_s`` (a value for every provider, or a dict keyed
-    by registry names or labels, a label winning; a provider's own constructor argument wins over both),
-    and ``spend_limits`` (``{"day": 5.0, "hour": 1.0}``, replacing earlier limits). Everything is validated
-    before anything changes: a bad value is a :class:`ConfigError`.
-    """
-    for name, value in (prices or {}).items():
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-            raise ConfigError(
-                f"price for {name!r} must be a finite non-negative number of USD, got {value!r}"
-            )
-    if any(v is not None for v in (store, rate_limits, rate_limit_wait_ms, cooldown_after, cooldown_s,
-                                    spend_limits)):
-        from . import _governance
-
-        _governance.configure(
-            store=store, rate_limits=rate_limits, rate_limit_wait_ms=rate_limit_wait_ms,
-            cooldown_after=cooldown_after, cooldown_s=cooldown_s, spend_limits=spend_limits,
-        )
+def set_defaults(*, provider: Any = None, prices: dict[str, float] | None = None) -> None:
+    """Record :func:`perplexed.configure`'s ``provider`` and (already validated) ``prices`` (None = leave)."""
     if provider is not None:
         _overrides["provider"] = provider
     if prices is not None:
         _overrides.setdefault("prices", {}).update({k.lower(): float(v) for k, v in prices.items()})
 
 
-def reset() -> None:
-    """Forget everything :func:`configure` set (governance settings and the store included)."""
+def clear() -> None:
+    """Forget the defaults set in code (the environment is read at call time, so nothing else is kept)."""
     _overrides.clear()
-    import sys
-
-    governance = sys.modules.get(f"{__package__}._governance")
-    if governance is not None:
-        governance.reset()
 
 
 def default_chain() -> Any:
@@ -131,6 +97,4 @@ def env_secret(var: str) -> SecretStr | None:
     if value is None:
         return None
     register_secret(value)
-    from ._wire import check_key
-
     return SecretStr(check_key(value, argument=f"the environment variable {var}"))

@@ -1,7 +1,9 @@
-"""The chain engine: runs a search down an ordered list of providers until one answers.
+"""Search: validation, the search operation the engine runs, and the provider-flow driver.
 
-This module owns all search I/O, timing, cancellation, cost accounting and telemetry, once. The sync API
-runs the same coroutine on the portal loop (see ``_portal``), so sync and async behave identically.
+The run loop, timing, cancellation, cost accounting, governance and telemetry live in the engine
+(``_engine``), once, for every operation; this module says what a search is (:class:`SearchOperation`) and
+drives a provider's sans-io flow over HTTP (:func:`drive_flow`). The sync API runs the same coroutine on the
+portal loop (see ``_portal``), so sync and async behave identically.
 
 Rules (README, "Chain rules"):
 
@@ -22,46 +24,46 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import functools
 import inspect
+import json
 import logging
-import math
 import threading
-import time
-import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Generator, Sequence
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
 import httpx
 
-from . import _governance, _portal, telemetry
-from ._errors import (
-    BodyTooLargeError,
-    ConfigError,
-    ContentDecodingError,
-    PerplexedError,
-    ProviderError,
-    UpstreamError,
-    redact,
-)
+from . import _engine, _portal
+from ._engine import AttemptCallback
+from ._errors import BodyTooLargeError, ContentDecodingError
+from ._hits import _finalize, _norm_url, finalize_hits, fuse
 from ._http import get_client, origin, read_capped, redirect_origin
 from ._keywords import check_names, check_search_options
-from ._models import Attempt, Hit, Outcome, ProviderAnswer, Result
-from ._options import ChainOptions, SearchOptions, clean_query, split_options
+from ._models import Attempt, Hit, ProviderAnswer, Result
+from ._options import _DEFAULT_SEARCH_OPTIONS, ChainOptions, SearchOptions, clean_query, split_options
+from ._strategies import check_floor, judge
 from .providers import CallableProvider, Provider, resolve
 from .providers._base import to_answer
 
 __all__ = [
-    "ATTEMPT_EVENT", "Search", "asearch", "check_names", "check_options", "finalize_hits", "prepare", "search"
+    "ATTEMPT_EVENT",
+    "AttemptCallback",
+    "Search",
+    "SearchOperation",
+    "asearch",
+    "check_names",
+    "check_options",
+    "drive_flow",
+    "finalize_hits",
+    "prepare",
+    "search",
 ]
 
-logger = logging.getLogger("perplexed.chain")
 _providers_logger = logging.getLogger("perplexed.providers")
 
 ATTEMPT_EVENT = ("perplexed", "search", "attempt")
-AttemptCallback = Callable[[Attempt], None]
 T = TypeVar("T")
+_ = _norm_url  # the de-duplication key, importable from here as before
 
 
 class Search:
@@ -102,12 +104,8 @@ def prepare_with(query: str, provider: Any, options: dict[str, Any], also: tuple
     opts = SearchOptions.build(**search_kw)
     providers, is_chain = resolve(provider)
     check_search_options(opts, providers, also=also)
-    prepared = Search(query, providers, is_chain, chain, opts)
-    if chain.min_hits is not None:
-        from ._strategies import validate
-
-        validate(prepared)
-    return prepared
+    check_floor(chain.min_hits, opts.max_results)
+    return Search(query, providers, is_chain, chain, opts)
 
 
 def check_options(provider: Any = None, *, suggest: tuple[str, ...] = (), **options: Any) -> None:
@@ -123,6 +121,36 @@ def _prepare_plain(query: object, provider: Any) -> Search:
     chain, opts = ChainOptions.build(), SearchOptions.build()
     providers, is_chain = resolve(provider)
     return Search(cleaned, providers, is_chain, chain, opts)
+
+
+def _prepared(
+    query: object,
+    provider: Any,
+    provider_timeout_ms: int | None,
+    deadline_ms: int | None,
+    fallback_on: Any,
+    max_results: int | None,
+    options: dict[str, Any],
+) -> Search:
+    """The argument dispatch of :func:`search` and :func:`asearch`: a call that sets no option (the common
+    case) shares the default options; any other is validated in full by :func:`prepare`."""
+    if (
+        not options
+        and provider_timeout_ms is None
+        and deadline_ms is None
+        and fallback_on is None
+        and max_results is None
+    ):
+        return _prepare_plain(query, provider)
+    return prepare(
+        query,
+        provider,
+        provider_timeout_ms=provider_timeout_ms,
+        deadline_ms=deadline_ms,
+        fallback_on=fallback_on,
+        max_results=max_results,
+        **options,
+    )
 
 
 async def asearch(
@@ -148,24 +176,7 @@ async def asearch(
     ends. Raises :class:`~perplexed.UpstreamError` (``reason="all_providers_failed"``) when no provider
     answered, :class:`~perplexed.InvalidRequest` / :class:`~perplexed.ConfigError` for bad input.
     """
-    if (
-        not options
-        and provider_timeout_ms is None
-        and deadline_ms is None
-        and fallback_on is None
-        and max_results is None
-    ):
-        prepared = _prepare_plain(query, provider)
-    else:
-        prepared = prepare(
-            query,
-            provider,
-            provider_timeout_ms=provider_timeout_ms,
-            deadline_ms=deadline_ms,
-            fallback_on=fallback_on,
-            max_results=max_results,
-            **options,
-        )
+    prepared = _prepared(query, provider, provider_timeout_ms, deadline_ms, fallback_on, max_results, options)
     return await run(prepared, on_attempt=on_attempt)
 
 
@@ -181,219 +192,92 @@ def search(
     **options: Any,
 ) -> Result:
     """Synchronous :func:`asearch`: same arguments, same rules, same budgets (it runs the same coroutine)."""
-    if (
-        not options
-        and provider_timeout_ms is None
-        and deadline_ms is None
-        and fallback_on is None
-        and max_results is None
-    ):
-        prepared = _prepare_plain(query, provider)
-    else:
-        prepared = prepare(
-            query,
-            provider,
-            provider_timeout_ms=provider_timeout_ms,
-            deadline_ms=deadline_ms,
-            fallback_on=fallback_on,
-            max_results=max_results,
-            **options,
-        )
+    prepared = _prepared(query, provider, provider_timeout_ms, deadline_ms, fallback_on, max_results, options)
     return _portal.run(run, prepared, on_attempt=on_attempt)
 
 
 async def run(prepared: Search, *, on_attempt: AttemptCallback | None = None) -> Result:
-    """Run a prepared search down its providers (the engine)."""
-    chain = prepared.chain
-    if chain.strategy != "sequential" or chain.min_hits is not None or chain.accept is not None:
-        from . import _strategies  # hedged, merge, the quality floor
-
-        return await _strategies.run(prepared, on_attempt)
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + chain.deadline_ms / 1000
-    provider_budget = chain.provider_timeout_ms / 1000
-    attempts: list[Attempt] = []
-    empty: Provider | None = None
-    last_error: BaseException | None = None
-    # governance (cache, cool-downs, rate limits, budgets): None when nothing is configured = the plain chain
-    gov = _governance.plan(prepared, _attempt)
-    with telemetry.span(
-        "perplexed.search",
-        {"perplexed.query": prepared.query, "perplexed.providers": ",".join(p.label for p in prepared.providers)},
-    ) as chain_span:
-        reached_end = True
-        for provider in prepared.providers:
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                _record(attempts, Attempt(provider=provider.label, outcome=Outcome.DEADLINE,
-                                          error="chain deadline passed before this provider was called"),
-                        prepared.query, on_attempt)
-                continue
-            capped = remaining < provider_budget
-            if gov is None:
-                attempt, hits, exc = await _attempt(provider, prepared, remaining if capped else provider_budget, capped)
-                if attempt.cost > 0:
-                    _governance.note_spend(attempt.provider, attempt.cost)
-            else:
-                attempt, hits, exc = await gov.attempt(provider, remaining if capped else provider_budget, capped)
-            if exc is not None:
-                last_error = exc
-            _record(attempts, attempt, prepared.query, on_attempt)
-            outcome = attempt.outcome
-            if outcome is Outcome.OK:
-                if chain_span is not None:
-                    _annotate(chain_span, provider.label, attempts)
-                return Result(query=prepared.query, provider=provider.label, hits=hits, attempts=attempts)
-            if outcome is Outcome.EMPTY and empty is None:
-                empty = provider
-            if not chain.moves_on(outcome.value):
-                reached_end = False
-                break
-        if gov is not None and reached_end and empty is None:
-            # no answer: the provider whose cool-down ends first gets its trial call now (one at a time)
-            remaining = deadline - loop.time()
-            trial = await gov.early_trial(min(remaining, provider_budget), remaining < provider_budget)
-            if trial is not None:
-                attempt, hits, exc = trial
-                if exc is not None:
-                    last_error = exc
-                _record(attempts, attempt, prepared.query, on_attempt)
-                if attempt.outcome is Outcome.OK:
-                    if chain_span is not None:
-                        _annotate(chain_span, attempt.provider, attempts)
-                    return Result(query=prepared.query, provider=attempt.provider, hits=hits, attempts=attempts)
-                if attempt.outcome is Outcome.EMPTY:
-                    if chain_span is not None:
-                        _annotate(chain_span, attempt.provider, attempts)
-                    return Result(query=prepared.query, provider=attempt.provider, hits=[], attempts=attempts)
-        if empty is not None:
-            if chain_span is not None:
-                _annotate(chain_span, empty.label, attempts)
-            return Result(query=prepared.query, provider=empty.label, hits=[], attempts=attempts)
-        if chain_span is not None:
-            _annotate(chain_span, None, attempts)
-        raise UpstreamError("all_providers_failed", attempts) from _safe_cause(last_error)
+    """Run a prepared search down its providers (through the engine)."""
+    return await _engine.run(SearchOperation(prepared), on_attempt)
 
 
-async def _attempt(
-    provider: Provider, prepared: Search, budget: float, capped: bool = False
-) -> tuple[Attempt, list[Hit], BaseException | None]:
-    """Call one provider within ``budget`` seconds; never raises for the provider's own failures.
+class SearchOperation:
+    """Search as an operation of the engine (see ``_engine``): query and options -> hits."""
 
-    Everything that depends on the provider's answer (coercion, hit normalisation, pricing) happens inside
-    the guarded block, so a provider bug or a malformed hit is an ``error`` attempt, never a crashed chain.
-    """
-    start = time.perf_counter()
-    hits: list[Hit] = []
-    detail: str | None = None
-    failure: BaseException | None = None
-    charged: float | None
-    with telemetry.span(
-        "perplexed.search.provider",
-        {"perplexed.provider": provider.label, "perplexed.budget_ms": int(budget * 1000)},
-    ) as call_span:
-        timer = asyncio.timeout(budget)
-        try:
-            # the pooled client is set up outside the budget: the first call in a loop must not pay for it
-            client = None if isinstance(provider, CallableProvider) else get_client(provider.transport)
-            async with timer:
-                answer, owned = await _call(provider, prepared.query, prepared.options, client)
-            hits, charged = _priced_hits(provider, prepared, answer, owned)
-            outcome = Outcome.OK if hits else Outcome.EMPTY
-            reason = error = None
-            detail = None if answer.detail is None else redact(answer.detail)  # upstream text (Firecrawl's warning)
-        except Exception as exc:
-            outcome, reason, error, charged, failure = _failed(provider, exc, timer, budget, capped)
-        cost = float(charged or 0.0)
-        attempt = Attempt(
-            provider=provider.label,
-            outcome=outcome,
-            cost=cost,
-            duration_ms=int((time.perf_counter() - start) * 1000),
-            billable=cost > 0,
-            error=None if error is None else redact(error),
-            detail=detail,
-            reason=reason,
-        )
-        if call_span is not None:
-            _annotate_call(call_span, attempt)
-    return attempt, hits, failure
+    __slots__ = ("_options_key", "chain", "members", "options", "prepared", "subject")
 
+    name = "search"
+    subject_key = "query"
+    nothing: list[Hit] = []  # never modified: Result copies its hit list
 
-def _priced_hits(
-    provider: Provider, prepared: Search, answer: ProviderAnswer, owned: bool
-) -> tuple[list[Hit], float]:
-    """The answer's hits, normalised, and what the call cost (reported, else the price table)."""
-    hits = _finalize(answer.hits, provider.label, prepared.options, owned)
-    charged = answer.cost if answer.cost is not None else provider.price(prepared.options)
-    if not (math.isfinite(charged) and charged >= 0):  # result.cost must stay a real amount
-        raise provider.fail("malformed", f"provider reported a cost of {charged!r} USD")
-    return hits, charged
+    def __init__(self, prepared: Search) -> None:
+        self.prepared = prepared
+        self.subject = prepared.query
+        self.members = prepared.providers
+        self.chain = prepared.chain
+        self.options = prepared.options
+        self._options_key: str | None = None
 
+    def client(self, member: Provider) -> httpx.AsyncClient | None:
+        return None if isinstance(member, CallableProvider) else get_client(member.transport)
 
-def _failed(
-    provider: Provider, exc: Exception, timer: asyncio.Timeout, budget: float, capped: bool
-) -> tuple[Outcome, str, str, float | None, BaseException | None]:
-    """How a provider call that raised ``exc`` is recorded: (outcome, reason, error, charged, failure).
+    async def call(self, member: Provider, client: httpx.AsyncClient | None) -> tuple[ProviderAnswer, bool]:
+        return await _call(member, self.subject, self.options, client)
 
-    The failure vocabulary of a search: ``timeout`` (the budget, or the provider's own timeout), the
-    provider's classified reasons, ``config`` / ``bad_request`` for perplexed's own errors, ``connection``
-    for transport errors, and ``unexpected`` for a provider bug (logged with its redacted traceback).
-    """
-    if isinstance(exc, TimeoutError):
-        if timer.expired():
-            why = "; capped by the chain deadline" if capped else ""
-            return Outcome.TIMEOUT, "timeout", f"no answer within {int(budget * 1000)} ms (cancelled{why})", None, None
-        # the provider's own timeout (e.g. a socket timeout inside a sync function)
-        return Outcome.TIMEOUT, "timeout", f"timeout: {exc}".rstrip(": "), None, exc
-    if isinstance(exc, ProviderError):
-        return Outcome.ERROR, exc.reason, str(exc), exc.charged, exc
-    if isinstance(exc, PerplexedError):  # ConfigError (missing key), InvalidRequest raised by the provider
-        reason = "config" if isinstance(exc, ConfigError) else "bad_request"
-        return Outcome.ERROR, reason, f"{reason}: {exc}", None, exc
-    if isinstance(exc, httpx.InvalidURL):  # a base_url httpx cannot send to
-        return Outcome.ERROR, "config", f"config: invalid URL: {exc}", None, exc
-    if isinstance(exc, httpx.HTTPError):
-        return Outcome.ERROR, "connection", f"connection: {type(exc).__name__}: {_exc_text(exc)}".rstrip(": "), None, exc
-    # a provider bug must not break the chain
-    logger.error(
-        "provider %s raised unexpectedly:\n%s",
-        provider.label,
-        redact("".join(traceback.format_exception(exc)).rstrip()),
-    )
-    return Outcome.ERROR, "unexpected", f"unexpected: {type(exc).__name__}: {exc}".rstrip(": "), None, exc
+    def finish(self, member: Provider, raw: tuple[ProviderAnswer, bool]) -> tuple[list[Hit], float, str | None]:
+        answer, owned = raw
+        hits = _finalize(answer.hits, member.label, self.options, owned)
+        charged = answer.cost if answer.cost is not None else member.price(self.options)
+        return hits, charged, answer.detail
+
+    def is_empty(self, answer: list[Hit]) -> bool:
+        return not answer
+
+    def size(self, answer: list[Hit]) -> int:
+        return len(answer)
+
+    def insufficient(self, label: str, answer: list[Hit], attempts: Callable[[], list[Attempt]]) -> str | None:
+        chain = self.chain
+        if chain.min_hits is None and chain.accept is None:
+            return None
+        query = self.subject
+
+        def as_result() -> Result:
+            return Result(query=query, provider=label, hits=list(answer), attempts=attempts())
+
+        return judge(answer, chain.min_hits, chain.accept, as_result)
+
+    def price(self, member: Provider) -> float:
+        return member.price(self.options)
+
+    def cache_parts(self, member: Provider) -> tuple[str, ...] | None:
+        if member.name == "local":  # the embedded index answers in milliseconds and changes when rebuilt
+            return None
+        if self._options_key is None:
+            self._options_key = search_options_key(self.options)
+        extra = ""
+        if member.options:
+            extra = json.dumps(member.options, sort_keys=True, default=repr, separators=(",", ":"))
+        return ("cache", self.subject, self._options_key, extra)
+
+    def to_cache(self, answer: list[Hit]) -> list[Hit]:
+        return answer
+
+    def from_cache(self, stored: Sequence[Hit]) -> list[Hit]:
+        return list(stored)
+
+    def combine(self, answers: Sequence[tuple[str, list[Hit]]]) -> list[Hit]:
+        return fuse(answers, self.options.max_results)
+
+    def result(self, provider: str, answer: list[Hit], attempts: list[Attempt]) -> Result:
+        return Result(query=self.subject, provider=provider, hits=answer, attempts=attempts)
 
 
-def _annotate_call(call_span: Any, attempt: Attempt) -> None:
-    call_span.set_attribute("perplexed.outcome", attempt.outcome.value)
-    call_span.set_attribute("perplexed.cost", attempt.cost)
-    call_span.set_attribute("perplexed.duration_ms", attempt.duration_ms)
-    if attempt.error:
-        call_span.set_attribute("perplexed.error", attempt.error)
-
-
-def _exc_text(exc: BaseException) -> str:
-    """An exception's message, else the first message down its cause chain (httpx's ReadError wraps
-    httpcore's, which wraps anyio's, all empty, around the ``ConnectionResetError`` that says what happened)."""
-    inner: BaseException | None = exc
-    for _ in range(8):
-        if inner is None:
-            break
-        text = str(inner)
-        if text:
-            return text if inner is exc else f"{type(inner).__name__}: {text}"
-        inner = inner.__cause__ or inner.__context__
-    return ""
-
-
-def _safe_cause(exc: BaseException | None) -> BaseException | None:
-    """The last provider failure, to chain onto UpstreamError, unless its message would leak a credential."""
-    if exc is None or isinstance(exc, PerplexedError):  # perplexed's own messages are redacted already
-        return exc
-    text = str(exc)
-    if redact(text) != text:
-        return ProviderError("unexpected", f"{type(exc).__name__}: {text}")  # redacted by PerplexedError
-    return exc
+def search_options_key(options: SearchOptions) -> str:
+    """The search options that change an answer, as a stable string ("" for the defaults)."""
+    if options is _DEFAULT_SEARCH_OPTIONS:
+        return ""
+    return json.dumps(options.model_dump(mode="json"), sort_keys=True, default=repr, separators=(",", ":"))
 
 
 async def _call(
@@ -410,7 +294,17 @@ async def _call(
         return to_answer(value, provider.label), False
     if _providers_logger.isEnabledFor(logging.DEBUG):
         provider.log_ignored(options)
-    flow = provider.flow(query, options)
+    answer: ProviderAnswer = await drive_flow(provider, provider.flow(query, options), client)
+    return answer, True
+
+
+async def drive_flow(
+    provider: Provider, flow: Generator[httpx.Request, httpx.Response, T], client: httpx.AsyncClient | None = None
+) -> T:
+    """Drive a provider's sans-io flow over HTTP: send each request it yields, read the response (capped at
+    ``provider.max_body_bytes``, redirects only as :func:`_redirect` allows), send it back, until the flow
+    returns its value. The one driver of provider flows (the chain; ``doctor --live`` records through a
+    transport). Raises the flow's failures, ``ProviderError`` for a body too large, malformed or redirected."""
     try:
         request = next(flow)
         if client is None:
@@ -434,8 +328,7 @@ async def _call(
             try:
                 request = flow.send(response)
             except StopIteration as stop:
-                answer: ProviderAnswer = stop.value
-                return answer, True
+                return stop.value  # type: ignore[no-any-return]
     finally:
         flow.close()
 
@@ -493,189 +386,3 @@ async def _in_thread(fn: Callable[..., T], /, *args: Any) -> T:
     return await future
 
 
-def _record(
-    attempts: list[Attempt], attempt: Attempt, query: str, on_attempt: AttemptCallback | None
-) -> None:
-    attempts.append(attempt)
-    if logger.isEnabledFor(logging.DEBUG):
-        logger.debug(
-            "attempt provider=%s outcome=%s duration_ms=%d cost=%.6f error=%s",
-            attempt.provider, attempt.outcome.value, attempt.duration_ms, attempt.cost, attempt.error,
-        )
-    if telemetry.listening():
-        telemetry.emit(
-            ATTEMPT_EVENT,
-            {"duration_ms": attempt.duration_ms, "cost": attempt.cost},
-            {
-                "provider": attempt.provider,
-                "outcome": attempt.outcome.value,
-                "billable": attempt.billable,
-                "error": attempt.error,
-                "detail": attempt.detail,
-                "query": query,
-                "cached": attempt.cached,
-                "reason": attempt.reason,
-            },
-        )
-    if on_attempt is not None:
-        try:
-            on_attempt(attempt)
-        except Exception:
-            logger.exception("on_attempt callback raised; ignored")
-
-
-def _annotate(chain_span: Any, answered_by: str | None, attempts: list[Attempt]) -> None:
-    chain_span.set_attribute("perplexed.answered_by", answered_by or "")
-    chain_span.set_attribute("perplexed.attempts", len(attempts))
-    chain_span.set_attribute("perplexed.cost", float(sum(a.cost for a in attempts)))
-
-
-# --- hit normalisation, the same for every provider -----------------------------------------------------
-
-
-_DEFAULT_PORTS = {"http": ":80", "https": ":443"}
-
-
-@functools.lru_cache(maxsize=1024)  # the same URLs come back search after search (urlsplit caches them too)
-def _norm_url(url: str) -> str:
-    """A key under which two URLs of the same page compare equal: no scheme, no ``www.``, no user info, no
-    default port, no fragment, no trailing slash; host lower-cased. Never raises."""
-    if url[:1].isspace() or url[-1:].isspace():
-        url = url.strip()
-    # Fast path for the usual ``http(s)://`` URL in plain ASCII: split it by hand exactly as urlsplit
-    # would (netloc up to the first ``/?#``, then fragment, then query). Anything urlsplit treats specially
-    # (tabs or newlines it removes, IPv6 brackets it checks, non-ASCII netlocs) takes the general path.
-    if url.startswith("https://"):
-        start, default_port = 8, ":443"
-    elif url.startswith("http://"):
-        start, default_port = 7, ":80"
-    else:
-        return _norm_url_split(url)
-    if not url.isascii() or "\t" in url or "\n" in url or "\r" in url or "[" in url or "]" in url:
-        return _norm_url_split(url)
-    end = len(url)
-    for delim in "/?#":
-        pos = url.find(delim, start, end)
-        if pos >= 0:
-            end = pos
-    host = url[start:end]
-    rest = url[end:]
-    if "#" in rest:
-        rest = rest.partition("#")[0]
-    path, _, query = rest.partition("?")
-    if "@" in host:
-        host = host.rpartition("@")[2]
-    host = host.lower()
-    if host.startswith("www."):
-        host = host[4:]
-    if ":" in host and host.endswith(default_port):
-        host = host[: -len(default_port)]
-    if path.endswith("/"):
-        path = path.rstrip("/")
-    key = host + (path or "/")
-    return f"{key}?{query}" if query else key
-
-
-def _norm_url_split(url: str) -> str:
-    """:func:`_norm_url` for any URL, through ``urlsplit``."""
-    try:
-        parts = urlsplit(url)  # cached by urllib for repeated URLs
-    except ValueError:
-        return url
-    netloc = parts.netloc
-    if "@" in netloc:
-        netloc = netloc.rpartition("@")[2]
-    host = netloc.lower()
-    if host.startswith("www."):
-        host = host[4:]
-    if ":" in host:
-        default_port = _DEFAULT_PORTS.get(parts.scheme.lower())
-        if default_port and host.endswith(default_port):
-            host = host[: -len(default_port)]
-    path = parts.path
-    if path.endswith("/"):
-        path = path.rstrip("/")
-    key = host + (path or "/")
-    query = parts.query
-    return f"{key}?{query}" if query else key
-
-
-def _domain_match(url: str, domains: list[str]) -> bool:
-    """Whether ``url`` is on one of ``domains`` (``example.com`` also matches its subdomains; a domain with a
-    path, ``example.com/blog``, matches that path and what is under it, segment-wise)."""
-    try:
-        parts = urlsplit(url.strip())
-        host = (parts.hostname or "").lower().removeprefix("www.")
-    except ValueError:
-        return False
-    path = parts.path.strip("/")
-    for d in domains:
-        d_host, _, d_path = d.partition("/")
-        d_host = d_host.removeprefix("*.")
-        if host != d_host and not host.endswith("." + d_host):
-            continue
-        d_path = d_path.strip("/")
-        if not d_path or path == d_path or path.startswith(d_path + "/"):
-            return True
-    return False
-
-
-def finalize_hits(hits: list[Hit], provider: str, options: SearchOptions) -> list[Hit]:
-    """Apply client-side domain filters, merge duplicate URLs, cap at ``max_results``, number 1..n.
-
-    The input hits are not modified: the result holds copies (with ``id`` and ``provider`` set).
-    """
-    return _finalize(hits, provider, options, owned=False)
-
-
-def _finalize(hits: list[Hit], provider: str, options: SearchOptions, owned: bool) -> list[Hit]:
-    """:func:`finalize_hits`; with ``owned=True`` the hits (fresh from a provider's parser) are numbered in
-    place instead of copied."""
-    include = options.include_domains
-    exclude = options.exclude_domains
-    merged: dict[str, Hit] = {}
-    seen_key = merged.get
-    for hit in hits:
-        url = hit.url
-        if not url or url.isspace():
-            continue
-        if include and not _domain_match(url, include):
-            continue
-        if exclude and _domain_match(url, exclude):
-            continue
-        key = _norm_url(url)
-        seen = seen_key(key)
-        if seen is None:
-            merged[key] = hit
-            continue
-        updates = {
-            field: getattr(hit, field)
-            for field in _MERGED_FIELDS
-            if not getattr(seen, field) and getattr(hit, field)
-        }
-        if updates:
-            merged[key] = seen.model_copy(update=updates)
-    out: list[Hit] = []
-    limit = options.max_results
-    n = 0
-    for hit in merged.values():
-        n += 1
-        if n > limit:
-            break
-        fields = hit.__dict__
-        if fields["id"] == n and fields["provider"]:
-            out.append(hit)
-        elif owned:  # fresh from the provider's parser: number in place (a copy costs ~4 us a hit)
-            fields["id"] = n
-            fields_set = hit.__pydantic_fields_set__
-            fields_set.add("id")
-            if not fields["provider"]:
-                fields["provider"] = provider
-                fields_set.add("provider")
-            out.append(hit)
-        else:
-            out.append(hit.model_copy(update={"id": n, "provider": fields["provider"] or provider}))
-    return out
-
-
-_MERGED_FIELDS = ("title", "snippet", "content", "published", "score")

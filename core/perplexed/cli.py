@@ -17,7 +17,6 @@ rich is imported only when a command runs, so ``import perplexed`` never needs i
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import sys
@@ -27,6 +26,12 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from . import __version__, chain, telemetry
+from ._cli_output import CLI_CACHE_TTL_S, EXIT_NO_RESULTS, EXIT_OK, EXIT_USAGE
+from ._cli_output import consoles as _consoles
+from ._cli_output import escape as _escape
+from ._cli_output import money as _money
+from ._cli_output import print_json as _print_json
+from ._cli_output import use_cli_store as _use_cli_store
 from ._errors import (
     AuthenticationError,
     ConfigError,
@@ -47,7 +52,7 @@ from ._index import (
     reset_index,
 )
 from ._models import Attempt, Hit, Result
-from ._settings import configure, default_chain
+from ._settings import default_chain
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.console import Console
@@ -55,8 +60,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from rich.text import Text
 
 __all__ = ["UsageError", "main"]
-
-EXIT_OK, EXIT_NO_RESULTS, EXIT_USAGE = 0, 1, 2
 
 _OUTCOME_STYLE = {"ok": "green", "empty": "yellow", "timeout": "magenta", "deadline": "magenta", "error": "red",
                   "insufficient": "yellow", "cancelled": "dim", "skipped": "dim"}
@@ -149,14 +152,6 @@ def _error_doc(exc: PerplexedError) -> dict[str, Any]:
     if isinstance(param, str):
         doc["param"] = param
     return doc
-
-
-def _print_json(doc: Any) -> None:
-    try:
-        sys.stdout.write(json.dumps(doc, ensure_ascii=False, indent=2) + "\n")
-    except UnicodeEncodeError:  # a console that cannot show every character: escape them
-        sys.stdout.write(json.dumps(doc, ensure_ascii=True, indent=2) + "\n")
-    sys.stdout.flush()
 
 
 def _build_parser() -> _Parser:
@@ -287,17 +282,6 @@ def _positive_int(text: str) -> int:
 # --- consoles --------------------------------------------------------------------------------------------
 
 
-def _consoles() -> tuple[Console, Console]:
-    """(stdout, stderr) consoles; when stdout is not a terminal, wide enough that lines do not fold."""
-    from rich.console import Console
-
-    out = Console(highlight=False, soft_wrap=False)
-    if not out.is_terminal and not os.environ.get("COLUMNS"):
-        out = Console(highlight=False, width=120)
-    err = Console(stderr=True, highlight=False)
-    return out, err
-
-
 @contextmanager
 def _spinner(err: Console, labels: list[str], enabled: bool, after: str | None = None) -> Iterator[None]:
     """A spinner on stderr naming the provider being tried (advanced by the chain's attempt events).
@@ -337,16 +321,6 @@ def _spinner(err: Console, labels: list[str], enabled: bool, after: str | None =
             yield
         finally:
             telemetry.detach(handle)
-
-
-def _escape(text: str) -> str:
-    from rich.markup import escape
-
-    return escape(text)
-
-
-def _money(cost: float) -> str:
-    return f"${cost:.4f}"
 
 
 # --- search ----------------------------------------------------------------------------------------------
@@ -396,21 +370,6 @@ def _chain_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         options["budget_usd"] = args.budget
     _use_cli_store()
     return options
-
-
-CLI_CACHE_TTL_S = 3600.0
-STATE_FILE = "state.db"
-
-
-def _use_cli_store() -> None:
-    """The CLI's state store: ``PERPLEXED_STORE`` when set, else ``state.db`` beside the local index."""
-    from . import _governance
-
-    if os.environ.get(_governance.STORE_ENV, "").strip() or _governance._settings.store is not None:
-        return
-    from .store import SQLiteStore
-
-    configure(store=SQLiteStore(default_index_path().parent / STATE_FILE))
 
 
 def _seconds(text: str) -> float:

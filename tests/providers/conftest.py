@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
+import perplexed
 import pytest
-from perplexed import _settings
 from testkit.cassettes import PROVIDER_ENV
 
 _ENV_PREFIXES = ("PERPLEXED_PRICE_",)
@@ -20,6 +20,6 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     for name in list(os.environ):
         if name in _ENV_NAMES or name.startswith(_ENV_PREFIXES):
             monkeypatch.delenv(name)
-    _settings.reset()
+    perplexed.reset()
     yield
-    _settings.reset()
+    perplexed.reset()

@@ -103,7 +103,7 @@ def faults(cfg: dict[str, Any], store: RedisStore) -> list[dict[str, Any]]:
 
 def run(cfg: dict[str, Any]) -> dict[str, Any]:
     """One worker's whole run; the report the test reads."""
-    perplexed._settings.reset()  # a forked worker starts from nothing the test process configured
+    perplexed.reset()  # a forked worker starts from nothing the test process configured
     store = RedisStore(cfg["store"], prefix=cfg["prefix"], timeout_ms=cfg["timeout_ms"],
                        fleet_size=cfg["workers"])
     perplexed.configure(store=store, spend_limits={"day": cfg.get("day_limit", 0.10)})

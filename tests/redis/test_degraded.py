@@ -143,7 +143,7 @@ async def test_a_slow_store_costs_each_search_at_most_the_store_timeout(valkey_s
             assert result.provider == "provider"
             await asyncio.sleep(0.1)
     finally:
-        perplexed._settings.reset()
+        perplexed.reset()
     assert len(calls) == 12
     # a search pays the store timeout at most once (admit, then every other call in-process until the next
     # probe a second later), never the proxy's 200 ms
@@ -182,7 +182,7 @@ def test_nothing_from_the_store_reaches_a_search() -> None:
         result = perplexed.search("q", [perplexed.providers.FunctionProvider(paid, name="paid", cost=0.01), free],
                                   cache_ttl_s=30, cache_single_flight=True)
     finally:
-        perplexed._settings.reset()
+        perplexed.reset()
     assert result.provider == "free"
     skipped = result.attempts[0]
     assert skipped.outcome == "skipped" and skipped.reason == "over_budget"

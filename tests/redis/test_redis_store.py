@@ -223,7 +223,7 @@ def test_sync_search_through_a_redis_store(valkey: ValkeyServer, redis_prefix: s
         second = perplexed.search("same", provider, cache_ttl_s=60)
         third = asyncio.run(perplexed.asearch("same", provider, cache_ttl_s=60))
     finally:
-        perplexed._settings.reset()
+        perplexed.reset()
     assert calls == ["same"]
     assert not first.attempts[0].cached and second.attempts[0].cached and third.attempts[0].cached
     assert store.outages == 0
@@ -333,7 +333,7 @@ def test_lua_sources_hash_to_their_sha() -> None:
 def test_perplexed_store_environment_variable(valkey: ValkeyServer, redis_prefix: str, monkeypatch: Any) -> None:
     from perplexed import _governance
 
-    perplexed._settings.reset()
+    perplexed.reset()
     monkeypatch.setenv("PERPLEXED_STORE", f"{valkey.url}?prefix={redis_prefix}&fleet_size=4&timeout_ms=500")
     store = _governance.current_store()
     assert isinstance(store, RedisStore)
@@ -379,7 +379,7 @@ def test_one_round_trip_before_the_provider_call(valkey_factory: Any, monkeypatc
         again = perplexed.search("q0", chain, cache_ttl_s=60)  # the record landed: a cache hit
         assert again.attempts[0].cached
     finally:
-        perplexed._settings.reset()
+        perplexed.reset()
     stats = admin.info("commandstats")
     assert "cmdstat_eval" not in stats  # never a NOSCRIPT retry
     assert store.outages == 0

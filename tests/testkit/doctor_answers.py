@@ -10,9 +10,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import perplexed
 import pytest
 import yaml
-from perplexed import _settings
 from perplexed.doctor import SHAPES
 
 from testkit.cassettes import PROVIDER_ENV
@@ -53,9 +53,9 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     for name in list(os.environ):
         if name in _ENV or name.startswith("PERPLEXED_PRICE_"):
             monkeypatch.delenv(name)
-    _settings.reset()
+    perplexed.reset()
     yield
-    _settings.reset()
+    perplexed.reset()
 
 
 def good(provider: str) -> dict[str, Any]:

@@ -398,7 +398,7 @@ class AsyncAgentClient:
             client_stream_timeout=self.stream_timeout,
         )
         stream = AsyncAgentStream(
-            self, req, timeout=idle, stream_timeout=total, extra_headers=extra_headers, body=encode_body(req)
+            _StreamIO(self), req, timeout=idle, stream_timeout=total, extra_headers=extra_headers, body=encode_body(req)
         )
         self._streams.add(stream)
         return stream
@@ -430,7 +430,7 @@ class AsyncAgentClient:
             client_stream_timeout=self.stream_timeout,
         )
         stream = AsyncAgentStream(
-            self,
+            _StreamIO(self),
             None,
             timeout=idle,
             stream_timeout=total,
@@ -531,3 +531,44 @@ class AsyncAgentClient:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+class _StreamIO:
+    """The I/O a client hands each of its streams (:class:`~perplexed.agent._stream.StreamIO`): connecting,
+    resuming, polling and reading a whole body go through the client's one request path, so a stream calls
+    nothing private of the client."""
+
+    __slots__ = ("_client",)
+
+    def __init__(self, client: AsyncAgentClient) -> None:
+        self._client = client
+
+    @property
+    def max_resumes(self) -> int:
+        return self._client.max_stream_resumes
+
+    async def open(
+        self,
+        response_id: str | None,
+        after: int | None,
+        *,
+        body: bytes | None,
+        timeout: float,  # noqa: ASYNC109 - a per-call budget
+        extra_headers: Mapping[str, str],
+    ) -> httpx.Response:
+        client = self._client
+        if response_id is None:  # a new run: POST the request
+            return await client._send(
+                "POST", client._path(), content=body, stream=True, timeout=timeout, extra_headers=extra_headers
+            )
+        params = {"stream": "true", "starting_after": str(after)}  # resume after event ``after``
+        return await client._send(
+            "GET", client._path(response_id), params=params, stream=True, timeout=timeout,
+            extra_headers=extra_headers,
+        )
+
+    async def poll(self, response_id: str, timeout: float) -> Response:  # noqa: ASYNC109
+        return await self._client._poll(response_id, timeout, 1.0, 10.0)
+
+    async def read_body(self, source: httpx.Response) -> bytes:
+        return await self._client._read_body(source)

@@ -16,7 +16,7 @@ import logging
 from collections.abc import AsyncGenerator, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import httpx
 
@@ -56,10 +56,7 @@ from ._response import (
 )
 from .sse import SSEDecoder
 
-if TYPE_CHECKING:
-    from ._client import AsyncAgentClient
-
-__all__ = ["AsyncAgentStream", "Decision", "Step", "after_drop"]
+__all__ = ["AsyncAgentStream", "Decision", "Step", "StreamIO", "after_drop"]
 
 logger = logging.getLogger("perplexed.agent")
 
@@ -121,6 +118,40 @@ def after_drop(
     return Decision(Step.RESUME, delay)
 
 
+# --- the I/O it is handed ----------------------------------------------------------------------------
+
+
+class StreamIO(Protocol):
+    """The I/O a stream needs, handed in by its client (:class:`~perplexed.agent.AsyncAgentClient`): the
+    stream decides when to connect, resume, poll or read a whole body; this carries it out over HTTP."""
+
+    @property
+    def max_resumes(self) -> int:
+        """How many reconnections in a row without a new event a stream may make."""
+        ...
+
+    async def open(
+        self,
+        response_id: str | None,
+        after: int | None,
+        *,
+        body: bytes | None,
+        timeout: float,  # noqa: ASYNC109 - a per-call budget
+        extra_headers: Mapping[str, str],
+    ) -> httpx.Response:
+        """The event stream, headers read: ``POST`` ``body`` (``response_id=None``), or reconnect to
+        ``response_id`` after event ``after``. Failures raise the typed API errors."""
+        ...
+
+    async def poll(self, response_id: str, timeout: float) -> Response:  # noqa: ASYNC109
+        """Poll the run until it is terminal (within ``timeout`` seconds)."""
+        ...
+
+    async def read_body(self, source: httpx.Response) -> bytes:
+        """A whole 2xx body, capped (failures are typed errors)."""
+        ...
+
+
 # --- the engine --------------------------------------------------------------------------------------
 
 _CURSOR_REFUSED = (BadRequestError, NotFoundError, ConflictError)
@@ -136,7 +167,7 @@ class AsyncAgentStream:
 
     def __init__(
         self,
-        client: AsyncAgentClient,
+        io: StreamIO,
         request: AgentRequest | None,
         *,
         timeout: float,
@@ -145,7 +176,7 @@ class AsyncAgentStream:
         stream_timeout: float | None = None,
         body: bytes | None = None,
     ) -> None:
-        self._client = client
+        self._io = io
         self._request = request
         self._body = body  # the encoded request (encode_body), for the POST
         self._timeout = timeout
@@ -273,25 +304,16 @@ class AsyncAgentStream:
 
     async def _connect(self, response_id: str | None, after: int | None) -> httpx.Response:
         """Open the event stream: ``POST`` the request (``response_id=None``) or resume after ``after``."""
-        client = self._client
+        body = None
         if response_id is None:
             assert self._request is not None
             if self._body is None:
                 self._body = encode_body(self._request)
-            method, url, body, params = "POST", client._path(), self._body, None
-        else:
-            method, url, body = "GET", client._path(response_id), None
-            params = {"stream": "true", "starting_after": str(after)}
+            body = self._body
         try:
             async with asyncio.timeout_at(self._deadline):
-                return await client._send(
-                    method,
-                    url,
-                    content=body,
-                    params=params,
-                    stream=True,
-                    timeout=self._timeout,
-                    extra_headers=self._extra_headers,
+                return await self._io.open(
+                    response_id, after, body=body, timeout=self._timeout, extra_headers=self._extra_headers
                 )
         except TimeoutError:
             raise self._overdue() from None
@@ -322,7 +344,7 @@ class AsyncAgentStream:
                 response_id=rid,
                 cursor=cursor,
                 failures=failures,
-                max_resumes=self._client.max_stream_resumes,
+                max_resumes=self._io.max_resumes,
                 remaining=self._deadline - loop.time(),
                 cursor_rejected=rejected,
             )
@@ -364,7 +386,7 @@ class AsyncAgentStream:
         remaining = self._deadline - asyncio.get_running_loop().time()
         if remaining <= 0:
             raise self._overdue()
-        final = await self._client._poll(response_id, remaining, 1.0, 10.0)
+        final = await self._io.poll(response_id, remaining)
         event = terminal_event_for(final) or ResponseFailedEvent(response=final, error=final.error)
         self._assembler.feed(event)
         self._final = self._assembler.response()
@@ -423,7 +445,7 @@ class AsyncAgentStream:
         loop = asyncio.get_running_loop()
         try:  # a dripped body must not outlive the timeout
             async with asyncio.timeout_at(min(loop.time() + self._timeout, self._deadline)):
-                body = await self._client._read_body(source)
+                body = await self._io.read_body(source)
         except TimeoutError:
             if loop.time() >= self._deadline:
                 raise self._overdue() from None

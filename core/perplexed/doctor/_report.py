@@ -7,6 +7,8 @@ import os
 import sys
 from typing import Any
 
+from .._cli_output import print_json  # the CLI's one JSON writer (escapes for a narrow console)
+from .._errors import UsageError
 from ._checks import DRIFT, ERROR, INFO, MISSING, OK, WARN
 from ._live import LiveReport, LiveRow, check_live, estimate, live_targets
 from ._offline import Diagnosis, diagnose, split_names
@@ -16,8 +18,6 @@ __all__ = ["command"]
 
 def command(args: Any) -> int:
     """``perplexed doctor`` (argparse namespace from :mod:`perplexed.cli`): returns the exit code."""
-    from ..cli import UsageError
-
     names: list[str] = list(args.providers or [])
     if not args.live:
         if names or args.agent or args.record:
@@ -31,7 +31,7 @@ def command(args: Any) -> int:
 def _offline(args: Any) -> int:
     diagnosis = diagnose(args.provider)
     if args.json:
-        _print_json(diagnosis.to_dict())
+        print_json(diagnosis.to_dict())
     else:
         _print_diagnosis(diagnosis)
     return diagnosis.exit_code
@@ -43,7 +43,7 @@ def _live(args: Any, names: list[str]) -> int:
     if not targets and not args.agent:
         message = "no configured provider to check: set a provider's key (see `perplexed doctor`) or name one"
         if args.json:
-            _print_json({"estimated_cost": 0.0, "estimate": {}, "sent": False, "rows": [], "error": message})
+            print_json({"estimated_cost": 0.0, "estimate": {}, "sent": False, "rows": [], "error": message})
         else:
             _stderr(f"perplexed doctor: {message}")
         return 1
@@ -54,7 +54,7 @@ def _live(args: Any, names: list[str]) -> int:
         _stdout(f"Estimated cost: ${total:.4f} ({parts})")
     if not args.yes:
         if args.json:
-            _print_json({"estimated_cost": total, "estimate": costs, "sent": False, "rows": []})
+            print_json({"estimated_cost": total, "estimate": costs, "sent": False, "rows": []})
         _stderr("perplexed doctor: nothing was sent; add --yes to make these paid calls")
         return 2
     report = check_live(targets, agent=args.agent, record=args.record)
@@ -62,7 +62,7 @@ def _live(args: Any, names: list[str]) -> int:
         doc = report.to_dict()
         doc["estimate"] = costs
         doc["sent"] = True
-        _print_json(doc)
+        print_json(doc)
     else:
         _print_live(report)
     return report.exit_code
@@ -78,12 +78,6 @@ def _stdout(text: str) -> None:
 
 def _stderr(text: str) -> None:
     sys.stderr.write(text + "\n")
-
-
-def _print_json(doc: Any) -> None:
-    from ..cli import _print_json as print_json  # the CLI's one JSON writer (escapes for a narrow console)
-
-    print_json(doc)
 
 
 _STYLE = {OK: "green", WARN: "yellow", MISSING: "red", ERROR: "red", INFO: "dim", DRIFT: "yellow"}

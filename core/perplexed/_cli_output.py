@@ -1,0 +1,78 @@
+"""The command line's output helpers, shared by :mod:`perplexed.cli`, ``perplexed providers``
+(:mod:`perplexed._cli_providers`) and ``perplexed doctor`` (:mod:`perplexed.doctor`): exit codes, the two
+consoles, markup escaping, money, the one JSON writer, and the CLI's state store. A layer below the commands,
+so none of them imports another to print (rich is imported when a console is made)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+from . import _governance
+from ._configure import configure
+from ._index import default_index_path
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rich.console import Console
+
+__all__ = [
+    "CLI_CACHE_TTL_S",
+    "EXIT_NO_RESULTS",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "STATE_FILE",
+    "consoles",
+    "escape",
+    "money",
+    "print_json",
+    "use_cli_store",
+]
+
+EXIT_OK, EXIT_NO_RESULTS, EXIT_USAGE = 0, 1, 2
+
+#: the CLI's result cache (seconds), on unless ``--cache-ttl 0``
+CLI_CACHE_TTL_S = 3600.0
+#: the CLI's state store, beside the local index (unless ``PERPLEXED_STORE`` names another)
+STATE_FILE = "state.db"
+
+
+def print_json(doc: Any) -> None:
+    """One JSON document on stdout (characters a narrow console cannot show are escaped)."""
+    try:
+        sys.stdout.write(json.dumps(doc, ensure_ascii=False, indent=2) + "\n")
+    except UnicodeEncodeError:  # a console that cannot show every character: escape them
+        sys.stdout.write(json.dumps(doc, ensure_ascii=True, indent=2) + "\n")
+    sys.stdout.flush()
+
+
+def consoles() -> tuple[Console, Console]:
+    """(stdout, stderr) consoles; when stdout is not a terminal, wide enough that lines do not fold."""
+    from rich.console import Console
+
+    out = Console(highlight=False, soft_wrap=False)
+    if not out.is_terminal and not os.environ.get("COLUMNS"):
+        out = Console(highlight=False, width=120)
+    err = Console(stderr=True, highlight=False)
+    return out, err
+
+
+def escape(text: str) -> str:
+    """``text`` with rich markup escaped (a provider's title is shown, never interpreted)."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
+
+
+def money(cost: float) -> str:
+    return f"${cost:.4f}"
+
+
+def use_cli_store() -> None:
+    """The CLI's state store: ``PERPLEXED_STORE`` when set, else ``state.db`` beside the local index."""
+    if os.environ.get(_governance.STORE_ENV, "").strip() or _governance._settings.store is not None:
+        return
+    from .store import SQLiteStore
+
+    configure(store=SQLiteStore(default_index_path().parent / STATE_FILE))

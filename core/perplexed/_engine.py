@@ -1,0 +1,638 @@
+"""The engine: runs one *operation* down an ordered chain of providers, under a strategy, with governance.
+
+Everything that is not specific to an operation lives here, once: the ordered members, ``fallback_on``, the
+per-member timeout capped by the deadline, ``deadline`` attempts, attempts with their cost,
+``all_providers_failed``, the span and the attempt event, governance (cache, single flight, cool-downs, rate
+limits, budgets, spend limits; a layer below, see ``_governance``), and the strategies (``sequential``,
+``hedged``, ``merge``) and the quality floor, which are policies of the one run loop (:class:`Engine`).
+
+Every member call, whatever the strategy, goes through one attempt pipeline (:meth:`Engine.attempt`):
+admission (governance: a cache hit, a skip, or leave to call) → call (the operation, within the budget)
+→ classify (an answer is ``ok`` / ``empty``; a failure is mapped by the failure map) → record (governance:
+health, cost, the answer to cache) → annotate (the member span). Governance never calls back into the
+engine: the engine asks it before a call (``Governor.admit``) and tells it after (``Governor.settle``).
+
+How an operation plugs in
+-------------------------
+An operation is an object with the attributes and methods of :class:`Operation` (a ``Protocol``: no base
+class needed). Search is one (``chain.SearchOperation``); the tests run a small word-count operation through
+the same engine (``tests/test_engine_operation.py``). To add one (``fetch``, say):
+
+1. Build the members (:class:`~perplexed.providers.Provider` objects: the engine reads ``label``, ``name``,
+   ``configured`` and governance's per-provider settings from them) and the :class:`ChainOptions`.
+2. Write the operation: ``name`` (``"fetch"``: the span ``perplexed.fetch``, member spans
+   ``perplexed.fetch.provider``, the event ``("perplexed", "fetch", "attempt")``), ``subject_key`` and
+   ``subject`` (``"url"``, the URL: the span attribute ``perplexed.url`` and the event's ``url``), ``members``,
+   ``chain``, ``nothing`` (the answer of a failed attempt), and the methods below. ``call`` raises on failure:
+   a :class:`~perplexed.ProviderError` (``provider.fail(reason, ...)``), an ``httpx`` error, a
+   ``TimeoutError``: the engine's failure map turns it into the attempt's outcome and reason.
+3. Run it: ``await _engine.run(op, on_attempt)`` returns ``op.result(...)`` or raises
+   ``UpstreamError("all_providers_failed", attempts)``. The sync API runs the same coroutine on the portal.
+
+Nothing in this module changes for a new operation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeVar
+
+import httpx
+
+from . import _governance, telemetry
+from ._errors import ConfigError, PerplexedError, ProviderError, UpstreamError, redact
+from ._models import Attempt, Outcome
+from ._options import ChainOptions
+from ._strategies import Candidate, best_answer, hedge_delay_ms, is_configured, observed_p95, sample_latency
+from .providers import Provider
+
+__all__ = ["AttemptCallback", "Called", "Engine", "Operation", "run"]
+
+logger = logging.getLogger("perplexed.chain")
+
+AttemptCallback = Callable[[Attempt], None]
+A = TypeVar("A")  # an operation's answer (search: a list of hits)
+R = TypeVar("R", covariant=True)  # what a run returns (search: a Result)
+
+Called = tuple[Attempt, Any, BaseException | None]
+"""What one attempt gives: the attempt, the answer (the operation's ``nothing`` when it failed), and the
+provider's failure (if any)."""
+
+
+class Operation(Protocol[R]):
+    """What a chain runs. The engine calls these; see the module docstring for how to add one."""
+
+    name: str  # "search": span "perplexed.search", event ("perplexed", "search", "attempt")
+    subject_key: str  # "query": span attribute "perplexed.query", the event's "query"
+    subject: str  # the query (the URL, ...)
+    chain: ChainOptions  # budgets, fallback_on, governance, strategy, floor
+    nothing: Any  # the answer of an attempt that failed ([] for search)
+
+    @property
+    def members(self) -> Sequence[Provider]:
+        """The chain, in order."""
+
+    def client(self, member: Provider) -> Any:
+        """Set-up made outside the member's budget (the pooled HTTP client), passed to :meth:`call`."""
+
+    async def call(self, member: Provider, client: Any) -> Any:
+        """One member call within the budget: the raw answer; raises on failure."""
+
+    def finish(self, member: Provider, raw: Any) -> tuple[Any, float, str | None]:
+        """The raw answer normalised: (answer, cost in USD, the upstream's detail). May raise a failure."""
+
+    def is_empty(self, answer: Any) -> bool:
+        """Whether an answer is ``empty`` (moves on under ``fallback_on=["empty"]``)."""
+
+    def size(self, answer: Any) -> int:
+        """How much an answer holds: among insufficient answers the largest becomes the result."""
+
+    def insufficient(self, label: str, answer: Any, attempts: Callable[[], list[Attempt]]) -> str | None:
+        """The quality floor: ``None`` for an acceptable answer, else the ``insufficient`` reason. ``attempts``
+        gives the attempts the result would list. An exception becomes an ``error`` attempt (reason
+        ``accept``)."""
+
+    def price(self, member: Provider) -> float:
+        """The expected price of a call before it is made (budgets, spend limits)."""
+
+    def cache_parts(self, member: Provider) -> tuple[str, ...] | None:
+        """What besides the member's identity keys its cached answer (``None``: never cached); the first
+        part names the operation, so two operations never share a key."""
+
+    def to_cache(self, answer: Any) -> Sequence[Any]:
+        """The answer as the store keeps it (a sequence of :class:`~perplexed.Hit`)."""
+
+    def from_cache(self, stored: Sequence[Any]) -> Any:
+        """An answer back from the store (a fresh object the caller may modify)."""
+
+    def combine(self, answers: Sequence[tuple[str, Any]]) -> Any:
+        """The ``merge`` strategy: fuse several members' ``ok`` answers (given in chain order)."""
+
+    def result(self, provider: str, answer: Any, attempts: list[Attempt]) -> R:
+        """The run's return value: answered by ``provider`` ("" when nobody), with every attempt."""
+
+
+async def run(op: Operation[R], on_attempt: AttemptCallback | None = None) -> R:
+    """Run ``op`` under its chain options: its result, or ``UpstreamError("all_providers_failed")``."""
+    result: R = await Engine(op, on_attempt).run()
+    return result
+
+
+_ANSWERS = (Outcome.OK, Outcome.EMPTY, Outcome.INSUFFICIENT)
+
+
+class Engine:
+    """One run: the members' attempts (with their chain positions), the answers that may become the result."""
+
+    def __init__(self, op: Operation[Any], on_attempt: AttemptCallback | None) -> None:
+        self.op = op
+        self.chain = chain = op.chain
+        self.on_attempt = on_attempt
+        self.loop = asyncio.get_running_loop()
+        self.deadline = self.loop.time() + chain.deadline_ms / 1000
+        self.member_budget = chain.provider_timeout_ms / 1000
+        self.recorded: list[tuple[int, Attempt]] = []
+        self.in_order = True  # attempts were recorded in chain order (no sort needed)
+        self.candidates: list[Candidate] = []
+        self.last_error: BaseException | None = None
+        self.span: Any = None
+        self.reached_end = True  # False once an outcome that does not move on stopped the chain
+        self.in_flight = 0.0  # prices of the calls running (budget_usd), and how many there are
+        self.in_flight_n = 0
+        self.event = ("perplexed", op.name, "attempt")
+        # governance (cache, cool-downs, rate limits, budgets): None when nothing is configured
+        self.gov = _governance.plan(op)
+
+    async def run(self) -> Any:
+        op, chain = self.op, self.chain
+        attributes = {
+            f"perplexed.{op.subject_key}": op.subject,
+            "perplexed.providers": ",".join(p.label for p in op.members),
+        }
+        strategy = chain.strategy
+        if strategy != "sequential" or chain.min_hits is not None or chain.accept is not None:
+            attributes["perplexed.strategy"] = strategy
+        with telemetry.span(f"perplexed.{op.name}", attributes) as span:
+            self.span = span
+            if strategy == "hedged":
+                result = await self.hedged()
+            elif strategy == "merge":
+                result = await self.merge()
+            else:
+                result = await self.sequential(list(enumerate(op.members)))
+            if result is None:
+                result = await self.early_trial()
+            return result if result is not None else self.fallback()
+
+    # -- recording and results
+
+    @property
+    def attempts(self) -> list[Attempt]:
+        """The attempts so far, in chain order (stable: ties keep the order they were recorded in)."""
+        if self.in_order:
+            return [a for _, a in self.recorded]
+        return [a for _, a in sorted(self.recorded, key=lambda item: item[0])]
+
+    def record(self, order: int, attempt: Attempt) -> None:
+        """Record an attempt: the debug log line, the attempt event, ``on_attempt``."""
+        recorded = self.recorded
+        if recorded and order < recorded[-1][0]:
+            self.in_order = False
+        recorded.append((order, attempt))
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug(
+                "attempt provider=%s outcome=%s duration_ms=%d cost=%.6f error=%s",
+                attempt.provider, attempt.outcome.value, attempt.duration_ms, attempt.cost, attempt.error,
+            )
+        if telemetry.listening():
+            telemetry.emit(
+                self.event,
+                {"duration_ms": attempt.duration_ms, "cost": attempt.cost},
+                {
+                    "provider": attempt.provider,
+                    "outcome": attempt.outcome.value,
+                    "billable": attempt.billable,
+                    "error": attempt.error,
+                    "detail": attempt.detail,
+                    self.op.subject_key: self.op.subject,
+                    "cached": attempt.cached,
+                    "reason": attempt.reason,
+                },
+            )
+        if self.on_attempt is not None:
+            try:
+                self.on_attempt(attempt)
+            except Exception:
+                logger.exception("on_attempt callback raised; ignored")
+
+    def result(self, provider: str, answer: Any) -> Any:
+        attempts = self.attempts
+        span = self.span
+        if span is not None:
+            span.set_attribute("perplexed.answered_by", provider)
+            span.set_attribute("perplexed.attempts", len(attempts))
+            span.set_attribute("perplexed.cost", float(sum(a.cost for a in attempts)))
+        return self.op.result(provider, answer, attempts)
+
+    def fallback(self) -> Any:
+        """The result when no member answered ``ok``: the best answer so far, else all_providers_failed."""
+        best = best_answer(self.candidates)
+        if best is not None:
+            return self.result(best.provider, best.hits)
+        attempts = self.attempts
+        span = self.span
+        if span is not None:
+            span.set_attribute("perplexed.answered_by", "")
+            span.set_attribute("perplexed.attempts", len(attempts))
+            span.set_attribute("perplexed.cost", float(sum(a.cost for a in attempts)))
+        raise UpstreamError("all_providers_failed", attempts) from _safe_cause(self.last_error)
+
+    def note(self, order: int, attempt: Attempt, answer: Any) -> None:
+        """Keep an empty or insufficient answer as a possible result."""
+        if attempt.outcome is Outcome.INSUFFICIENT:
+            self.candidates.append(Candidate(order, attempt.provider, answer, Outcome.INSUFFICIENT,
+                                             self.op.size(answer)))
+        elif attempt.outcome is Outcome.EMPTY:
+            self.candidates.append(Candidate(order, attempt.provider, self.op.nothing, Outcome.EMPTY))
+
+    def deadline_attempt(self, member: Provider) -> Attempt:
+        return Attempt(provider=member.label, outcome=Outcome.DEADLINE,
+                       error="chain deadline passed before this provider was called")
+
+    # -- the attempt pipeline: admission -> call -> classify -> record -> annotate
+
+    async def attempt(self, member: Provider, *, early: bool = False) -> Called:
+        """One member's attempt within its budget (capped by the deadline); never raises for the member's own
+        failures. Governed (cache, single flight, cool-downs, rate limits, budgets) when anything is set."""
+        remaining = self.deadline - self.loop.time()
+        capped = remaining < self.member_budget
+        budget = remaining if capped else self.member_budget
+        gov = self.gov
+        if gov is None:
+            called = await self.call(member, budget, capped)
+            if called[0].cost > 0:
+                _governance.note_spend(called[0].provider, called[0].cost)
+            return called
+        limit = self.chain.budget_usd
+        price = 0.0
+        if limit is not None:
+            # budget_usd across concurrent calls: the prices of the calls in flight count as spent (the
+            # check and the reservation happen in one step, before the first await: no two calls both pass)
+            try:
+                price = float(self.op.price(member))
+            except Exception:  # a pricing bug: the attempt prices itself again
+                price = 0.0
+            if price > 0 and self.in_flight_n and gov.spent + self.in_flight + price > limit + 1e-12:
+                why = (f"price ${price:g} would exceed budget_usd ${limit:g} "
+                       f"(spent ${gov.spent:g}, ${self.in_flight:g} in flight)")
+                return Attempt(provider=member.label, outcome=Outcome.SKIPPED, reason="over_budget",
+                               error=why), self.op.nothing, None
+            self.in_flight += price
+            self.in_flight_n += 1
+        try:
+            try:  # the pooled client before the admission: the call follows its admission at once
+                client = self.op.client(member)
+            except Exception:  # the call sets it up again and records the failure
+                client = None
+            gate = await gov.admit(member, budget, capped, early=early)
+            if gate.done is not None:
+                return gate.done
+            try:
+                called = await self.call(member, gov.remaining(gate), capped, client)
+            except BaseException:
+                gov.abandon(gate)
+                raise
+            return await gov.settle(gate, called)
+        finally:
+            if limit is not None:
+                self.in_flight_n -= 1
+                self.in_flight = self.in_flight - price if self.in_flight_n else 0.0
+
+    async def call(self, member: Provider, budget: float, capped: bool = False, client: Any = None) -> Called:
+        """Call one member within ``budget`` seconds and classify what happened.
+
+        Everything that depends on the member's answer (normalisation, pricing) happens inside the guarded
+        block, so a provider bug or a malformed answer is an ``error`` attempt, never a crashed chain.
+        """
+        op = self.op
+        start = time.perf_counter()
+        answer = op.nothing
+        detail: str | None = None
+        failure: BaseException | None = None
+        charged: float | None
+        with telemetry.span(
+            f"perplexed.{op.name}.provider",
+            {"perplexed.provider": member.label, "perplexed.budget_ms": int(budget * 1000)},
+        ) as call_span:
+            timer = asyncio.timeout(budget)
+            try:
+                if client is None:  # set up outside the budget: the first call in a loop must not pay for it
+                    client = op.client(member)
+                async with timer:
+                    raw = await op.call(member, client)
+                answer, charged, detail = op.finish(member, raw)
+                if not (math.isfinite(charged) and charged >= 0):  # result.cost must stay a real amount
+                    raise member.fail("malformed", f"provider reported a cost of {charged!r} USD")
+                outcome = Outcome.EMPTY if op.is_empty(answer) else Outcome.OK
+                reason = error = None
+                if detail is not None:
+                    detail = redact(detail)  # upstream text (Firecrawl's warning)
+            except Exception as exc:
+                answer = op.nothing
+                outcome, reason, error, charged, failure = _failed(member, exc, timer, budget, capped)
+            cost = float(charged or 0.0)
+            attempt = Attempt(
+                provider=member.label,
+                outcome=outcome,
+                cost=cost,
+                duration_ms=int((time.perf_counter() - start) * 1000),
+                billable=cost > 0,
+                error=None if error is None else redact(error),
+                detail=detail,
+                reason=reason,
+            )
+            if call_span is not None:
+                call_span.set_attribute("perplexed.outcome", attempt.outcome.value)
+                call_span.set_attribute("perplexed.cost", attempt.cost)
+                call_span.set_attribute("perplexed.duration_ms", attempt.duration_ms)
+                if attempt.error:
+                    call_span.set_attribute("perplexed.error", attempt.error)
+        return attempt, answer, failure
+
+    def floor(self, label: str, attempt: Attempt, answer: Any, pending: Sequence[Attempt] = ()) -> Attempt:
+        """The quality floor on an ``ok`` attempt: the same attempt, ``insufficient`` with a reason, or
+        ``error`` (reason ``accept``) when the floor raised."""
+        if attempt.outcome is not Outcome.OK:
+            return attempt
+        try:
+            reason = self.op.insufficient(label, answer, lambda: [*self.attempts, *pending, attempt])
+        except Exception as exc:
+            self.last_error = exc
+            logger.error("accept raised:\n%s", redact("".join(traceback.format_exception(exc)).rstrip()))
+            return attempt.model_copy(update={
+                "outcome": Outcome.ERROR, "reason": "accept",
+                "error": redact(f"accept raised {type(exc).__name__}: {exc}".rstrip(": ")),
+            })
+        if reason is None:
+            return attempt
+        return attempt.model_copy(update={"outcome": Outcome.INSUFFICIENT, "reason": reason})
+
+    # -- the end of the chain
+
+    async def early_trial(self) -> Any:
+        """Governance's early trial when the chain reached its end with no answer at all: the cooling-down
+        member whose cool-down ends first is called now (one at a time across searches)."""
+        gov = self.gov
+        if gov is None or not self.reached_end or self.candidates:
+            return None
+        member = gov.take_trial_candidate()
+        if member is None or self.deadline - self.loop.time() <= 0:
+            return None
+        attempt, answer, exc = await self.attempt(member, early=True)
+        if attempt.outcome is Outcome.SKIPPED and attempt.reason == "cooling_down":
+            return None  # another search's trial is in flight: this one keeps its skipped attempt
+        if exc is not None:
+            self.last_error = exc
+        order = next((i for i, p in enumerate(self.op.members) if p.label == attempt.provider), 0)
+        attempt = self.floor(attempt.provider, attempt, answer)
+        self.record(order, attempt)
+        if attempt.outcome is Outcome.OK:
+            return self.result(attempt.provider, answer)
+        self.note(order, attempt, answer)
+        return None
+
+    # -- sequential (with a floor, or the fallback of a merge)
+
+    async def sequential(self, members: Sequence[tuple[int, Provider]]) -> Any:
+        """The chain over ``members`` (chain position, member), in order. Returns the result of an ``ok``
+        answer, or ``None`` when the chain ended without one (see :meth:`fallback`)."""
+        for order, member in members:
+            if self.deadline - self.loop.time() <= 0:
+                self.record(order, self.deadline_attempt(member))
+                continue
+            attempt, answer, exc = await self.attempt(member)
+            if exc is not None:
+                self.last_error = exc
+            attempt = self.floor(member.label, attempt, answer)
+            self.record(order, attempt)
+            if attempt.outcome is Outcome.OK:
+                return self.result(member.label, answer)
+            self.note(order, attempt, answer)
+            if not self.chain.moves_on(attempt.outcome.value):
+                self.reached_end = False
+                return None
+        return None
+
+    async def observe(self, member: Provider, attempt: Attempt) -> None:
+        """Sample a hedged call's latency for ``"auto"``: a cancelled call's elapsed time always, an answer
+        when governance did not (nothing configured); cached answers are not latencies."""
+        if attempt.cached:
+            return
+        if attempt.outcome is Outcome.CANCELLED or (self.gov is None and attempt.outcome in _ANSWERS):
+            await sample_latency(member, float(attempt.duration_ms))
+
+    # -- hedged
+
+    async def hedged(self) -> Any:
+        members = self.op.members
+        tasks: dict[asyncio.Task[Called], tuple[int, float]] = {}
+        next_order = 0  # the next member to start
+        current = -1  # the most recently started one
+        hedge_at = math.inf  # when the next one starts beside it
+        stopped = False  # an error that does not move on: start nothing more
+
+        async def launch() -> None:
+            """Start the next member (recording ``deadline`` for those the deadline leaves no time for)."""
+            nonlocal next_order, current, hedge_at
+            while next_order < len(members):
+                order, next_order = next_order, next_order + 1
+                member = members[order]
+                now = self.loop.time()
+                if self.deadline - now <= 0:
+                    self.record(order, self.deadline_attempt(member))
+                    continue
+                tasks[asyncio.create_task(self.attempt(member))] = (order, time.perf_counter())
+                current = order
+                setting = self.chain.hedge_after_ms
+                observed = await observed_p95(member) if setting == "auto" else None
+                hedge_at = now + hedge_delay_ms(setting, observed) / 1000
+                return
+            hedge_at = math.inf
+
+        winner: tuple[str, Any] | None = None
+        ended = False  # an answer that would stop a sequential chain, or a winner
+        try:
+            await launch()
+            while tasks and not ended:
+                timeout: float | None = None
+                if not stopped and next_order < len(members) and hedge_at != math.inf:
+                    timeout = max(0.0, hedge_at - self.loop.time())
+                done, _ = await asyncio.wait(tasks, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+                if not done:  # the newest call is slow: start the next member beside it
+                    await launch()
+                    continue
+                for task in sorted(done, key=lambda t: tasks[t][0]):
+                    order, _started = tasks.pop(task)
+                    member = members[order]
+                    attempt, answer, exc = task.result()
+                    if exc is not None:
+                        self.last_error = exc
+                    attempt = self.floor(member.label, attempt, answer)
+                    self.record(order, attempt)
+                    await self.observe(member, attempt)
+                    if attempt.outcome is Outcome.OK:
+                        if winner is None:
+                            winner, ended = (member.label, answer), True
+                        continue
+                    self.note(order, attempt, answer)
+                    if ended:
+                        continue
+                    if not self.chain.moves_on(attempt.outcome.value):
+                        if attempt.outcome in (Outcome.EMPTY, Outcome.INSUFFICIENT):
+                            ended = True  # an answer that would stop a sequential chain
+                        else:
+                            stopped = True  # start nothing more; the calls running may still answer
+                        self.reached_end = False
+                    elif order == current and not stopped:
+                        await launch()  # the newest call failed: the next member starts now
+                if not ended and not tasks and not stopped:
+                    await launch()
+        finally:
+            await self._cancel(tasks, members, winner[0] if winner else None)
+        return None if winner is None else self.result(*winner)
+
+    async def _cancel(
+        self, tasks: dict[asyncio.Task[Called], tuple[int, float]], members: Sequence[Provider], winner: str | None
+    ) -> None:
+        """Cancel the calls still running, wait until they are closed, record each as ``cancelled`` (or as
+        what it was, when it finished before the cancellation reached it)."""
+        if not tasks:
+            return
+        for task in tasks:
+            task.cancel()
+        await asyncio.wait(tasks)
+        why = f"{winner} answered first" if winner else "the chain ended"
+        for task, (order, started) in sorted(tasks.items(), key=lambda item: item[1][0]):
+            member = members[order]
+            if task.cancelled():
+                elapsed = int((time.perf_counter() - started) * 1000)
+                attempt = Attempt(provider=member.label, outcome=Outcome.CANCELLED, cost=0.0,
+                                  duration_ms=elapsed, billable=False, reason="cancelled",
+                                  error=f"cancelled after {elapsed} ms: {why}")
+            elif task.exception() is not None:  # the pipeline never raises for a member's failures
+                exc = task.exception()
+                attempt = Attempt(provider=member.label, outcome=Outcome.ERROR, reason="unexpected",
+                                  error=redact(f"unexpected: {type(exc).__name__}: {exc}"))
+            else:
+                attempt, _answer, _exc = task.result()
+            self.record(order, attempt)
+            await self.observe(member, attempt)
+        tasks.clear()
+
+    # -- merge
+
+    async def merge(self) -> Any:
+        members = self.op.members
+        group: list[tuple[int, Provider]] = []
+        rest: list[tuple[int, Provider]] = []
+        for order, member in enumerate(members):
+            if len(group) < self.chain.merge_providers and is_configured(member):
+                group.append((order, member))
+            else:
+                rest.append((order, member))
+        if not group:
+            return await self.sequential(rest)
+        if self.deadline - self.loop.time() <= 0:  # pragma: no cover - the deadline is at least 1 ms away
+            for order, member in group:
+                self.record(order, self.deadline_attempt(member))
+            return await self.sequential(rest)
+        tasks = [asyncio.create_task(self.attempt(member)) for _, member in group]
+        try:
+            outcomes = await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.wait(tasks)
+        answered: list[tuple[int, Provider, Attempt, Any]] = []
+        others: list[tuple[int, Attempt]] = []
+        for (order, member), (attempt, answer, exc) in zip(group, outcomes, strict=True):
+            if exc is not None:
+                self.last_error = exc
+            if attempt.outcome is Outcome.OK:
+                answered.append((order, member, attempt, answer))
+            else:
+                others.append((order, attempt))
+        moves_on = all(self.chain.moves_on(a.outcome.value) for _, a in others)
+        if not answered:
+            for order, attempt in others:
+                self.record(order, attempt)
+                self.note(order, attempt, self.op.nothing)
+            if not moves_on:
+                self.reached_end = False
+                return None
+            return await self.sequential(rest)
+        label = ",".join(m.label for _, m, _, _ in answered)
+        fused = self.op.combine([(m.label, answer) for _, m, _, answer in answered])
+        for order, attempt in others:
+            self.record(order, attempt)
+            self.note(order, attempt, self.op.nothing)
+        first = answered[0]
+        verdict = self.floor(label, first[2], fused, [a for _, _, a, _ in answered[1:]])
+        for order, _member, attempt, _answer in answered:
+            if verdict.outcome is not Outcome.OK:
+                attempt = attempt.model_copy(update={"outcome": verdict.outcome, "reason": verdict.reason,
+                                                     "error": verdict.error})
+            self.record(order, attempt)
+        if verdict.outcome is Outcome.OK:
+            return self.result(label, fused)
+        if verdict.outcome is Outcome.INSUFFICIENT:
+            self.candidates.append(Candidate(first[0], label, fused, Outcome.INSUFFICIENT, self.op.size(fused)))
+        if not (moves_on and self.chain.moves_on(verdict.outcome.value)):
+            self.reached_end = False
+            return None
+        return await self.sequential(rest)
+
+
+# --- the failure map of a call -------------------------------------------------------------------------------
+
+
+def _failed(
+    member: Provider, exc: Exception, timer: asyncio.Timeout, budget: float, capped: bool
+) -> tuple[Outcome, str, str, float | None, BaseException | None]:
+    """How a member call that raised ``exc`` is recorded: (outcome, reason, error, charged, failure).
+
+    ``timeout`` (the budget, or the provider's own timeout), the provider's classified reasons, ``config`` /
+    ``bad_request`` for perplexed's own errors, ``connection`` for transport errors, and ``unexpected`` for
+    a provider bug (logged with its redacted traceback).
+    """
+    if isinstance(exc, TimeoutError):
+        if timer.expired():
+            why = "; capped by the chain deadline" if capped else ""
+            return Outcome.TIMEOUT, "timeout", f"no answer within {int(budget * 1000)} ms (cancelled{why})", None, None
+        # the provider's own timeout (e.g. a socket timeout inside a sync function)
+        return Outcome.TIMEOUT, "timeout", f"timeout: {exc}".rstrip(": "), None, exc
+    if isinstance(exc, ProviderError):
+        return Outcome.ERROR, exc.reason, str(exc), exc.charged, exc
+    if isinstance(exc, PerplexedError):  # ConfigError (missing key), InvalidRequest raised by the provider
+        reason = "config" if isinstance(exc, ConfigError) else "bad_request"
+        return Outcome.ERROR, reason, f"{reason}: {exc}", None, exc
+    if isinstance(exc, httpx.InvalidURL):  # a base_url httpx cannot send to
+        return Outcome.ERROR, "config", f"config: invalid URL: {exc}", None, exc
+    if isinstance(exc, httpx.HTTPError):
+        return Outcome.ERROR, "connection", f"connection: {type(exc).__name__}: {_exc_text(exc)}".rstrip(": "), None, exc
+    # a provider bug must not break the chain
+    logger.error(
+        "provider %s raised unexpectedly:\n%s",
+        member.label,
+        redact("".join(traceback.format_exception(exc)).rstrip()),
+    )
+    return Outcome.ERROR, "unexpected", f"unexpected: {type(exc).__name__}: {exc}".rstrip(": "), None, exc
+
+
+def _exc_text(exc: BaseException) -> str:
+    """An exception's message, else the first message down its cause chain (httpx's ReadError wraps
+    httpcore's, which wraps anyio's, all empty, around the ``ConnectionResetError`` that says what happened)."""
+    inner: BaseException | None = exc
+    for _ in range(8):
+        if inner is None:
+            break
+        text = str(inner)
+        if text:
+            return text if inner is exc else f"{type(inner).__name__}: {text}"
+        inner = inner.__cause__ or inner.__context__
+    return ""
+
+
+def _safe_cause(exc: BaseException | None) -> BaseException | None:
+    """The last member failure, to chain onto UpstreamError, unless its message would leak a credential."""
+    if exc is None or isinstance(exc, PerplexedError):  # perplexed's own messages are redacted already
+        return exc
+    text = str(exc)
+    if redact(text) != text:
+        return ProviderError("unexpected", f"{type(exc).__name__}: {text}")  # redacted by PerplexedError
+    return exc
