@@ -5,6 +5,8 @@
 - :class:`PerplexedAnswerRetriever` / :class:`PerplexedAnswerTool`: a grounded answer with inline ``[n]``
   citations, and the sources every marker points at.
 - :func:`as_provider`: any LangChain retriever as a member of a perplexed chain (local knowledge first).
+- :class:`VerifyCitations`: a runnable checking that the documents a text cites support it
+  (:func:`perplexed.verify`), for pipelines that answer with their own LLM.
 
 Every provider attempt is dispatched to the run's callback handlers as the custom event
 ``perplexed_attempt`` (:data:`ATTEMPT_EVENT`), and an answer's Agent API call as ``perplexed_answer``
@@ -19,6 +21,7 @@ from ._events import ANSWER_EVENT, ATTEMPT_EVENT
 from .provider import RetrieverProvider, as_provider, document_to_hit
 from .retrievers import PerplexedAnswerRetriever, PerplexedRetriever
 from .tools import PerplexedAnswerInput, PerplexedAnswerTool, PerplexedSearchInput, PerplexedSearchTool
+from .verify import VerifyCitations
 
 __version__ = "0.1.0"
 
@@ -33,6 +36,7 @@ __all__ = [
     "PerplexedSearchInput",
     "PerplexedSearchTool",
     "RetrieverProvider",
+    "VerifyCitations",
     "__version__",
     "as_provider",
     "document_to_hit",

@@ -81,6 +81,10 @@ class AnswerConfig(BaseModel):
     strip_unmatched: bool = False
     """Remove markers that cite no source from the answer text."""
 
+    verify: bool = False
+    """Check the answer's citations (:func:`perplexed.verify`, offline): the answer Document's
+    ``metadata["verification"]`` is the result's JSON. Per call: ``invoke(q, verify=True)``."""
+
     # provider="perplexity-agent" (the Agent API searches by itself) is valid here (see SearchConfig)
     _grounding_modes: ClassVar[bool] = True
 
@@ -147,7 +151,8 @@ def source_documents(answer: Answer, *, flat: bool = False) -> list[Document]:
 def answer_document(answer: Answer, *, flat: bool = False) -> Document:
     """The answer as a Document: its text with inline ``[n]``; metadata ``type="answer"``, ``citations``
     ``[{n, url, title}]``, ``cost`` (search + Agent API, USD), ``attempts`` (the search's), ``response_id``,
-    ``model``, and ``answered_by``, ``search_cost``, ``agent_cost``, ``unmatched``, ``query``."""
+    ``model``, and ``answered_by``, ``search_cost``, ``agent_cost``, ``unmatched``, ``query``; with
+    ``verify=True`` also ``verification`` (:class:`perplexed.Verification` as JSON)."""
     search = answer.search
     metadata: dict[str, Any] = {
         "type": "answer",
@@ -162,6 +167,8 @@ def answer_document(answer: Answer, *, flat: bool = False) -> Document:
         "response_id": answer.response.id or None,
         "model": answer.response.model,
     }
+    if answer.verification is not None:
+        metadata["verification"] = answer.verification.model_dump(mode="json")
     return Document(page_content=answer.text, metadata=flatten_metadata(metadata) if flat else metadata)
 
 

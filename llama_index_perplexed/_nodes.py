@@ -124,9 +124,10 @@ def answer_metadata(ans: Answer) -> dict[str, Any]:
     ``cost`` (USD, search + Agent API), ``search_cost``, ``agent_cost``, ``attempts`` (the search's,
     ``[{provider, outcome, cost, duration_ms}]``), ``answered_by`` (who found the sources), ``model``,
     ``response_id``, ``citations`` (``[{n, url, title}]`` per resolved marker), ``unmatched`` (cited numbers
-    with no source) and ``answer`` (the :class:`perplexed.Answer` itself).
+    with no source) and ``answer`` (the :class:`perplexed.Answer` itself); with ``verify=True`` also
+    ``verification`` (:class:`perplexed.Verification` as JSON).
     """
-    return {
+    metadata = {
         "cost": ans.cost,
         "search_cost": ans.search_cost,
         "agent_cost": ans.agent_cost,
@@ -138,3 +139,6 @@ def answer_metadata(ans: Answer) -> dict[str, Any]:
         "unmatched": [int(n) for n in ans.unmatched],
         "answer": ans,
     }
+    if ans.verification is not None:
+        metadata["verification"] = ans.verification.model_dump(mode="json")
+    return metadata

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
@@ -49,6 +48,7 @@ from ._errors import (
     PerplexedError,
     StreamError,
 )
+from ._fetch import with_pages
 from ._grounding import (
     AGENT_CITATION_INSTRUCTION,
     AGENT_PROVIDER,
@@ -58,6 +58,7 @@ from ._grounding import (
     first_by_id,
     pack_sources,
 )
+from ._logs import get_logger
 from ._models import Hit, Result
 from ._verify import Verification, verify
 from .agent import AgentRequest, AsyncAgentClient, Response
@@ -82,7 +83,7 @@ __all__ = [
     "stream_answer",
 ]
 
-logger = logging.getLogger("perplexed.answer")
+logger = get_logger("perplexed.answer")
 
 #: Telemetry event of the Agent API call: measurements ``duration_ms``, ``cost``; metadata ``model``,
 #: ``response_id``.
@@ -255,7 +256,10 @@ async def _ground(plan: AnswerPlan) -> _Grounded:
         instructions = AGENT_CITATION_INSTRUCTION if plan.instructions is None else plan.instructions
         request = build_request(None, {**plan.params, "input": plan.query, "instructions": instructions})
         return _Grounded(None, [], request)
+    started = asyncio.get_running_loop().time()
     result = await run(plan.search, on_attempt=plan.on_attempt)
+    if plan.fetch is not None:  # fetch_content=N: ground on the top hits' page content
+        result = await with_pages(result, *plan.fetch, plan.deadline_ms, started)
     sources = pack_sources(result.hits, plan.max_source_chars)
     if not sources and plan.on_empty == "raise":
         tried = ", ".join(f"{a.provider}: {a.outcome.value}" for a in result.attempts) or "no provider"
@@ -278,8 +282,9 @@ async def _ground(plan: AnswerPlan) -> _Grounded:
 
 def _keep_attempts(exc: PerplexedError, result: Result | None) -> None:
     """Put the search attempts (and so their cost) in front of the error's own: nothing paid for is lost."""
-    if result is not None and result.attempts:
-        exc.attempts = [*result.attempts, *(a for a in exc.attempts if a not in result.attempts)]
+    if result is not None and (result.attempts or result.fetches):
+        paid = [*result.attempts, *result.fetches]  # the page fetches of fetch_content too
+        exc.attempts = [*paid, *(a for a in exc.attempts if a not in paid)]
 
 
 def _emit(plan: AnswerPlan, started: float, response: Response | None, span: Any) -> None:

@@ -18,6 +18,7 @@ from types import MappingProxyType
 from typing import Any, ClassVar, Literal
 
 from ._errors import ConfigError, InvalidRequest
+from ._fetch import fetch_plan
 from ._grounding import AGENT_PROVIDER, DEFAULT_MAX_SOURCE_CHARS, search_off, web_search_tool
 from ._keywords import check_search_options
 from ._models import Attempt
@@ -56,6 +57,8 @@ ANSWER_ARGUMENTS = (
     "strip_unmatched",
     "verify",
     "on_attempt",
+    "fetch_content",
+    "fetch_provider",
 )
 
 
@@ -84,6 +87,8 @@ class AnswerPlan:
     verify: bool = False
     """Check the answer's citations (:func:`perplexed.verify`) and attach it as ``Answer.verification``."""
     deadline_ms: int | None = None
+    fetch: tuple[int, Any, dict[str, Any]] | None = None
+    """``fetch_content``: (how many top hits, the fetch chain, fetch options); None when not fetching."""
     on_attempt: AttemptCallback | None = field(default=None, repr=False)
     client: Any = field(default=None, repr=False)
     """The Agent API client of the sync entry points (an AsyncAgentClient, or a duck-typed one)."""
@@ -162,6 +167,8 @@ def prepare_answer(
     strip_unmatched: bool = False,
     verify: bool = False,
     on_attempt: AttemptCallback | None = None,
+    fetch_content: Any = None,
+    fetch_provider: Any = None,
     **options: Any,
 ) -> AnswerPlan:
     """Validate everything :func:`perplexed.answer` needs, before any call, and return the plan.
@@ -180,7 +187,8 @@ def prepare_answer(
     ``max_output_tokens``, ``reasoning`` and the request fields in ``agent_options`` (e.g.
     ``{"temperature": 0}``) go to the Agent API; ``instructions`` replaces the citation instruction.
     ``max_source_chars``, ``on_empty``, ``strip_unmatched``, ``verify`` and ``on_attempt``: see
-    :func:`perplexed.answer`.
+    :func:`perplexed.answer`. ``fetch_content=N`` (and ``fetch_provider``, fetch options such as
+    ``allow_private``) grounds the answer on the top N hits' page content instead of their snippets.
 
     Raises :class:`~perplexed.InvalidRequest` or :class:`~perplexed.ConfigError` naming the argument.
     """
@@ -192,6 +200,10 @@ def prepare_answer(
         raise InvalidRequest(f"strip_unmatched must be True or False, got {strip_unmatched!r}", param="strip_unmatched")
     if not isinstance(verify, bool):
         raise InvalidRequest(f"verify must be True or False, got {verify!r}", param="verify")
+    fetch = fetch_plan(fetch_content, fetch_provider, options)
+    if fetch is not None and AnswerPlan.is_agent_mode(provider):
+        raise InvalidRequest("fetch_content needs a search chain (the Agent API searches by itself in "
+                             f"{AGENT_PROVIDER!r} mode)", param="fetch_content")
     search, search_options = _search_plan(cleaned, provider, options)
     params = _agent_params(
         {
@@ -222,6 +234,7 @@ def prepare_answer(
         strip_unmatched=bool(strip_unmatched),
         verify=verify,
         deadline_ms=deadline_ms,
+        fetch=fetch,
         on_attempt=on_attempt,
         client=sync_client,
         async_client=async_only,

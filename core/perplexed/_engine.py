@@ -46,6 +46,7 @@ import httpx
 
 from . import _governance, telemetry
 from ._errors import ConfigError, PerplexedError, ProviderError, UpstreamError, redact
+from ._logs import get_logger
 from ._models import Attempt, Outcome
 from ._options import ChainOptions
 from ._strategies import Candidate, best_answer, hedge_delay_ms, is_configured, observed_p95, sample_latency
@@ -53,7 +54,7 @@ from .providers import Provider
 
 __all__ = ["AttemptCallback", "Called", "Engine", "Operation", "run"]
 
-logger = logging.getLogger("perplexed.chain")
+logger = get_logger("perplexed.chain")
 
 AttemptCallback = Callable[[Attempt], None]
 A = TypeVar("A")  # an operation's answer (search: a list of hits)

@@ -38,6 +38,7 @@ from ._extract import cut, markdown_to_text
 from ._fetch_net import check_url, guarded_client, robots_verdict, split_url
 from ._http import get_client, read_capped
 from ._keywords import unknown_keyword
+from ._logs import get_logger
 from ._models import Attempt, Hit, Outcome, Page, Result
 from ._options import ChainOptions
 from ._ssrf import Allowed, check_literal, parse_allow_private
@@ -57,11 +58,13 @@ __all__ = [
     "asearch",
     "fetch",
     "fetch_many",
+    "fetch_plan",
     "prepare_fetch",
     "search",
+    "with_pages",
 ]
 
-logger = logging.getLogger("perplexed.fetch")
+logger = get_logger("perplexed.fetch")
 
 ATTEMPT_EVENT = ("perplexed", "fetch", "attempt")
 AttemptCallback = Callable[[Attempt], None]
@@ -546,30 +549,42 @@ def _count(fetch_content: Any) -> int | None:
     )
 
 
+FetchRequest = tuple[int, Any, dict[str, Any]]
+
+
+def fetch_plan(fetch_content: Any, fetch_provider: Any, options: dict[str, Any]) -> FetchRequest | None:
+    """``fetch_content`` / ``fetch_provider`` and the fetch options (taken out of ``options``), validated before
+    the search is paid for: (how many top hits, -1 for all; the fetch chain; fetch options), or None."""
+    count = _count(fetch_content)
+    fetch_kw = _split_fetch_kw(options)
+    if count is None:
+        if fetch_provider is not None:
+            raise InvalidRequest("fetch_provider needs fetch_content=N (how many top hits to fetch)",
+                                 param="fetch_provider")
+        if fetch_kw:
+            name = next(iter(fetch_kw))
+            raise InvalidRequest(f"{name} is a fetch option: pass fetch_content=N to fetch the top hits' pages",
+                                 param=name)
+        return None
+    fetchers, _ = resolve(fetch_provider)
+    build_options(dict(fetch_kw), fetchers)
+    return count, fetch_provider, fetch_kw
+
+
 async def asearch(query: str, provider: Any = None, *, fetch_content: Any = None, fetch_provider: Any = None,
                   **options: Any) -> Result:
     """:func:`perplexed.chain.asearch`, plus ``fetch_content=N`` (the N top hits' pages, ``True`` for all;
     ``fetch_provider=`` picks the fetch chain, default ``["http"]``): each fetched hit gets ``content`` (the page's
     text) and ``page``; ``Result.cost`` includes what the fetches cost. Fetch options (``max_chars``,
     ``allow_private``, ``respect_robots``, ...) may be given too."""
-    count = _count(fetch_content)
-    if count is None:
-        if fetch_provider is not None:
-            raise InvalidRequest("fetch_provider needs fetch_content=N (how many top hits to fetch)",
-                                 param="fetch_provider")
-        fetch_kw = _split_fetch_kw(options)
-        if fetch_kw:
-            name = next(iter(fetch_kw))
-            raise InvalidRequest(f"{name} is a fetch option: pass fetch_content=N to fetch the top hits' pages",
-                                 param=name)
+    if fetch_content is None and fetch_provider is None and not any(k in options for k in FETCH_OPTION_NAMES):
         return await _chain_asearch(query, provider, **options)
-    fetch_kw = _split_fetch_kw(options)
-    fetchers, _ = resolve(fetch_provider)  # bad specs and options fail before the search is paid for
-    build_options(dict(fetch_kw), fetchers)
-    loop = asyncio.get_running_loop()
-    started = loop.time()
+    fetch = fetch_plan(fetch_content, fetch_provider, options)  # before the search is paid for
+    if fetch is None:
+        return await _chain_asearch(query, provider, **options)
+    started = asyncio.get_running_loop().time()
     result = await _chain_asearch(query, provider, **options)
-    return await with_pages(result, count, fetch_provider, fetch_kw, options.get("deadline_ms"), started)
+    return await with_pages(result, *fetch, options.get("deadline_ms"), started)
 
 
 async def with_pages(result: Result, count: int, fetch_provider: Any, fetch_kw: dict[str, Any],
@@ -615,7 +630,7 @@ async def _one_page(url: str, fetch_provider: Any, fetch_kw: dict[str, Any]) -> 
 def search(query: str, provider: Any = None, *, fetch_content: Any = None, fetch_provider: Any = None,
            **options: Any) -> Result:
     """Synchronous :func:`asearch` (the same coroutine on the portal)."""
-    if fetch_content is None and fetch_provider is None:
+    if fetch_content is None and fetch_provider is None and not any(k in options for k in FETCH_OPTION_NAMES):
         return _chain_search(query, provider, **options)
     return _portal.run(asearch, query, provider, fetch_content=fetch_content, fetch_provider=fetch_provider,
                        **options)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import logging
 import math
 import os
 import time
@@ -25,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from . import _portal
 from ._errors import ConfigError, InvalidRequest, ProviderError
+from ._logs import get_logger
 from ._models import Attempt, Outcome
 from ._policy import (
     SPEND_WINDOWS,
@@ -78,7 +78,7 @@ __all__ = [
     "spend",
 ]
 
-logger = logging.getLogger("perplexed.governance")
+logger = get_logger("perplexed.governance")
 
 STORE_ENV = "PERPLEXED_STORE"
 DEFAULT_RATE_LIMIT_WAIT_MS = 1000

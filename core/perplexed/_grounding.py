@@ -15,11 +15,11 @@ a pure function of its arguments, so the exact text the model receives is testab
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ._errors import InvalidRequest
+from ._logs import get_logger
 from ._models import Hit
 from ._options import SearchOptions
 
@@ -39,7 +39,7 @@ __all__ = [
     "web_search_tool",
 ]
 
-logger = logging.getLogger("perplexed.answer")
+logger = get_logger("perplexed.answer")
 
 #: The ``provider=`` value that lets the Agent API search by itself instead of running a chain.
 AGENT_PROVIDER = "perplexity-agent"

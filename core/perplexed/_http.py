@@ -19,10 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import http.cookiejar
-import logging
 import ssl
 import threading
-import traceback
 import warnings
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -33,7 +31,8 @@ import httpx
 
 from . import _portal
 from ._decode import Decoder, accept_encoding, decoder_for
-from ._errors import BodyTooLargeError, ContentDecodingError, ResponseBodyError, redact
+from ._errors import BodyTooLargeError, ContentDecodingError, ResponseBodyError
+from ._logs import redact_loggers
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
@@ -51,75 +50,7 @@ __all__ = [
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 DEFAULT_LIMITS = httpx.Limits(max_connections=200, max_keepalive_connections=50, keepalive_expiry=30)
 
-#: loggers whose records (theirs and their children's, e.g. ``httpcore.http11``) are redacted: they print
-#: URLs with key parameters, response headers (``WWW-Authenticate``, a ``Location`` with ``user:key@``) and
-#: upstream messages
-REDACTED_LOGGERS = ("httpx", "httpcore", "perplexed")
-
-
-def scrub_record(record: logging.LogRecord) -> None:
-    """Redact a log record in place: its message (formatted once, then kept without arguments when it
-    changed), its traceback and its stack text."""
-    if getattr(record, "_perplexed_scrubbed", False):
-        return
-    record._perplexed_scrubbed = True
-    try:
-        message = record.getMessage()
-    except Exception:  # a malformed record is not ours to fix
-        return
-    clean = redact(message)
-    if clean != message:
-        record.msg, record.args = clean, None
-    if record.exc_info and not record.exc_text:
-        text = "".join(traceback.format_exception(*record.exc_info)).rstrip("\n")
-        clean = redact(text)
-        if clean != text:  # what a formatter would print; the live exception (and its repr) is dropped
-            record.exc_text, record.exc_info = clean, None
-    elif record.exc_text:
-        record.exc_text = redact(record.exc_text)
-    if record.stack_info:
-        record.stack_info = redact(record.stack_info)
-
-
-def _redacted(name: str) -> bool:
-    return name.partition(".")[0] in REDACTED_LOGGERS
-
-
-class _RedactingFilter(logging.Filter):
-    """On the redacted loggers themselves: records logged on them directly (also if the record factory
-    below was replaced by the application after import)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        scrub_record(record)
-        return True
-
-
-class _RedactingFactory:
-    """The log-record factory, wrapped: a record of a redacted logger (or of any of its children, which a
-    filter on the parent never sees: filters do not apply to propagated records) is redacted as it is made,
-    before any handler, on any logger, formats it."""
-
-    def __init__(self, previous: Callable[..., logging.LogRecord]) -> None:
-        self.previous = previous
-
-    def __call__(self, *args: Any, **kwargs: Any) -> logging.LogRecord:
-        record = self.previous(*args, **kwargs)
-        if _redacted(record.name):
-            scrub_record(record)
-        return record
-
-
-def _install_log_redaction() -> None:
-    if not isinstance(logging.getLogRecordFactory(), _RedactingFactory):
-        logging.setLogRecordFactory(_RedactingFactory(logging.getLogRecordFactory()))
-    names = [n for n in list(logging.root.manager.loggerDict) if _redacted(n)] + list(REDACTED_LOGGERS)
-    for name in names:
-        logger = logging.getLogger(name)
-        if not any(isinstance(f, _RedactingFilter) for f in logger.filters):
-            logger.addFilter(_RedactingFilter())
-
-
-_install_log_redaction()
+redact_loggers()  # filters on httpx's and httpcore's loggers (see _logs); nothing global is replaced
 
 _ssl_lock = threading.Lock()
 _ssl_context: ssl.SSLContext | None = None

@@ -39,6 +39,7 @@ from ._errors import BodyTooLargeError, ContentDecodingError
 from ._hits import _finalize, _norm_url, finalize_hits, fuse
 from ._http import get_client, origin, read_capped, redirect_origin
 from ._keywords import check_names, check_search_options
+from ._logs import get_logger
 from ._models import Attempt, Hit, ProviderAnswer, Result
 from ._options import _DEFAULT_SEARCH_OPTIONS, ChainOptions, SearchOptions, clean_query, split_options
 from ._strategies import check_floor, judge
@@ -59,7 +60,7 @@ __all__ = [
     "search",
 ]
 
-_providers_logger = logging.getLogger("perplexed.providers")
+_providers_logger = get_logger("perplexed.providers")
 
 ATTEMPT_EVENT = ("perplexed", "search", "attempt")
 T = TypeVar("T")

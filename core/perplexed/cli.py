@@ -204,6 +204,9 @@ def _build_parser() -> _Parser:
     chain_options(p_answer)
     p_answer.add_argument("--preset", metavar="NAME", help="Agent API preset (model and settings)")
     p_answer.add_argument("--stream", action="store_true", help="print the answer as it is written")
+    p_answer.add_argument("--verify", action="store_true",
+                          help="check that each cited source supports its sentence (offline): print the sentences "
+                          "that are not supported, then citation recall and precision")
     p_answer.set_defaults(command="answer", run=_cmd_answer)
 
     p_prov = sub.add_parser("providers", help="registered providers, configured or not, and their price",
@@ -521,6 +524,8 @@ def _cmd_answer(args: argparse.Namespace) -> int:
     options = _chain_kwargs(args)
     if args.preset:
         options["preset"] = args.preset
+    if args.verify:
+        options["verify"] = True
     # every check before any call (exit 2): the chain or the perplexity-agent mode, options, the key
     plan = perplexed.prepare_answer(" ".join(args.query), _chain_spec(args), **options)
     labels = plan.providers
@@ -566,7 +571,21 @@ def _cmd_answer(args: argparse.Namespace) -> int:
     else:
         out.print(_linked_answer(final))
     _print_footnotes(out, final)
+    if final.verification is not None:  # the labels never change the exit code
+        _print_verification(out, final.verification)
     return EXIT_OK
+
+
+def _print_verification(out: Console, verification: Any) -> None:
+    """Each sentence that is not supported, marked with its label and why, then recall and precision."""
+    from rich.text import Text
+
+    from ._verify import format_verification
+
+    out.print()
+    for line in format_verification(verification, width=max(out.width - 20, 40)).splitlines():
+        style = "yellow" if line.startswith("✗") else "dim" if line.startswith("citation") else "green"
+        out.print(Text(line, style=style), soft_wrap=True)
 
 
 def _prepend(first: Any, rest: Iterator[Any]) -> Iterator[Any]:
@@ -622,9 +641,10 @@ ANSWER_KEYS = ("text", "citations", "sources", "search", "cost")
 
 
 def _answer_doc(answer: Any) -> dict[str, Any]:
-    """The ``--json`` document of an answer: text, citations, sources, search, cost."""
+    """The ``--json`` document of an answer: text, citations, sources, search, cost (and ``verification``
+    with ``--verify``)."""
     full: dict[str, Any] = answer.to_dict()
-    return {key: full[key] for key in ANSWER_KEYS}
+    return {key: full[key] for key in (*ANSWER_KEYS, "verification") if key in full}
 
 
 # --- providers -------------------------------------------------------------------------------------------

@@ -23,14 +23,15 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import itertools
-import logging
 import os
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from ._logs import get_logger
+
 __all__ = ["Handler", "attach", "detach", "emit", "listening", "scoped", "span"]
 
-logger = logging.getLogger("perplexed.telemetry")
+logger = get_logger("perplexed.telemetry")
 
 Handler = Callable[[tuple[str, ...], dict[str, Any], dict[str, Any]], None]
 

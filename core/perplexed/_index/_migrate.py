@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import logging
 import sqlite3
 from datetime import datetime
 from pathlib import Path
 
 from .._doctext import cjk_terms
+from .._logs import get_logger
 from ._report import IndexReport
 from ._schema import FTS_TABLE, ROOTS_TABLE, SCHEMA_VERSION, copy_roots, doc_count, infer_roots
 
-logger = logging.getLogger("perplexed.index")
+logger = get_logger("perplexed.index")
 
 
 def migrate_v1(conn: sqlite3.Connection, path: Path, report: IndexReport | None) -> None:

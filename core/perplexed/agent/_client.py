@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import os
 import weakref
 from collections.abc import Mapping
@@ -33,6 +32,7 @@ from .._errors import (
     register_secret,
 )
 from .._http import get_client, read_capped, warm_up
+from .._logs import get_logger
 from ._args import (
     DEFAULT_BASE_URL,
     check_base_url,
@@ -70,7 +70,7 @@ from ._stream import AsyncAgentStream
 
 __all__ = ["DEFAULT_API_PATH", "DEFAULT_BASE_URL", "ENV_API_KEY", "AsyncAgentClient", "CreateParams"]
 
-logger = logging.getLogger("perplexed.agent")
+logger = get_logger("perplexed.agent")
 
 DEFAULT_API_PATH = "/v1/agent"  # "/v1/responses" is an equivalent alias (the SDK's): api_path="/v1/responses"
 ENV_API_KEY = "PERPLEXITY_API_KEY"

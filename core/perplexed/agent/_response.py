@@ -9,7 +9,6 @@ field the API adds later survives too.
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -22,6 +21,8 @@ from pydantic import (
     SerializationInfo,
     ValidationError,
 )
+
+from .._logs import get_logger
 
 if TYPE_CHECKING:
     from ..citations import Citations
@@ -68,7 +69,7 @@ __all__ = [
     "parse_output_item",
 ]
 
-logger = logging.getLogger("perplexed.agent")
+logger = get_logger("perplexed.agent")
 
 TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled", "incomplete"})
 FAILED_STATUSES = frozenset({"failed", "cancelled", "incomplete"})

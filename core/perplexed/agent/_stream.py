@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import enum
 import json
-import logging
 from collections.abc import AsyncGenerator, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
@@ -32,6 +31,7 @@ from .._errors import (
     StreamError,
 )
 from .._http import aiter_decoded
+from .._logs import get_logger
 from .._wire import scrub
 from ._elide import StringElider, restore
 from ._outcome import (
@@ -58,7 +58,7 @@ from .sse import SSEDecoder
 
 __all__ = ["AsyncAgentStream", "Decision", "Step", "StreamIO", "after_drop"]
 
-logger = logging.getLogger("perplexed.agent")
+logger = get_logger("perplexed.agent")
 
 
 # --- the decision ------------------------------------------------------------------------------------

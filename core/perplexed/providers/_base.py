@@ -9,7 +9,6 @@ httpx's ``auth_flow``). A non-HTTP provider subclasses :class:`CallableProvider`
 from __future__ import annotations
 
 import json
-import logging
 import math
 from collections.abc import Awaitable, Callable, Generator, Mapping
 from datetime import UTC, date, datetime
@@ -21,6 +20,7 @@ from pydantic import SecretStr
 
 from .._errors import ConfigError, ProviderError, register_secret
 from .._http import DEFAULT_MAX_BODY_BYTES
+from .._logs import get_logger
 from .._models import Hit, ProviderAnswer
 from .._options import SearchOptions
 from .._policy import check_provider_settings
@@ -36,7 +36,7 @@ __all__ = [
     "parse_retry_after",
 ]
 
-logger = logging.getLogger("perplexed.providers")
+logger = get_logger("perplexed.providers")
 
 Flow = Generator[httpx.Request, httpx.Response, ProviderAnswer]
 

@@ -22,7 +22,6 @@ No exception from the remote ever reaches the caller (cancellation of the caller
 from __future__ import annotations
 
 import asyncio
-import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -31,6 +30,7 @@ from typing import Any, Final, TypeVar
 
 from .. import telemetry
 from .._errors import redact
+from .._logs import get_logger
 from ._base import Admission, CachedAnswer, Decision, ProviderState, Record, Store
 from ._resp import NoScript
 from .memory import MemoryStore
@@ -39,7 +39,7 @@ __all__ = ["RETRY_S", "ResilientStore"]
 
 T = TypeVar("T")
 
-logger = logging.getLogger("perplexed.store")
+logger = get_logger("perplexed.store")
 
 RETRY_S: Final = 1.0
 """During an outage, the remote store is tried again at most this often."""

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import logging
 import os
 import sqlite3
 import threading
@@ -22,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
+from .._logs import get_logger
 from .._policy import (
     LATENCY_SAMPLES,
     SPEND_WINDOWS,
@@ -46,7 +46,7 @@ from ._base import (
 __all__ = ["SQLiteStore"]
 
 T = TypeVar("T")
-logger = logging.getLogger("perplexed.governance")
+logger = get_logger("perplexed.governance")
 
 _KEEP_SPEND_S = max(SPEND_WINDOWS.values()) + 3600.0
 _PRUNE_EVERY = 256
