@@ -101,7 +101,7 @@ class AnswerConfig(BaseModel):
             elif name == "max_source_chars":  # None is meaningful (no cap): only when set
                 if name in self.model_fields_set:
                     kwargs[name] = self.max_source_chars
-            elif getattr(self, name) is not None:
+            elif getattr(self, name, None) is not None:  # an answer argument with no field: per call only
                 kwargs[name] = getattr(self, name)
         client_settings = {name: rest.pop(name, getattr(self, name)) for name in CLIENT_FIELDS}
         client = rest.pop("client", None) or self.client
