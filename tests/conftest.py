@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["testkit.loopback", "testkit.searxng", "testkit.valkey_servers"]
+pytest_plugins = ["testkit.loopback", "testkit.searxng", "testkit.valkey_servers", "testkit.agent_stand_in"]
 
 # Tests whose assertions are about wall-clock time (budgets, deadlines, overlap, back-off). They carry the
 # ``timing`` marker, so `pytest -m timing` runs them alone, e.g. five times beside two CPU-bound processes

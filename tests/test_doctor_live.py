@@ -126,7 +126,7 @@ async def test_unreachable_is_an_error_row() -> None:
         url = server.url
     report = await acheck_live([make("tavily", url)])
     [row] = report.rows
-    assert row.status == "error" and row.http_status is None and "network" in (row.error or "")
+    assert row.status == "error" and row.http_status is None and "connection" in (row.error or "")
     assert report.exit_code == 1
 
 

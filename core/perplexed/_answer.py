@@ -34,7 +34,6 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import httpx
 from pydantic import BaseModel, ConfigDict, computed_field
 
 from . import _governance, _portal, telemetry
@@ -48,6 +47,7 @@ from ._errors import (
     PerplexedError,
     StreamError,
 )
+from ._failures import classify_exception
 from ._fetch import with_pages
 from ._grounding import (
     AGENT_CITATION_INSTRUCTION,
@@ -436,9 +436,10 @@ def _as_error(exc: Exception, budget: _Budget) -> PerplexedError:
     """Any failure of the Agent API call as a documented PerplexedError (so it can carry the attempts)."""
     if isinstance(exc, PerplexedError):
         return exc
+    reason = classify_exception(exc).reason  # the failure map
     if isinstance(exc, TimeoutError):
         return budget.expired("passed while the Agent API was answering")
-    if isinstance(exc, httpx.HTTPError):
+    if reason in ("connection", "timeout"):
         return APIConnectionError(f"the Agent API call failed: {type(exc).__name__}: {exc}")
     return APIError(f"the Agent API call failed unexpectedly: {type(exc).__name__}: {exc}")
 

@@ -42,10 +42,9 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
-import httpx
-
 from . import _governance, telemetry
-from ._errors import ConfigError, PerplexedError, ProviderError, UpstreamError, redact
+from ._errors import PerplexedError, ProviderError, Reason, UpstreamError, redact
+from ._failures import classify_exception
 from ._logs import get_logger
 from ._models import Attempt, Outcome
 from ._options import ChainOptions
@@ -584,28 +583,30 @@ class Engine:
 
 def _failed(
     member: Provider, exc: Exception, timer: asyncio.Timeout, budget: float, capped: bool
-) -> tuple[Outcome, str, str, float | None, BaseException | None]:
+) -> tuple[Outcome, Reason, str, float | None, BaseException | None]:
     """How a member call that raised ``exc`` is recorded: (outcome, reason, error, charged, failure).
 
-    ``timeout`` (the budget, or the provider's own timeout), the provider's classified reasons, ``config`` /
-    ``bad_request`` for perplexed's own errors, ``connection`` for transport errors, and ``unexpected`` for
-    a provider bug (logged with its redacted traceback).
+    The outcome and reason come from the failure map (``_failures.classify_exception``): ``timeout`` (the
+    budget, or the provider's own timeout), the provider's classified reasons, ``config`` / ``bad_request``
+    for perplexed's own errors, ``connection`` for transport errors, and ``unexpected`` for a provider bug
+    (logged with its redacted traceback).
     """
-    if isinstance(exc, TimeoutError):
+    failure = classify_exception(exc)
+    reason = failure.reason
+    if failure.outcome is Outcome.TIMEOUT:
         if timer.expired():
             why = "; capped by the chain deadline" if capped else ""
-            return Outcome.TIMEOUT, "timeout", f"no answer within {int(budget * 1000)} ms (cancelled{why})", None, None
+            return Outcome.TIMEOUT, reason, f"no answer within {int(budget * 1000)} ms (cancelled{why})", None, None
         # the provider's own timeout (e.g. a socket timeout inside a sync function)
-        return Outcome.TIMEOUT, "timeout", f"timeout: {exc}".rstrip(": "), None, exc
+        return Outcome.TIMEOUT, reason, f"timeout: {exc}".rstrip(": "), None, exc
     if isinstance(exc, ProviderError):
-        return Outcome.ERROR, exc.reason, str(exc), exc.charged, exc
+        return Outcome.ERROR, reason, str(exc), exc.charged, exc
     if isinstance(exc, PerplexedError):  # ConfigError (missing key), InvalidRequest raised by the provider
-        reason = "config" if isinstance(exc, ConfigError) else "bad_request"
         return Outcome.ERROR, reason, f"{reason}: {exc}", None, exc
-    if isinstance(exc, httpx.InvalidURL):  # a base_url httpx cannot send to
-        return Outcome.ERROR, "config", f"config: invalid URL: {exc}", None, exc
-    if isinstance(exc, httpx.HTTPError):
-        return Outcome.ERROR, "connection", f"connection: {type(exc).__name__}: {_exc_text(exc)}".rstrip(": "), None, exc
+    if reason == "config":  # a base_url httpx cannot send to
+        return Outcome.ERROR, reason, f"config: invalid URL: {exc}", None, exc
+    if reason == "connection":
+        return Outcome.ERROR, reason, f"connection: {type(exc).__name__}: {_exc_text(exc)}".rstrip(": "), None, exc
     # a provider bug must not break the chain
     logger.error(
         "provider %s raised unexpectedly:\n%s",

@@ -44,12 +44,74 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from ._models import Attempt
 
+Reason = Literal[
+    # what a provider's answer says
+    "auth",
+    "payment",
+    "rate_limited",
+    "bad_request",
+    "not_found",
+    "upstream",
+    "malformed",
+    "soft_failure",
+    "body_too_large",
+    "redirect",
+    # the connection and the clock
+    "connection",
+    "timeout",
+    "cancelled",
+    # perplexed's side
+    "config",
+    "accept",
+    "unexpected",
+    # fetching a page (the fetch operation)
+    "blocked",
+    "unsupported_type",
+    "robots",
+    "private_address",
+]
+"""The closed set of reasons a failed call is recorded with (``Attempt.reason`` of an ``error`` / ``timeout`` /
+``cancelled`` attempt, ``ProviderError.reason``). :data:`REASONS` describes each; ``_failures`` classifies
+statuses and exceptions into them; the health policy reads :data:`UNHEALTHY_REASONS`; docs/errors.md lists them."""
+
+REASONS: dict[Reason, str] = {
+    "auth": "the key was refused (HTTP 401 / 403; Perplexity Search's 451 for a key older than the API)",
+    "payment": "credits or quota exhausted (HTTP 402; Tavily's 432 / 433; Linkup's 429 naming credit or budget)",
+    "rate_limited": "too many requests (HTTP 429); the retry-after is kept when the provider sends one",
+    "bad_request": "the provider refused this request (another HTTP 4xx), or perplexed refused it before the call",
+    "not_found": "the endpoint or page does not exist (HTTP 404)",
+    "upstream": "the provider failed (HTTP 5xx)",
+    "malformed": "the body is not what the API documents (not JSON, wrong shape, corrupt encoding)",
+    "soft_failure": "a success status whose body reports a failure (Firecrawl's success=false)",
+    "body_too_large": "the body is larger than max_body_bytes",
+    "redirect": "a redirect that is not followed (a credential must not reach another origin)",
+    "connection": "no connection, or it broke (refused, reset, DNS, TLS)",
+    "timeout": "no answer within the budget",
+    "cancelled": "cancelled because another provider answered first, or the chain ended",
+    "config": "the provider is not set up (missing key, invalid base URL)",
+    "accept": "the accept= callable raised",
+    "unexpected": "the provider raised something unexpected (a bug; logged with its traceback)",
+    "blocked": "the site refused the fetch (a bot wall, HTTP 403 / 451 from the site)",
+    "unsupported_type": "the page's content type cannot be extracted",
+    "robots": "robots.txt disallows fetching the page",
+    "private_address": "the URL resolves to a private, loopback or link-local address",
+}
+
+UNHEALTHY_REASONS: frozenset[Reason] = frozenset(
+    {"timeout", "connection", "upstream", "rate_limited", "malformed", "auth", "payment", "unexpected"}
+)
+"""The reasons that count against a provider's health (cool-downs): it, not the request, is failing."""
+
+
+
 __all__ = [
+    "REASONS",
+    "UNHEALTHY_REASONS",
     "APIConnectionError",
     "APIError",
     "APIStatusError",
@@ -70,6 +132,7 @@ __all__ = [
     "PerplexedError",
     "ProviderError",
     "RateLimitError",
+    "Reason",
     "ResponseBodyError",
     "ResponseCancelledError",
     "ResponseFailedError",
@@ -210,14 +273,14 @@ class DocumentError(PerplexedError):
 class ProviderError(PerplexedError):
     """One provider call failed, with a classified ``reason``.
 
-    Reasons: ``auth``, ``payment`` (credits exhausted), ``rate_limited``, ``bad_request``, ``not_found``,
-    ``upstream`` (5xx), ``malformed`` (unparseable body), ``soft_failure`` (a 200 that reports failure),
-    ``body_too_large``, ``connection``, ``config``.
+    ``reason`` is one of the closed set :data:`Reason` (the list below is generated from :data:`REASONS`).
     """
+
+    reason: Reason
 
     def __init__(
         self,
-        reason: str,
+        reason: Reason,
         message: str,
         *,
         provider: str | None = None,
@@ -231,6 +294,11 @@ class ProviderError(PerplexedError):
         self.status = status
         self.retry_after = retry_after
         self.charged = cost
+
+
+ProviderError.__doc__ = (ProviderError.__doc__ or "").rstrip() + "\n\n    Reasons:\n\n" + "".join(
+    f"    * ``{name}``: {text}\n" for name, text in REASONS.items()
+)
 
 
 class UpstreamError(PerplexedError):

@@ -35,6 +35,7 @@ from ._errors import (
     UpstreamError,
 )
 from ._extract import cut, markdown_to_text
+from ._failures import classify_exception
 from ._fetch_net import check_url, guarded_client, robots_verdict, split_url
 from ._http import get_client, read_capped
 from ._keywords import unknown_keyword
@@ -439,13 +440,13 @@ async def _fetch_direct(provider: Http, plan: FetchPlan, client: httpx.AsyncClie
             try:
                 ok, why = await robots_verdict(client, url, provider.robots_token, allowed, headers)
             except InvalidRequest as exc:
-                raise provider.fail(exc.reason or "private_address", exc.message) from None
+                raise provider.fail(classify_exception(exc).reason, exc.message) from None
             if not ok:
                 raise provider.fail("robots", why)
         try:
             response = await client.send(provider.page_request(url), stream=True)
         except InvalidRequest as exc:  # the guarded connection refused every address of the host
-            raise provider.fail(exc.reason or "private_address", exc.message) from None
+            raise provider.fail(classify_exception(exc).reason, exc.message) from None
         except httpx.RemoteProtocolError as exc:
             if "location" in str(exc).lower():
                 raise provider.fail("redirect", f"redirect not followed ({exc})") from None
@@ -614,7 +615,7 @@ async def with_pages(result: Result, count: int, fetch_provider: Any, fetch_kw: 
             fetches.extend(page.attempts)
         else:
             fetches.extend(page.attempts)
-    return result.model_copy(update={"hits": new_hits, "fetches": fetches})
+    return result.with_fetches(new_hits, fetches)
 
 
 async def _one_page(url: str, fetch_provider: Any, fetch_kw: dict[str, Any]) -> PageOrError:

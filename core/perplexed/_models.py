@@ -6,7 +6,7 @@ from datetime import date
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, computed_field
 
 __all__ = ["Attempt", "Hit", "Outcome", "Page", "ProviderAnswer", "Result"]
 
@@ -101,15 +101,26 @@ class Result(BaseModel):
     provider: str | None
     hits: list[Hit] = Field(default_factory=list)
     attempts: list[Attempt] = Field(default_factory=list)
-    fetches: list[Attempt] = Field(default_factory=list)
-    """The page fetches' attempts (``search(..., fetch_content=N)``); their cost is part of :attr:`cost`."""
+    _fetches: list[Attempt] = PrivateAttr(default_factory=list)
+
+    @property
+    def fetches(self) -> list[Attempt]:
+        """The page fetches' attempts (``search(..., fetch_content=N)``), failed ones included; their cost is
+        part of :attr:`cost` (each fetched hit's :attr:`Hit.page` has its own)."""
+        return self._fetches
+
+    def with_fetches(self, hits: list[Hit], fetches: list[Attempt]) -> Result:
+        """A copy with ``hits`` (their pages fetched) and the fetches' attempts."""
+        copy = self.model_copy(update={"hits": hits})
+        copy._fetches = list(fetches)
+        return copy
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def cost(self) -> float:
         """Total USD cost: the sum over all attempts (a paid provider that answered empty still bills), page
         fetches included."""
-        return float(sum(a.cost for a in self.attempts) + sum(a.cost for a in self.fetches))
+        return float(sum(a.cost for a in self.attempts) + sum(a.cost for a in self._fetches))
 
     def __len__(self) -> int:
         return len(self.hits)

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal, NamedTuple
 
-from ._errors import ConfigError
+from ._errors import UNHEALTHY_REASONS, ConfigError
 
 __all__ = [
     "LATENCY_MIN_SAMPLES",
@@ -52,10 +52,10 @@ _RATE = re.compile(r"^\s*(\d+)\s*/\s*([a-z]+?)s?\s*$")
 
 Health = Literal["answer", "failure", "neutral"]
 
-# Failure reasons that say the provider is unhealthy (count toward a cool-down). bad_request / not_found are
-# about the request, config means no call was made; soft_failure / body_too_large are request-specific too.
-_UNHEALTHY = frozenset({"timeout", "connection", "upstream", "rate_limited", "malformed", "auth", "payment",
-                        "unexpected"})
+# Failure reasons that say the provider is unhealthy (count toward a cool-down): the failure map's
+# UNHEALTHY_REASONS. bad_request / not_found are about the request, config means no call was made;
+# soft_failure / body_too_large are request-specific too.
+_UNHEALTHY: frozenset[str] = UNHEALTHY_REASONS
 
 
 class RateLimit(NamedTuple):

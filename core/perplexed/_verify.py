@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,7 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from . import _portal
-from ._errors import ConfigError, InvalidRequest
+from ._errors import InvalidRequest, PerplexedError
 from ._lexical import (
     EMPTY_WINDOW,
     Claim,
@@ -53,6 +54,8 @@ __all__ = [
     "verify",
 ]
 
+logger = logging.getLogger("perplexed.verify")
+
 Label = Literal["supported", "partial", "unsupported", "uncited", "unverifiable"]
 TextSource = Literal["snippet", "page"]
 Checker = Callable[[str, str], float]
@@ -66,6 +69,8 @@ DEFAULT_THRESHOLD = 0.5
 PARTIAL_SHARE = 0.55
 #: A callable checker sees a hit's whole text up to this length, else the best windows around the claim.
 CALLABLE_PASSAGE_CHARS = 2000
+#: Pages fetched at once with ``fetch=True``.
+FETCH_CONCURRENCY = 8
 #: A claim needs this many content words; fewer (a heading, "Yes.", one word) is ``unverifiable``.
 MIN_CLAIM_WORDS = 2
 MIN_UNCITED_WORDS = 3
@@ -259,7 +264,7 @@ def _document_hit(item: object, position: int) -> Hit | None:
     )
 
 
-def _check_options(checker: object, threshold: object, fetch: object) -> tuple[Checker | None, str, float]:
+def _check_options(checker: object, threshold: object) -> tuple[Checker | None, str, float]:
     """(the callable or None for lexical, the checker's name, the threshold)."""
     if isinstance(checker, str):
         if checker != "lexical":
@@ -290,8 +295,6 @@ def _check_options(checker: object, threshold: object, fetch: object) -> tuple[C
         raise InvalidRequest(f"threshold must be a number in (0, 1], got {threshold!r}", param="threshold")
     else:
         value = float(threshold)
-    if not isinstance(fetch, bool):
-        raise InvalidRequest(f"fetch must be True or False, got {fetch!r}", param="fetch")
     return fn, name, value
 
 
@@ -555,18 +558,19 @@ async def averify(
     *,
     checker: str | Checker = "lexical",
     threshold: float | None = None,
-    fetch: bool = False,
+    fetch: bool | Mapping[str, Any] = False,
 ) -> Verification:
     """Check, sentence by sentence, that the hits a text cites support it (see :func:`verify`).
 
     A callable ``checker`` runs in a worker thread, so a model does not block the event loop.
     """
     text, hit_list = _inputs(answer_or_text, hits)
-    fn, name, value = _check_options(checker, threshold, fetch)
+    fn, name, value = _check_options(checker, threshold)
+    fetch_options = _fetch_options(fetch)
     pages: dict[int, str] = {}
     cost = 0.0
-    if fetch:
-        pages, cost = await _fetch_pages(text, hit_list)
+    if fetch_options is not None:
+        pages, cost = await _fetch_pages(text, hit_list, fetch_options)
     if fn is None:
         return check(text, hit_list, threshold=value, pages=pages, checker_name=name, cost=cost)
     return await asyncio.to_thread(
@@ -580,7 +584,7 @@ def verify(
     *,
     checker: str | Checker = "lexical",
     threshold: float | None = None,
-    fetch: bool = False,
+    fetch: bool | Mapping[str, Any] = False,
 ) -> Verification:
     """Check, sentence by sentence, that the hits a text cites support it.
 
@@ -590,28 +594,66 @@ def verify(
 
     ``checker="lexical"`` (default) is offline and deterministic, ``threshold`` defaulting to
     :data:`LEXICAL_THRESHOLD`; a callable ``(claim, passage) -> float`` in ``[0, 1]`` replaces it (default
-    threshold :data:`DEFAULT_THRESHOLD`). ``fetch=True`` checks the cited pages' content (fetched through
-    :func:`perplexed.afetch`, costs in :attr:`Verification.cost`) and falls back to a hit's own text when
-    its page cannot be fetched.
+    threshold :data:`DEFAULT_THRESHOLD`). ``fetch=True`` checks the cited pages' content instead (fetched
+    through the fetch chain, :func:`perplexed.afetch_many`; the cost in :attr:`Verification.cost`; evidence
+    ``source="page"``) and falls back to a hit's own text when its page cannot be fetched
+    (``source="snippet"``). ``fetch`` may also be a dict of fetch options: ``{"provider": ["http", "jina"],
+    "max_chars": 50000, ...}``.
 
     Raises :class:`~perplexed.InvalidRequest` naming the argument on bad input.
     """
-    if fetch is True:
-        return _portal.run(averify, answer_or_text, hits, checker=checker, threshold=threshold, fetch=True)
     text, hit_list = _inputs(answer_or_text, hits)
-    fn, name, value = _check_options(checker, threshold, fetch)
+    fn, name, value = _check_options(checker, threshold)
+    if _fetch_options(fetch) is not None:  # I/O: the same coroutine on perplexed's portal loop
+        return _portal.run(averify, answer_or_text, hits, checker=checker, threshold=threshold, fetch=fetch)
     return check(text, hit_list, checker=fn, threshold=value, checker_name=name)
 
 
-async def _fetch_pages(text: str, hits: Sequence[Hit]) -> tuple[dict[int, str], float]:
-    """The content of every cited hit's page, by hit id, and what fetching cost. A page that cannot be
-    fetched is left out (its hit's own text is used)."""
+async def _fetch_pages(
+    text: str, hits: Sequence[Hit], options: Mapping[str, Any]
+) -> tuple[dict[int, str], float]:
+    """The content of every cited hit's page, by hit id, and what fetching cost (failed fetches included). A
+    page that cannot be fetched, or comes back empty, is left out: its hit's own text is used."""
     cited = {n for s in _sentences(text) for n in s.citations}
     targets = [h for h in hits if h.id in cited and h.url.startswith(("http://", "https://"))]
     if not targets:
         return {}, 0.0
-    raise ConfigError(
-        "verify(fetch=True) needs the fetch chain (perplexed.fetch), which this build does not have yet"
+    from ._fetch import afetch, prepare_fetch
+
+    kwargs = dict(options)
+    provider = kwargs.pop("provider", None)
+    try:  # bad options fail here, before anything is fetched (a bad URL only skips its page)
+        prepare_fetch(targets[0].url, provider, **kwargs)
+    except InvalidRequest as exc:
+        if exc.param != "url":
+            raise
+    gate = asyncio.Semaphore(FETCH_CONCURRENCY)
+
+    async def one(hit: Hit) -> tuple[str | None, float]:
+        async with gate:
+            try:
+                page = await afetch(hit.url, provider, **kwargs)
+            except PerplexedError as exc:  # not fetched (failed, refused address): the snippet is used
+                logger.debug("verify: page %s not fetched: %s", hit.url, exc)
+                return None, exc.cost
+        return (page.content if page.content.strip() else None), page.cost
+
+    results = await asyncio.gather(*(one(h) for h in targets))
+    texts = {hit.id: text for hit, (text, _) in zip(targets, results, strict=True) if text is not None}
+    return texts, float(sum(cost for _, cost in results))
+
+
+def _fetch_options(fetch: object) -> Mapping[str, Any] | None:
+    """``fetch`` as the options of :func:`perplexed.afetch_many` (``None``: do not fetch)."""
+    if fetch is False:
+        return None
+    if fetch is True:
+        return {}
+    if isinstance(fetch, Mapping) and all(isinstance(k, str) for k in fetch):
+        return fetch
+    raise InvalidRequest(
+        f"fetch must be True, False or a dict of fetch options (provider=..., max_chars=...), got {fetch!r}",
+        param="fetch",
     )
 
 

@@ -6,6 +6,7 @@
     perplexed answer QUERY [--provider ..] [--stream]    a grounded answer with cited sources
     perplexed providers                                  registered providers, configured or not, price
     perplexed doctor [--live [PROVIDER ...] --yes]       check the configuration; --live: check for API drift
+    perplexed mcp [--http [--host H] [--port N]]         serve the chain as a Model Context Protocol server
 
 Exit codes: 0 ok; 1 no results, or every provider failed (the attempts are printed); 2 usage or
 configuration error. With ``--json`` the result is printed as one JSON document on stdout, and nothing
@@ -164,14 +165,18 @@ def _build_parser() -> _Parser:
     parser.set_defaults(command=None)
     sub = parser.add_subparsers(title="commands", metavar="COMMAND", parser_class=_Parser)
 
-    def chain_options(p: argparse.ArgumentParser) -> None:
-        p.add_argument("query", nargs="+", metavar="QUERY", help="what to search for (quote it, or not)")
+    def chain_options(p: argparse.ArgumentParser, query: bool = True) -> None:
+        if query:
+            p.add_argument("query", nargs="+", metavar="QUERY", help="what to search for (quote it, or not)")
         p.add_argument(
             "--provider", "-p", metavar="A,B,C",
             help="provider or comma-separated chain, tried in order (default: $PERPLEXED_PROVIDER or "
             "local,searxng)",
         )
-        p.add_argument("--max-results", "-n", type=_whole_number, metavar="N", help="hits to return (1-100)")
+        if query:
+            p.add_argument("--max-results", "-n", type=_whole_number, metavar="N", help="hits to return (1-100)")
+        else:
+            p.set_defaults(max_results=None)
         p.add_argument("--timeout-ms", type=_positive_int, metavar="MS", help="time limit per provider")
         p.add_argument("--deadline-ms", type=_positive_int, metavar="MS", help="time limit for the chain")
         p.add_argument("--strategy", choices=("sequential", "hedged", "merge"),
@@ -190,7 +195,8 @@ def _build_parser() -> _Parser:
         p.add_argument("--no-cache", action="store_true", help="do not use or fill the result cache")
         p.add_argument("--budget", type=_usd, metavar="USD",
                        help="most this search may spend: a paid provider that would exceed it is skipped")
-        p.add_argument("--json", action="store_true", help="print one JSON document and nothing else")
+        if query:
+            p.add_argument("--json", action="store_true", help="print one JSON document and nothing else")
 
     p_search = sub.add_parser("search", help="search through a provider chain", description=(
         "Search through a chain of providers: the first that answers wins. Prints the hits, every attempt "
@@ -208,6 +214,10 @@ def _build_parser() -> _Parser:
                           help="check that each cited source supports its sentence (offline): print the sentences "
                           "that are not supported, then citation recall and precision")
     p_answer.set_defaults(command="answer", run=_cmd_answer)
+
+    from ._cli_fetch import add_parser as add_fetch
+
+    add_fetch(sub, _Parser, _positive_int, _whole_number)
 
     p_prov = sub.add_parser("providers", help="registered providers, configured or not, and their price",
                             description="Every registered provider: configured or not (key, URL), and price.")
@@ -234,6 +244,27 @@ def _build_parser() -> _Parser:
     p_index.add_argument("--json", action="store_true", help="print one JSON document and nothing else")
     p_index.set_defaults(command="index", run=_cmd_index)
 
+    p_mcp = sub.add_parser("mcp", help="serve the chain to AI agents as a Model Context Protocol server",
+                           description=(
+        "Run an MCP server whose tools (web_search, web_fetch, answer) run this chain: stdio by default "
+        "(for Claude Desktop, Cursor, VS Code, ...), or streamable HTTP with --http. The chain and its "
+        "options are those of `perplexed search` (same flags, defaults and environment). Needs the 'mcp' "
+        "extra."))
+    chain_options(p_mcp, query=False)
+    p_mcp.add_argument("--fetch-provider", metavar="A,B,C", help="the chain of web_fetch (default: http)")
+    p_mcp.add_argument("--max-chars", type=_positive_int, metavar="N",
+                       help="cut each text result at N characters (default 8000)")
+    p_mcp.add_argument("--preset", metavar="NAME", help="Agent API preset of the answer tool")
+    p_mcp.add_argument("--http", action="store_true", help="serve streamable HTTP (stateless) at /mcp")
+    p_mcp.add_argument("--host", default="127.0.0.1", help="with --http: address to bind (default 127.0.0.1)")
+    p_mcp.add_argument("--port", type=_port, default=8000, help="with --http: port (default 8000; 0 = any free)")
+    p_mcp.add_argument("--token", metavar="TOKEN",
+                       help="with --http: require Authorization: Bearer TOKEN ($PERPLEXED_MCP_TOKEN); "
+                       "needed to bind to a non-loopback address")
+    p_mcp.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                       help="with --http: also accept requests whose Origin is ORIGIN (repeatable)")
+    p_mcp.set_defaults(command="mcp", run=_cmd_mcp)
+
     p_doc = sub.add_parser("doctor", help="check the configuration; --live: check the APIs still match", description=(
         "Offline (free): keys (format only), SearXNG, the local index, the state store, the chain. "
         "--live: one cheap real query per configured provider (or each PROVIDER), checked for drift; "
@@ -247,6 +278,42 @@ def _build_parser() -> _Parser:
     p_doc.add_argument("--json", action="store_true", help="print one JSON document and nothing else")
     p_doc.set_defaults(command="doctor", run=_cmd_doctor)
     return parser
+
+
+def _port(text: str) -> int:
+    value = _whole_number(text)
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a port number from 0 to 65535, got {value}")
+    return value
+
+
+def _cmd_mcp(args: argparse.Namespace) -> int:
+    from . import mcp_server
+
+    answer_options = {"preset": args.preset} if args.preset else {}
+    max_chars = args.max_chars or mcp_server.DEFAULT_MAX_CHARS
+    server = mcp_server.create_server(
+        _chain_spec(args), fetch_provider=_provider_spec(args.fetch_provider), max_chars=max_chars,
+        answer_options=answer_options, **_chain_kwargs(args),
+    )
+    if not args.http:
+        if args.token or args.allow_origin:
+            raise UsageError("--token and --allow-origin go with --http")
+        server.run("stdio")
+        return EXIT_OK
+    token = args.token or os.environ.get("PERPLEXED_MCP_TOKEN", "").strip() or None
+
+    def ready(port: int) -> None:
+        sys.stderr.write(f"perplexed: MCP server on http://{_url_host(args.host)}:{port}/mcp\n")
+        sys.stderr.flush()
+
+    mcp_server.serve_http(server, host=args.host, port=args.port, token=token,
+                          allow_origins=args.allow_origin, ready=ready)
+    return EXIT_OK
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:

@@ -31,6 +31,7 @@ from .._errors import (
     ResponseBodyError,
     register_secret,
 )
+from .._failures import classify_exception
 from .._http import get_client, read_capped, warm_up
 from .._logs import get_logger
 from ._args import (
@@ -205,12 +206,12 @@ class AsyncAgentClient:
         try:
             # never follow a redirect, whatever ``http_client`` says: the key must not reach another origin
             response = await client.send(request, stream=True, follow_redirects=False)
-        except httpx.TimeoutException as exc:
-            error: APIError = APITimeoutError(f"{what} timed out: {type(exc).__name__}")
-            error.__cause__ = exc
-            return _Failure(error)
-        except httpx.TransportError as exc:
-            error = APIConnectionError(f"{what} failed: {type(exc).__name__}: {exc}")
+        except httpx.TransportError as exc:  # the failure map: a timeout, else the connection
+            error: APIError
+            if classify_exception(exc).reason == "timeout":
+                error = APITimeoutError(f"{what} timed out: {type(exc).__name__}")
+            else:
+                error = APIConnectionError(f"{what} failed: {type(exc).__name__}: {exc}")
             error.__cause__ = exc
             return _Failure(error)
         if response.is_success:
@@ -330,9 +331,9 @@ class AsyncAgentClient:
         what = f"{response.request.method} {response.url.path}"
         try:
             return await read_capped(response, MAX_BODY_BYTES)
-        except httpx.TimeoutException as exc:
-            raise APITimeoutError(f"{what}: reading the body timed out") from exc
-        except httpx.TransportError as exc:
+        except httpx.TransportError as exc:  # the failure map: a timeout, else the connection
+            if classify_exception(exc).reason == "timeout":
+                raise APITimeoutError(f"{what}: reading the body timed out") from exc
             raise APIConnectionError(f"{what}: {type(exc).__name__}") from exc
         except ResponseBodyError as exc:  # too large, or not the encoding it claims
             raise body_error(exc, response) from None

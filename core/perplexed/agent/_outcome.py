@@ -18,20 +18,15 @@ from pydantic import ValidationError
 from .._errors import (
     APIError,
     APIStatusError,
-    AuthenticationError,
     BadRequestError,
-    ConflictError,
     ContentDecodingError,
     MalformedResponseError,
-    NotFoundError,
-    PermissionDeniedError,
-    RateLimitError,
     ResponseBodyError,
     ResponseCancelledError,
     ResponseFailedError,
     ResponseIncompleteError,
-    ServerError,
 )
+from .._failures import status_error
 from .._http import redirect_origin
 from .._models import Attempt, Outcome
 from .._wire import clip, parse_error_envelope, parse_retry_after, scrub
@@ -61,17 +56,6 @@ __all__ = [
 BODY_EXCERPT = 500
 
 
-_STATUS_ERRORS: dict[int, type[APIStatusError]] = {
-    400: BadRequestError,
-    401: AuthenticationError,
-    403: PermissionDeniedError,
-    404: NotFoundError,
-    409: ConflictError,
-    422: BadRequestError,
-    429: RateLimitError,
-}
-
-
 def error_from_response(
     status: int, body: bytes | str | Any, headers: Mapping[str, str] | None = None
 ) -> APIStatusError:
@@ -88,7 +72,7 @@ def error_from_response(
     if not envelope.is_json and isinstance(payload, str):
         payload = clip(payload.strip(), BODY_EXCERPT)
         message = payload or None
-    cls = _STATUS_ERRORS.get(status) or (ServerError if status >= 500 else APIStatusError)
+    cls = status_error(status)  # the failure map: the same reading of a status as the search providers'
     return cls(
         message or f"HTTP {status}",
         status=status,

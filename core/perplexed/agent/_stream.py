@@ -30,6 +30,7 @@ from .._errors import (
     ServerError,
     StreamError,
 )
+from .._failures import classify_exception
 from .._http import aiter_decoded
 from .._logs import get_logger
 from .._wire import scrub
@@ -324,13 +325,13 @@ class AsyncAgentStream:
 
     def _drop_error(self, exc: BaseException) -> APIError:
         """Why the connection dropped, as the error raised if the stream cannot go on."""
+        if classify_exception(exc).reason != "timeout":  # the failure map
+            return StreamError(f"the stream broke: {type(exc).__name__}: {exc}")
         if isinstance(exc, httpx.TimeoutException):
             return APITimeoutError(
                 f"the stream stalled for more than {self._timeout:g}s ({type(exc).__name__})"
             )
-        if isinstance(exc, TimeoutError):  # the event stall timer of _events
-            return APITimeoutError(f"the stream sent no event for more than {self._timeout:g}s")
-        return StreamError(f"the stream broke: {type(exc).__name__}: {exc}")
+        return APITimeoutError(f"the stream sent no event for more than {self._timeout:g}s")  # the stall timer
 
     async def _recover(self, drop: APIError, failures: int) -> tuple[httpx.Response | None, int]:
         """Carry out :func:`after_drop`: a new connection, or ``None`` to poll; raises when it says so."""

@@ -17,8 +17,10 @@ import httpx
 
 from .. import _portal
 from .._errors import ConfigError, PerplexedError, ProviderError, redact
+from .._failures import classify_exception
 from .._models import ProviderAnswer
 from .._options import SearchOptions
+from ..chain import drive_flow
 from ..providers import CallableProvider, Provider, available, get
 from ..providers._table import WEB_PROVIDERS
 from ._cassettes import Exchange, Recorder, record_exchanges
@@ -217,28 +219,19 @@ def _not_checkable(provider: Provider) -> str | None:
 async def _run_flow(
     provider: Provider, query: str, options: SearchOptions, recorder: Recorder
 ) -> tuple[ProviderAnswer | None, BaseException | None]:
-    """Drive the provider's sans-io flow over ``recorder``: its answer, or the failure (never raised)."""
+    """Drive the provider's sans-io flow through the chain's one driver (``chain.drive_flow``) over
+    ``recorder`` (a transport that keeps each exchange): its answer, or the failure (never raised), classified
+    by the failure map as a chain attempt would be."""
     failure: BaseException | None = None
     answer = None
     async with httpx.AsyncClient(transport=recorder, timeout=LIVE_TIMEOUT_S, follow_redirects=False) as client:
-        flow = provider.flow(query, options)
         try:
-            request = next(flow)
-            while True:
-                response = await client.send(request)
-                try:
-                    request = flow.send(response)
-                except StopIteration as stop:
-                    answer = stop.value
-                    break
-        except (PerplexedError, httpx.HTTPError) as exc:
+            answer = await drive_flow(provider, provider.flow(query, options), client)
+        except PerplexedError as exc:
             failure = exc
-        except Exception as exc:  # a provider bug: a row, not a crash of the whole report
-            failure = ProviderError("unexpected", f"{type(exc).__name__}: {exc}", provider=provider.label)
-        finally:
-            flow.close()
-    if isinstance(failure, httpx.HTTPError):
-        failure = ProviderError("network", f"{type(failure).__name__}: {failure}", provider=provider.label)
+        except Exception as exc:  # the transport, or a provider bug: a row, not a crash of the whole report
+            reason = classify_exception(exc).reason
+            failure = ProviderError(reason, f"{type(exc).__name__}: {exc}", provider=provider.label)
     return answer, failure
 
 

@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Literal
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
-from .._errors import ProviderError
+from .._errors import ProviderError, Reason
 from .._ssrf import NOTHING, Allowed
 from ..providers._base import Provider
 
@@ -79,7 +79,7 @@ class FetchAnswer(BaseModel):
 FetchFlow = Generator[httpx.Request, httpx.Response, FetchAnswer]
 
 
-def status_reason(status: int) -> str | None:
+def status_reason(status: int) -> Reason | None:
     """The failure reason of a page's own HTTP status (None for a success): what a page answered, not an API.
 
     404/410 ``not_found``; 401, 402, 403, 451 ``blocked``; 429 ``rate_limited``; 408 ``timeout``; other 4xx and
@@ -101,7 +101,7 @@ def status_reason(status: int) -> str | None:
 
 def page_failure(provider: Provider, status: int, what: str, response: httpx.Response | None = None) -> ProviderError:
     """The :class:`ProviderError` for a page that answered ``status`` (``what``: the upstream's words)."""
-    reason = status_reason(status) or "upstream"
+    reason: Reason = status_reason(status) or "upstream"
     error = provider.fail(reason, f"the page answered HTTP {status}" + (f" ({what})" if what else ""), response)
     error.status = status
     return error
@@ -183,7 +183,7 @@ def credits_cost(credits: Any, usd_per_credit: float) -> float | None:
     return max(0.0, float(credits)) * usd_per_credit
 
 
-def reason_from_text(message: str) -> str | None:
+def reason_from_text(message: str) -> Reason | None:
     """A page failure reason from a vendor's words (``404``, ``forbidden``, ``timeout``, ...), or None."""
     text = message.lower()
     if "404" in text or "not found" in text or "410" in text:

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 import httpx
 
+from .._errors import Reason
 from .._options import SearchOptions
 from ..providers._base import parse_published
 from ..providers.exa import Exa
@@ -21,7 +22,7 @@ from ._base import FetchAnswer, FetchOptions, FetchProvider, page_failure
 
 __all__ = ["ExaContents"]
 
-_TAGS = {
+_TAGS: dict[str, Reason] = {
     "CRAWL_NOT_FOUND": "not_found",
     "CRAWL_TIMEOUT": "timeout",
     "SOURCE_NOT_AVAILABLE": "blocked",

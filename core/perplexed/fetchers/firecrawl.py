@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import httpx
 
-from .._errors import ConfigError
+from .._errors import ConfigError, Reason
 from .._extract import markdown_to_text
 from .._options import SearchOptions
 from ..providers._base import parse_published
@@ -61,7 +61,7 @@ class FirecrawlScrape(FetchProvider, Firecrawl):
         if status in (408, 500) or (status == 400 and b"url" in response.content[:2000].lower()):
             # a scrape that failed on the page's side (timeout, SCRAPE_* errors), not an API failure
             message = _error_of(response)
-            reason = reason_from_text(message) or ("timeout" if status == 408 else "upstream")
+            reason: Reason = reason_from_text(message) or ("timeout" if status == 408 else "upstream")
             raise self.fail(reason, f"Firecrawl could not scrape {url}: HTTP {status} {message[:300]}", response)
         data = self.json_object(response)
         if data.get("success") is False:

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 import httpx
 
-from .._errors import ConfigError, DocumentError, ProviderError
+from .._errors import ConfigError, DocumentError, ProviderError, Reason
 from .._extract import body_kind, extract_body, interstitial, media_type
 from ._base import FetchAnswer, FetchOptions, FetchProvider, page_failure
 
@@ -96,7 +96,7 @@ class Http(FetchProvider):
         try:
             extracted, raw = extract_body(body, ctype, final_url, options.format)
         except DocumentError as exc:
-            reason = "unsupported_type" if "pdf extra" in str(exc).lower() or "pip install" in str(exc) else "malformed"
+            reason: Reason = "unsupported_type" if "pdf extra" in str(exc).lower() or "pip install" in str(exc) else "malformed"
             raise self.fail(reason, f"PDF: {exc}", response) from None
         if kind == "html":
             why = interstitial(raw, extracted.text, extracted.title)

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import httpx
 
-from .._errors import ConfigError
+from .._errors import ConfigError, Reason
 from ..providers._base import parse_published
 from ._base import FetchAnswer, FetchOptions, FetchProvider, page_failure, reason_from_text, status_reason
 
@@ -70,7 +70,7 @@ class Jina(FetchProvider):
             # Jina could not read the target (422), or refuses the domain (451): the page's failure, not ours
             body = _json_or_none(response)
             message = str(body.get("readableMessage") or body.get("message") or "") if isinstance(body, dict) else ""
-            reason = "blocked" if response.status_code == 451 else reason_from_text(message) or "upstream"
+            reason: Reason = "blocked" if response.status_code == 451 else reason_from_text(message) or "upstream"
             raise self.fail(reason, f"Jina could not read {url}: HTTP {response.status_code} {message[:200]}", response)
         data = self.json_object(response)
         code = data.get("code")

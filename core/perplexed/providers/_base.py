@@ -18,7 +18,8 @@ from typing import Any, ClassVar
 import httpx
 from pydantic import SecretStr
 
-from .._errors import ConfigError, ProviderError, register_secret
+from .._errors import ConfigError, ProviderError, Reason, register_secret
+from .._failures import StatusRule, classify_status, match_rule
 from .._http import DEFAULT_MAX_BODY_BYTES
 from .._logs import get_logger
 from .._models import Hit, ProviderAnswer
@@ -72,6 +73,8 @@ class Provider:
     )
     #: same-origin redirects a call follows (None: see :attr:`max_redirects`)
     redirects: ClassVar[int | None] = None
+    #: this provider's own readings of statuses (data for the failure map), checked before the general table
+    status_rules: ClassVar[tuple[StatusRule, ...]] = ()
 
     def __init__(
         self,
@@ -225,7 +228,7 @@ class Provider:
         if ignored:
             logger.debug("provider %s ignores options it does not support: %s", self.label, ", ".join(ignored))
 
-    def fail(self, reason: str, message: str, response: httpx.Response | None = None, **kw: Any) -> ProviderError:
+    def fail(self, reason: Reason, message: str, response: httpx.Response | None = None, **kw: Any) -> ProviderError:
         """Build a classified :class:`ProviderError` for this provider."""
         return ProviderError(
             reason,
@@ -236,26 +239,33 @@ class Provider:
         )
 
     def check_status(self, response: httpx.Response) -> None:
-        """Raise a classified :class:`ProviderError` for a non-2xx response."""
+        """Raise a classified :class:`ProviderError` for a non-2xx response (the failure map's reading of the
+        status, after this provider's own :attr:`status_rules`)."""
         status = response.status_code
         if 200 <= status < 300:
             return
+        if self.status_rules:
+            envelope = parse_error_envelope(response.content)
+            rule = match_rule(self.status_rules, status, envelope)
+            if rule is not None:
+                code = "" if envelope.code is None else str(envelope.code).upper()
+                text = rule.message.format(
+                    status=status, code=code, message=clip(envelope.message or "", ERROR_TEXT_LIMIT),
+                    detail=_error_text(response) if "{detail}" in rule.message else "",
+                )
+                raise self.fail(rule.reason, text.strip(), response)
+        reason = classify_status(status).reason
         detail = _error_text(response)
-        if status in (401, 403):
-            raise self.fail("auth", f"HTTP {status} {detail}", response)
-        if status == 402:
-            raise self.fail("payment", f"HTTP 402 (credits or quota exhausted) {detail}", response)
-        if status == 429:
+        retry: float | None = None
+        note = ""
+        if status == 429 or status == 503:
             retry = self.retry_after(response)
             note = "" if retry is None else f" (retry after {retry:g} s)"
-            raise self.fail("rate_limited", f"HTTP 429 {detail}{note}", response, retry_after=retry)
-        if status == 404:
-            raise self.fail("not_found", f"HTTP 404 {detail}", response)
-        if status >= 500:
-            retry = self.retry_after(response) if status == 503 else None
-            note = "" if retry is None else f" (retry after {retry:g} s)"
-            raise self.fail("upstream", f"HTTP {status} {detail}{note}", response, retry_after=retry)
-        raise self.fail("bad_request", f"HTTP {status} {detail}", response)
+        if reason == "payment" and status == 402:
+            raise self.fail(reason, f"HTTP 402 (credits or quota exhausted) {detail}", response)
+        if reason == "redirect":  # a 3xx the flow was handed: never followed here either
+            reason = "bad_request"
+        raise self.fail(reason, f"HTTP {status} {detail}{note}", response, retry_after=retry)
 
     def retry_after(self, response: httpx.Response) -> float | None:
         """Seconds to wait after a 429, from ``retry-after-ms`` / ``Retry-After`` (a provider that reports it

@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 
 import httpx
 
+from .._failures import StatusRule
 from .._models import Hit, ProviderAnswer
 from .._options import SearchOptions
 from .._wire import clip, parse_error_envelope
@@ -37,6 +38,10 @@ class Linkup(Provider):
     deep_price: ClassVar[float] = 0.05
     no_result_codes: ClassVar[tuple[str, ...]] = ("SEARCH_QUERY_NO_RESULT", "NO_RESULT")
     credit_code_words: ClassVar[tuple[str, ...]] = ("CREDIT", "FUNDS", "BUDGET", "QUOTA")
+    #: a 429 whose code names credit or budget is ``payment``
+    status_rules: ClassVar[tuple[StatusRule, ...]] = (
+        StatusRule(429, "payment", "HTTP 429 {code}: {message}", codes=credit_code_words),
+    )
     native_options: ClassVar[frozenset[str]] = frozenset(
         {
             "max_results",
@@ -88,14 +93,6 @@ class Linkup(Provider):
             json=body,
             headers=self.headers(Authorization=f"Bearer {key}"),
         )
-
-    def check_status(self, response: httpx.Response) -> None:
-        """Like :meth:`Provider.check_status`; a 429 whose code names credit or budget is ``payment``."""
-        if response.status_code == 429:
-            code, message = _error_code(response)
-            if any(word in code for word in self.credit_code_words):
-                raise self.fail("payment", f"HTTP 429 {code}: {message}".strip(), response)
-        super().check_status(response)
 
     def parse_response(self, response: httpx.Response, query: str, options: SearchOptions) -> ProviderAnswer:
         """``results[]`` (text only) to hits; the 400 "no result" answer is an unbilled empty answer."""

@@ -8,11 +8,11 @@ combined with date bounds in the API, so with dates the recency becomes a lower 
 
 from __future__ import annotations
 
-import json
 from typing import Any, ClassVar
 
 import httpx
 
+from .._failures import StatusRule
 from .._models import Hit, ProviderAnswer
 from .._options import SearchOptions
 from ._base import Provider, parse_published
@@ -63,6 +63,16 @@ class PerplexitySearch(Provider):
         }
     )
     extra_options: ClassVar[tuple[str, ...]] = _PASS_THROUGH
+    #: HTTP 451 api_key_created_before_search_api_cutoff is a key problem: the key predates the Search API
+    status_rules: ClassVar[tuple[StatusRule, ...]] = (
+        StatusRule(
+            451, "auth",
+            f"HTTP 451 {KEY_PREDATES_SEARCH_API}: this API key was created before the Perplexity Search API "
+            "existed and cannot call it; create a new API key (perplexity.ai, API settings) and set "
+            "PERPLEXITY_API_KEY to it",
+            codes=(KEY_PREDATES_SEARCH_API,),
+        ),
+    )
 
     def build_request(self, query: str, options: SearchOptions) -> httpx.Request:
         """``POST {base}/search`` with the options mapped to Perplexity's filters."""
@@ -98,19 +108,6 @@ class PerplexitySearch(Provider):
             headers=self.headers(Authorization=f"Bearer {key}"),
         )
 
-    def check_status(self, response: httpx.Response) -> None:
-        """As the base class, plus: HTTP 451 ``api_key_created_before_search_api_cutoff`` is a key problem
-        (reason ``auth``): the key predates the Search API and the user must create a new one."""
-        if response.status_code == 451 and _error_type(response) == KEY_PREDATES_SEARCH_API:
-            raise self.fail(
-                "auth",
-                f"HTTP 451 {KEY_PREDATES_SEARCH_API}: this API key was created before the Perplexity Search "
-                "API existed and cannot call it; create a new API key (perplexity.ai, API settings) and set "
-                "PERPLEXITY_API_KEY to it",
-                response,
-            )
-        super().check_status(response)
-
     def parse_response(self, response: httpx.Response, query: str, options: SearchOptions) -> ProviderAnswer:
         """``results[]`` to hits: ``date`` is the publication date, ``last_updated`` the update date (apart)."""
         data = self.json_object(response)
@@ -137,14 +134,3 @@ class PerplexitySearch(Provider):
                 )
             )
         return ProviderAnswer(hits=hits)
-
-
-def _error_type(response: httpx.Response) -> str | None:
-    """``error.type`` of a ``{"error": {"type": ..., "code": ...}}`` body, or None."""
-    try:
-        data = json.loads(response.content)
-    except (ValueError, UnicodeDecodeError):
-        return None
-    error = data.get("error") if isinstance(data, dict) else None
-    kind = error.get("type") if isinstance(error, dict) else None
-    return kind if isinstance(kind, str) else None

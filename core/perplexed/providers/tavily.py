@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 import httpx
 
 from .._errors import ConfigError
+from .._failures import StatusRule
 from .._models import Hit, ProviderAnswer
 from .._options import SearchOptions
 from ._base import Provider, parse_published
@@ -116,6 +117,10 @@ class Tavily(Provider):
     default_base_url = "https://api.tavily.com"
     #: pay-as-you-go USD per credit (tavily.com pricing, reference checked 2026-11; plans $0.005-0.0075)
     default_usd_per_credit: ClassVar[float] = 0.008
+    status_rules: ClassVar[tuple[StatusRule, ...]] = (  # Tavily's credit limits
+        StatusRule(432, "payment", "HTTP {status} (Tavily credit limit exceeded)"),
+        StatusRule(433, "payment", "HTTP {status} (Tavily credit limit exceeded)"),
+    )
     # USD per basic search (1 credit) at the default usd_per_credit; advanced searches cost 2 credits.
     default_price = 0.008
     native_options: ClassVar[frozenset[str]] = frozenset(
@@ -197,14 +202,6 @@ class Tavily(Provider):
             json=body,
             headers=self.headers(Authorization=f"Bearer {key}"),
         )
-
-    def check_status(self, response: httpx.Response) -> None:
-        """Like :meth:`Provider.check_status`, plus Tavily's 432/433 (credit limits) as ``payment``."""
-        if response.status_code in (432, 433):
-            raise self.fail(
-                "payment", f"HTTP {response.status_code} (Tavily credit limit exceeded)", response
-            )
-        super().check_status(response)
 
     def retry_after(self, response: httpx.Response) -> float | None:
         """The ``Retry-After`` header, else the body's ``retry_after_seconds`` (keyless 429s)."""

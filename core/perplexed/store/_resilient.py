@@ -3,14 +3,20 @@
 :class:`ResilientStore` wraps a remote store (the Redis one) and keeps the chain's rules when the remote is
 unreachable, slow or answering errors:
 
-* every remote call has its own small timeout; whatever it raises (or a timeout) starts an *outage*;
+* every remote call has its own small timeout (a cold client's first call, still connecting, the connect
+  timeout instead: a cluster client reading its slot map is not an outage); whatever a call raises (or a
+  timeout) starts an *outage*, at the first failed call;
 * during an outage the process uses in-process state (a fresh :class:`~perplexed.store.MemoryStore`) and
   tries the remote again at most once a second (one probe at a time), so a search pays the store timeout at
-  most once; a probe that changes state (``admit``, ``record``, ``add_spend``, ``clear``) and succeeds ends
-  the outage; reads (``spend``, ``state``, ``latency_p95``) answer from the remote when they can but do not
-  end it (an out-of-memory server still answers reads);
+  most once a second; a state-changing call (``admit``, ``record``, ``add_spend``, ``clear``) probes with a
+  small *write* first (``remote.probe()``), and only a write that succeeds ends the outage (reads answer
+  from the remote when they can, but do not end it): a server that answers reads but refuses writes (``OOM`` under ``maxmemory``, ``READONLY``
+  after a failover, ``LOADING``, ``MASTERDOWN``) keeps it going, so an outage never flaps;
 * degraded, but still safe: rolling-window limits become N calls per ``window x fleet_size`` in each process
-  (the account's limit is not multiplied by the number of workers), and spend limits fail closed: a paid
+  (the account's limit is not multiplied by the number of workers), and that window does not start empty:
+  for a provider this process had been calling, it holds the admissions it made before the outage, topped
+  up to N with evenly spaced ones (at a random phase) as if the process had been using its share, so slots
+  free one at a time at the share's pace and an outage (or one spurious timeout) releases no burst; spend limits fail closed: a paid
   provider is skipped ``over_budget`` (with a detail saying why) while free providers and the in-process
   cache go on;
 * one telemetry event ``("perplexed", "store", "unavailable")`` (metadata: the store's ``kind`` and the
@@ -22,8 +28,10 @@ No exception from the remote ever reaches the caller (cancellation of the caller
 from __future__ import annotations
 
 import asyncio
+import random
 import threading
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any, Final, TypeVar
@@ -43,6 +51,12 @@ logger = get_logger("perplexed.store")
 
 RETRY_S: Final = 1.0
 """During an outage, the remote store is tried again at most this often."""
+
+MAX_BACKGROUND: Final = 256
+"""Records running as tasks of their own (cluster mode) at most at once."""
+
+_HISTORY_PROVIDERS: Final = 10_000
+_HISTORY_MAX: Final = 10_000
 
 _LOCAL_TICKET = "L:"
 
@@ -66,9 +80,17 @@ class ResilientStore(Store):
     shared = True
 
     def __init__(self, remote: Store, *, kind: str, timeout_s: float, fleet_size: int,
-                 clock: Callable[[], float], abandon: bool = False) -> None:
+                 clock: Callable[[], float], abandon: bool = False, cold_timeout_s: float | None = None) -> None:
         self._remote = remote
         self._abandon = abandon
+        self._cold_timeout_s = max(timeout_s, cold_timeout_s or timeout_s)
+        self._cold = getattr(remote, "cold", None)
+        self._probe = getattr(remote, "probe", None)
+        # this process's recent admissions per provider (clock times): the degraded window starts from them
+        self._history: dict[str, deque[float]] = {}
+        self._seeded: set[str] = set()
+        self._down_clock = 0.0
+        self._background: set[asyncio.Task[None]] = set()
         self.kind = kind
         self.clock = clock
         self._timeout_s = timeout_s
@@ -101,14 +123,14 @@ class ResilientStore(Store):
                         return _SKIP
                     self._probing = probing = True
                     self._next_try = now + RETRY_S
+        timeout_s = self._timeout_s
+        if not probing and self._cold is not None and self._cold():
+            timeout_s = self._cold_timeout_s  # a cold client connecting: not an outage unless it takes longer
         try:
-            if bounded and self._abandon:
-                result = await self._bounded(make)
-            elif bounded:
-                async with asyncio.timeout(self._timeout_s):
-                    result = await make()
-            else:
-                result = await make()
+            if probing and changes_state and self._probe is not None:  # only a successful write ends an outage
+                await self._call(self._probe, self._timeout_s, True)
+                self._recovered()
+            result = await self._call(make, timeout_s, bounded)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # anything the store does wrong: degrade, never raise
@@ -117,11 +139,19 @@ class ResilientStore(Store):
         finally:
             if probing:
                 self._probing = False
-        if self._down_since is not None and changes_state:
+        if probing and self._probe is None and changes_state:
             self._recovered()
         return result
 
-    async def _bounded(self, make: Callable[[], Awaitable[T]]) -> T:
+    async def _call(self, make: Callable[[], Awaitable[T]], timeout_s: float, bounded: bool) -> T:
+        if bounded and self._abandon:
+            return await self._bounded(make, timeout_s)
+        if bounded:
+            async with asyncio.timeout(timeout_s):
+                return await make()
+        return await make()
+
+    async def _bounded(self, make: Callable[[], Awaitable[T]], timeout_s: float) -> T:
         """``await make()``, but never longer than the store timeout (``abandon=True``).
 
         The call runs as its own task and is abandoned (cancelled, not awaited) when the timeout passes: a
@@ -131,7 +161,7 @@ class ResilientStore(Store):
         """
         task = asyncio.ensure_future(make())
         try:
-            done, _ = await asyncio.wait((task,), timeout=self._timeout_s)
+            done, _ = await asyncio.wait((task,), timeout=timeout_s)
         except asyncio.CancelledError:
             task.cancel()
             raise
@@ -152,7 +182,9 @@ class ResilientStore(Store):
             if self._down_since is not None:
                 return
             self._down_since = time.monotonic()
+            self._down_clock = self.clock()
             self._local = MemoryStore(clock=self.clock)
+            self._seeded = set()
             self.outages += 1
             self.last_error = error
         logger.warning(
@@ -185,20 +217,54 @@ class ResilientStore(Store):
     async def admit(self, request: Admission) -> Decision:
         result = await self._remote_call(lambda: self._remote.admit(request), changes_state=True)
         if not isinstance(result, _Skip):
+            if request.rate_limit is not None and result.verdict == "call":
+                self._remember(request.provider, request.rate_limit[0])
             return result
         return self._admit_locally(request)
 
+    def _remember(self, provider: str, limit: int) -> None:
+        """Note an admission the remote granted (the degraded window starts from these)."""
+        stamps = self._history.get(provider)
+        size = max(1, min(limit, _HISTORY_MAX))
+        if stamps is None or stamps.maxlen != size:
+            if len(self._history) >= _HISTORY_PROVIDERS:
+                self._history.clear()
+            stamps = self._history[provider] = deque(stamps or (), maxlen=size)
+        stamps.append(self.clock())
+
+    def _seed(self, local: MemoryStore, provider: str, limit: int, window_s: float) -> None:
+        """Start ``provider``'s degraded window (``limit`` per ``window_s``) from what this process last knew:
+        when it had been calling ``provider`` through the remote, its own admissions inside the window, topped
+        up to ``limit`` with evenly spaced ones at a random phase (its share of a fleet at the limit), so no
+        burst leaves when the outage starts. A process that never called it starts with an empty window."""
+        start = self._down_clock
+        known = self._history.get(provider)
+        if not known:  # the process never used it through the remote: nothing to continue from
+            return
+        own = sorted(t for t in known if start - window_s < t <= start)[-limit:]
+        missing = limit - len(own)
+        phase = random.random()
+        filler = [start - window_s * (i + phase) / limit for i in range(missing)]
+        local.seed_window(provider, sorted(own + [t for t in filler if t > start - window_s]))
+
     def _admit_locally(self, request: Admission) -> Decision:
         local_request = request
-        if request.rate_limit is not None and self._fleet_size > 1:
+        local = self._local_store()
+        if request.rate_limit is not None:
             limit, window_s = request.rate_limit
-            local_request = replace(local_request, rate_limit=(limit, window_s * self._fleet_size))
+            window_s *= self._fleet_size
+            local_request = replace(local_request, rate_limit=(limit, window_s))
+            if request.provider not in self._seeded:
+                with self._lock:
+                    if request.provider not in self._seeded:
+                        self._seeded.add(request.provider)
+                        self._seed(local, request.provider, limit, window_s)
         closed = request.price > 0 and bool(request.spend_limits) and not request.over_call_budget
         if closed:  # spend limits cannot be checked fleet-wide: fail closed (the cache still answers)
             local_request = replace(local_request, over_call_budget=True)
         if request.claim_fill:
             local_request = replace(local_request, claim_fill=False)
-        decision = self._local_store().admit_now(local_request)
+        decision = local.admit_now(local_request)
         if closed and decision.verdict == "over_budget":
             return Decision("over_budget", detail=f"the {self.kind} state store is unavailable: paid providers "
                             "are skipped while spend limits cannot be checked")
@@ -228,6 +294,21 @@ class ResilientStore(Store):
         result = await self._remote_call(lambda: self._remote.record(remote), changes_state=True)
         if isinstance(result, _Skip):
             self._local_store().record_now(local)
+
+    def record_soon(self, record: Record) -> bool:
+        """A search does not wait for its record: the standalone client pipelines it (see :meth:`record`);
+        a client that cannot (the cluster's, ``abandon=True``) runs it as a task of its own, at most
+        :data:`MAX_BACKGROUND` at once (beyond that the caller awaits it)."""
+        if not self._abandon or len(self._background) >= MAX_BACKGROUND:
+            return False
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return False
+        task = loop.create_task(self.record(record))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return True
 
     def _check_sent(self, reply: asyncio.Future[Any]) -> None:
         """A record sent without waiting failed: that starts an outage like any failed call."""

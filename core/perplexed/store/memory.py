@@ -118,15 +118,43 @@ class _Spend:
         return out
 
 
-class MemoryStore(Store):
-    """Per-process state: cache (LRU-bounded, ``max_cache_entries``), cool-downs, rate windows, spend,
-    latencies. Cross-process single flight does not apply (the chain shares calls within a process)."""
+DEFAULT_MAX_CACHE_BYTES = 64 * 1024 * 1024
+"""The memory store's default cache size bound (64 MiB, estimated from the cached hits' text)."""
 
-    def __init__(self, *, clock: Callable[[], float] | None = None, max_cache_entries: int = 10_000) -> None:
+
+def _answer_bytes(snapshots: Any, detail: str | None) -> int:
+    """A cheap estimate of what a cached answer holds: its strings' lengths plus a fixed cost per hit and
+    per value (nested lists and dicts walked iteratively, never recursively)."""
+    size = 256 + (len(detail) if detail else 0)
+    stack: list[Any] = [fields for fields, _ in snapshots]
+    while stack:
+        value = stack.pop()
+        size += 64
+        if isinstance(value, str | bytes):
+            size += len(value)
+        elif isinstance(value, dict):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list | tuple | set | frozenset):
+            stack.extend(value)
+    return size
+
+
+class MemoryStore(Store):
+    """Per-process state: cache (LRU-bounded by ``max_cache_entries`` and ``max_cache_bytes``, default 64 MiB
+    estimated from the cached text; an answer larger than an eighth of it is not cached), cool-downs, rate
+    windows, spend, latencies. Cross-process single flight does not apply (the chain shares calls within a
+    process)."""
+
+    def __init__(self, *, clock: Callable[[], float] | None = None, max_cache_entries: int = 10_000,
+                 max_cache_bytes: int = DEFAULT_MAX_CACHE_BYTES) -> None:
         self.clock = clock or time.time
         self.max_cache_entries = max_cache_entries
+        self.max_cache_bytes = max_cache_bytes
+        self._cache_bytes = 0
         self._lock = threading.Lock()
-        self._cache: OrderedDict[str, tuple[float, Any, str | None]] = OrderedDict()  # expires, snapshots, detail
+        # key -> (expires, snapshots, detail, estimated bytes)
+        self._cache: OrderedDict[str, tuple[float, Any, str | None, int]] = OrderedDict()
         self._windows: dict[str, deque[float]] = {}
         self._cool: dict[str, CoolState] = {}
         self._spend = _Spend()
@@ -151,6 +179,7 @@ class MemoryStore(Store):
                     if entry[0] > now:
                         return Decision("cached", answer=CachedAnswer(restore_hits(entry[1]), entry[2]))
                     del self._cache[key]
+                    self._cache_bytes -= entry[3]
             if request.over_call_budget:
                 return Decision("over_budget")
             provider = request.provider
@@ -217,16 +246,35 @@ class MemoryStore(Store):
             elif record.cost > 0:
                 self._spend.add(now, record.label, record.cost)
             if record.cache_key is not None and record.answer is not None and record.ttl_s:
-                cache = self._cache
-                cache[record.cache_key] = (now + record.ttl_s, snapshot_hits(record.answer.hits), record.answer.detail)
-                cache.move_to_end(record.cache_key)
-                while len(cache) > self.max_cache_entries:
-                    cache.popitem(last=False)
+                self._cache_put(record.cache_key, now + record.ttl_s, snapshot_hits(record.answer.hits),
+                                record.answer.detail)
             if record.latency_ms is not None and record.provider:
                 samples = self._latency.get(record.provider)
                 if samples is None:
                     samples = self._latency[record.provider] = deque(maxlen=LATENCY_SAMPLES)
                 samples.append(record.latency_ms)
+
+    def _cache_put(self, key: str, expires: float, snapshots: Any, detail: str | None) -> None:
+        cache = self._cache
+        old = cache.pop(key, None)
+        if old is not None:
+            self._cache_bytes -= old[3]
+        size = _answer_bytes(snapshots, detail)
+        if size > self.max_cache_bytes // 8:  # one answer may not push out an eighth of the cache
+            return
+        cache[key] = (expires, snapshots, detail, size)
+        self._cache_bytes += size
+        while len(cache) > self.max_cache_entries or self._cache_bytes > self.max_cache_bytes:
+            self._cache_bytes -= cache.popitem(last=False)[1][3]
+
+    def seed_window(self, provider: str, stamps: list[float]) -> None:
+        """Start ``provider``'s rolling window with these admission times (oldest first): the degraded mode of
+        a shared store starts from what the process last knew, not from an empty window."""
+        with self._lock:
+            window = self._windows.setdefault(provider, deque())
+            merged = sorted([*window, *stamps])
+            window.clear()
+            window.extend(merged)
 
     # -- reads --------------------------------------------------------------------------------------------
 
@@ -251,6 +299,7 @@ class MemoryStore(Store):
     async def clear(self) -> None:
         with self._lock:
             self._cache.clear()
+            self._cache_bytes = 0
             self._windows.clear()
             self._cool.clear()
             self._spend = _Spend()

@@ -30,12 +30,13 @@ import contextlib
 import hashlib
 import itertools
 import os
+import ssl
 import threading
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Final
-from urllib.parse import SplitResult, parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
+from urllib.parse import SplitResult, parse_qsl, quote, unquote, urlsplit, urlunsplit
 
 from .._errors import _SECRETS, ConfigError, register_secret
 from .._policy import LATENCY_SAMPLES, p95
@@ -52,12 +53,18 @@ from ._base import (
 )
 from ._redis_lua import ADMIT, POLL_FILL, RECORD, SCRIPTS, SPEND_REPORT, SPEND_RESERVE, STATE, UNDO, Script
 from ._resilient import ResilientStore
-from ._resp import NoScript, RespClient
+from ._resp import SSL_OPTIONS, NoScript, RespClient, ssl_context, tls_version
 
-__all__ = ["DEFAULT_PREFIX", "DEFAULT_TIMEOUT_MS", "MAX_CACHE_BYTES", "RedisStore"]
+__all__ = ["DEFAULT_CONNECT_TIMEOUT_S", "DEFAULT_PREFIX", "DEFAULT_TIMEOUT_MS", "MAX_CACHE_BYTES", "RedisStore"]
 
 DEFAULT_PREFIX: Final = "perplexed:"
 DEFAULT_TIMEOUT_MS: Final = 50
+DEFAULT_CONNECT_TIMEOUT_S: Final = 1.0
+"""Connecting (TCP/TLS, AUTH, SELECT; a cluster client's slot map) may take this long (or the store timeout
+if longer; the URL's ``socket_connect_timeout`` sets it): a caller waits for it at most once, on a cold
+client; later calls wait at most the store timeout."""
+CLUSTER_MAX_CONNECTIONS: Final = 64
+"""The cluster client's connection pool, per node."""
 MAX_CACHE_BYTES: Final = 1024 * 1024
 """A cached answer larger than this (serialized) is not cached."""
 
@@ -89,7 +96,7 @@ class _RedisBackend(Store):
     shared = True
 
     def __init__(self, url: str, options: dict[str, Any], *, prefix: str, cluster: bool, timeout_s: float,
-                 clock: Callable[[], float]) -> None:
+                 clock: Callable[[], float], connect_timeout_s: float | None = None) -> None:
         import redis.asyncio  # noqa: F401 - fail here, not on first use
         from redis.exceptions import NoScriptError
 
@@ -98,11 +105,13 @@ class _RedisBackend(Store):
         self.prefix = prefix
         self.cluster = cluster
         self._timeout_s = timeout_s
+        self._connect_timeout_s = connect_timeout_s or max(timeout_s, DEFAULT_CONNECT_TIMEOUT_S)
         self.clock = clock
         self._no_script = NoScriptError
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
+        # one client per live event loop (a loop's client holds the loop: entries leave when it closes)
+        self._clients: dict[asyncio.AbstractEventLoop, _PerLoop] = {}
         self._clients_lock = threading.Lock()
-        self._last: tuple[weakref.ref[asyncio.AbstractEventLoop] | None, Any] = (None, None)
+        self._last: tuple[weakref.ref[asyncio.AbstractEventLoop] | None, _PerLoop | None] = (None, None)
         self._tags: dict[str, str] = {}
         self._spend_keys = tuple(f"{prefix}{{spend}}:{part}" for part in "eabskn")
         self._spend_dummy = tuple(f"{prefix}{{spend}}:x{i}" for i in range(5))
@@ -111,47 +120,87 @@ class _RedisBackend(Store):
         self._p95: dict[str, tuple[float, float | None]] = {}
         self._record_loaded = not cluster  # standalone: every new connection loads the scripts first
 
-    # -- connections: one client per event loop ----------------------------------------------------------------
+    # -- connections: one client per event loop, closed with it -------------------------------------------------
+
+    def _entry(self) -> _PerLoop:
+        loop = asyncio.get_running_loop()
+        ref, entry = self._last
+        if ref is not None and entry is not None and ref() is loop:
+            return entry
+        with self._clients_lock:
+            entry = self._clients.get(loop)
+            if entry is None:
+                self._sweep()
+                entry = self._clients[loop] = _PerLoop(self._new_client())
+                entry.guard_loop(self._forget)
+            self._last = (weakref.ref(loop), entry)
+        return entry
 
     def _client(self) -> Any:
-        loop = asyncio.get_running_loop()
-        ref, client = self._last
-        if ref is not None and ref() is loop:
-            return client
+        return self._entry().client
+
+    def _sweep(self) -> None:
+        """Release the clients of event loops that were closed without shutting down their async generators
+        (``asyncio.run`` does shut them down: see :class:`_PerLoop`). Called with the lock held."""
+        for loop in [loop for loop in self._clients if loop.is_closed()]:
+            self._clients.pop(loop).close_dead()
+
+    def _forget(self, entry: _PerLoop) -> None:
         with self._clients_lock:
-            client = self._clients.get(loop)
-            if client is None:
-                client = self._new_client()
-                self._clients[loop] = client
-            self._last = (weakref.ref(loop), client)
-        return client
+            for loop, other in list(self._clients.items()):
+                if other is entry:
+                    del self._clients[loop]
+            if self._last[1] is entry:
+                self._last = (None, None)
+
+    def cold(self) -> bool:
+        """Whether this event loop's cluster client has never had an answer (connecting to the nodes, reading
+        the slot map): its first call may take the connect timeout, not the store timeout. A standalone
+        client's connection is one round trip (and AUTH/SELECT pipelined): never cold."""
+        if not self.cluster:
+            return False
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return False
+        entry = self._clients.get(loop)
+        return entry is None or not entry.answered
 
     def _new_client(self) -> Any:
-        kwargs: dict[str, Any] = {
-            "socket_timeout": self._timeout_s,
-            "socket_connect_timeout": self._timeout_s,
-            **self._options,
-        }
         if self.cluster:
             from redis.asyncio.cluster import RedisCluster
 
+            kwargs: dict[str, Any] = {
+                "socket_timeout": max(self._timeout_s, self._connect_timeout_s),
+                "socket_connect_timeout": self._connect_timeout_s,
+                "socket_keepalive": True,
+                "max_connections": CLUSTER_MAX_CONNECTIONS,
+                **self._options,
+            }
             return RedisCluster.from_url(self._url, **kwargs)
-        from redis.asyncio.connection import parse_url
-
-        options = dict(parse_url(self._url))
-        options["ssl"] = self._url.lower().startswith("rediss://")
-        return RespClient(options, self._timeout_s, preload=tuple(script.source for script in SCRIPTS))
+        return RespClient(self._options, self._timeout_s, preload=tuple(script.source for script in SCRIPTS),
+                          connect_timeout_s=self._connect_timeout_s)
 
     async def _eval(self, script: Script, keys: Sequence[str], args: Sequence[str | bytes]) -> Any:
-        client = self._client()
+        entry = self._entry()
+        client = entry.client
         if self.cluster:
             # a cold cluster client hit by concurrent commands can hand out a connection while another task
             # is setting it up (redis-py 8.1: AttributeError on _writer); initializing first avoids that
             await client.initialize()
         try:
-            return await client.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
+            reply = await client.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
         except (NoScript, self._no_script):  # a restarted or flushed server: EVAL sends the source (and caches it)
-            return await client.execute_command("EVAL", script.source, len(keys), *keys, *args)
+            reply = await client.execute_command("EVAL", script.source, len(keys), *keys, *args)
+        entry.answered = True
+        return reply
+
+    async def probe(self) -> None:
+        """One small write (an expiring key): what ends an outage. A server refusing writes (``OOM`` under
+        ``maxmemory``, ``READONLY`` after a failover) but answering reads fails it."""
+        entry = self._entry()
+        await entry.client.execute_command("SET", f"{self.prefix}{{probe}}", _f(self.clock()), "PX", "60000")
+        entry.answered = True
 
     # -- key names -----------------------------------------------------------------------------------------------
 
@@ -387,7 +436,7 @@ class _RedisBackend(Store):
 
     # -- closing ------------------------------------------------------------------------------------------------------
 
-    def _take_clients(self) -> list[tuple[asyncio.AbstractEventLoop, Any]]:
+    def _take_clients(self) -> list[tuple[asyncio.AbstractEventLoop, _PerLoop]]:
         with self._clients_lock:
             items = list(self._clients.items())
             self._clients.clear()
@@ -399,40 +448,80 @@ class _RedisBackend(Store):
             current: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:  # pragma: no cover - aclose is a coroutine
             current = None
-        for loop, client in self._take_clients():
+        for loop, entry in self._take_clients():
             if loop is current:
-                await _aclose_client(client)
+                await entry.aclose()
             else:
-                _close_elsewhere(loop, client)
+                entry.close_elsewhere(loop)
 
     def close(self) -> None:
-        for loop, client in self._take_clients():
-            _close_elsewhere(loop, client)
+        for loop, entry in self._take_clients():
+            entry.close_elsewhere(loop)
 
 
-async def _aclose_client(client: Any) -> None:
-    closer = getattr(client, "aclose", None) or client.close
-    with contextlib.suppress(Exception):
-        await closer()
-
-
-def _close_elsewhere(loop: asyncio.AbstractEventLoop, client: Any) -> None:
-    """Close a client that belongs to ``loop`` from outside it (best effort; a closed loop's client is dropped)."""
-    if loop.is_closed():
-        return
+async def _loop_guard(entry: _PerLoop, forget: Callable[[_PerLoop], None]) -> AsyncIterator[None]:
+    """Lives as long as its event loop: ``asyncio.run`` (any loop's ``shutdown_asyncgens``) closes it, and
+    with it the loop's client (a process calling ``asyncio.run(asearch(...))`` 500 times holds no socket)."""
     try:
-        running = asyncio.get_running_loop()
-    except RuntimeError:
-        running = None
-    if loop.is_running():
-        future = asyncio.run_coroutine_threadsafe(_aclose_client(client), loop)
-        if running is None:  # we may block: wait a little for it
-            with contextlib.suppress(Exception):
-                future.result(timeout=1.0)
-        return
-    if running is None:
+        yield
+    finally:
+        forget(entry)
+        await entry.aclose()
+
+
+class _PerLoop:
+    """An event loop's client, whether it has answered yet, and the guard that closes it with its loop."""
+
+    __slots__ = ("answered", "client", "guard")
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.answered = False
+        self.guard: AsyncIterator[None] | None = None
+
+    def guard_loop(self, forget: Callable[[_PerLoop], None]) -> None:
+        """Start the guard on the running loop (it registers with the loop's async-generator hooks on its first
+        step, which runs to its ``yield`` at once); the entry keeps it alive (the loop's set is weak)."""
+        guard = _loop_guard(self, forget)
+        step = guard.__anext__()
+        try:
+            step.send(None)  # type: ignore[attr-defined]
+        except StopIteration:
+            self.guard = guard
+        else:  # pragma: no cover - the guard never waits before its yield
+            step.close()  # type: ignore[attr-defined]
+
+    async def aclose(self) -> None:
+        closer = getattr(self.client, "aclose", None) or self.client.close
         with contextlib.suppress(Exception):
-            loop.run_until_complete(_aclose_client(client))
+            await asyncio.wait_for(closer(), 2.0)
+
+    def close_dead(self) -> None:
+        """The loop is closed: release what can be released without it (the RESP client's socket)."""
+        dead = getattr(self.client, "close_dead", None)
+        if dead is not None:
+            dead()
+
+    def close_elsewhere(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Close from outside ``loop`` (best effort; a closed loop's RESP socket is closed directly)."""
+        if loop.is_closed():
+            self.close_dead()
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if loop.is_running():
+            future = asyncio.run_coroutine_threadsafe(self.aclose(), loop)
+            if running is None:  # we may block: wait a little for it
+                with contextlib.suppress(Exception):
+                    future.result(timeout=1.0)
+            return
+        if running is None:
+            with contextlib.suppress(Exception):
+                loop.run_until_complete(self.aclose())
+            return
+        self.close_dead()
 
 
 def _consume_reply(future: asyncio.Future[Any]) -> None:
@@ -483,6 +572,61 @@ def _as_fleet_size(value: object) -> int:
     return number
 
 
+_STANDALONE_QUERY: Final = ("db", "socket_connect_timeout", "socket_keepalive")
+_CLUSTER_QUERY: Final = ("socket_connect_timeout", "socket_keepalive", "ssl_ca_certs", "ssl_ca_data", "ssl_cert_reqs",
+                         "ssl_certfile", "ssl_keyfile", "ssl_check_hostname", "ssl_min_version", "ssl_ciphers")
+
+
+def _client_options(scheme: str, query: list[tuple[str, str]], cluster: bool) -> tuple[dict[str, Any], float | None]:
+    """The URL's client options, checked: each is honoured or refused (``ConfigError`` naming it). Returns the
+    options to hand to the client and the connect timeout (seconds) when the URL sets one."""
+    allowed = _CLUSTER_QUERY if cluster else _STANDALONE_QUERY + (SSL_OPTIONS if scheme == "rediss" else ())
+    options: dict[str, Any] = {}
+    connect: float | None = None
+    for name, value in query:
+        if name not in allowed:
+            hint = (" (TLS options need a rediss:// URL)" if name.startswith("ssl_") and scheme != "rediss"
+                    else " (use timeout_ms)" if name in ("socket_timeout", "timeout") else "")
+            raise ConfigError(f"RedisStore: URL option {name!r} is not supported{' in cluster mode' if cluster else ''}"
+                              f"{hint}; supported: {', '.join(sorted(allowed + _OWN_QUERY))}")
+        if name == "socket_connect_timeout":
+            try:
+                connect = float(value)
+            except ValueError:
+                connect = None
+            if connect is None or not 0 < connect < float("inf"):
+                raise ConfigError(f"RedisStore: URL option 'socket_connect_timeout' must be seconds > 0, got {value!r}")
+            options[name] = connect
+        elif name == "socket_keepalive":
+            if _as_bool(name, value) is not True:
+                raise ConfigError("RedisStore: URL option 'socket_keepalive' cannot be turned off (it finds dead peers)")
+        elif name == "db":
+            if not value.strip().isdigit() or (cluster and int(value) != 0):
+                raise ConfigError(f"RedisStore: URL option 'db' must be a database number, got {value!r}")
+            options[name] = int(value)
+        elif name == "ssl_min_version":
+            try:
+                options[name] = tls_version(value)
+            except ValueError as exc:
+                raise ConfigError(f"RedisStore: URL option 'ssl_min_version': {exc}") from None
+        elif name in ("ssl_check_hostname",):
+            options[name] = _as_bool(name, value)
+        elif name == "ssl_cert_reqs":
+            if value.strip().lower() not in ("none", "optional", "required", "cert_none", "cert_optional",
+                                             "cert_required"):
+                raise ConfigError(f"RedisStore: URL option 'ssl_cert_reqs' must be none, optional or required, "
+                                  f"got {value!r}")
+            options[name] = value.strip().lower().replace("cert_", "")
+        else:
+            options[name] = value
+    if scheme == "rediss" and not cluster:
+        try:
+            ssl_context(options)  # files, password, ciphers: fail now, naming the problem, not on every call
+        except (OSError, ssl.SSLError, ValueError) as exc:
+            raise ConfigError(f"RedisStore: the TLS options cannot be used ({type(exc).__name__}: {exc})") from None
+    return options, connect
+
+
 class RedisStore(ResilientStore):
     """The state store of a fleet, in Redis or Valkey (see the module docstring).
 
@@ -525,16 +669,32 @@ class RedisStore(ResilientStore):
             raise ConfigError(f"RedisStore: clock must be a callable returning seconds, got {clock!r}")
         if parts.password:
             register_secret(unquote(parts.password))
-        clean = urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(rest), parts.fragment))
+        options, connect_timeout = _client_options(scheme, rest, use_cluster)
+        clean = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))  # the options go as arguments
+        if not use_cluster:
+            try:
+                from redis.asyncio.connection import parse_url
+            except ImportError:
+                raise ConfigError(
+                    "store: RedisStore needs the redis client: pip install 'perplexed-search[redis]'"
+                ) from None
+            try:
+                parsed = dict(parse_url(urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))))
+            except ValueError as exc:
+                raise ConfigError(f"RedisStore: the URL cannot be used ({exc})") from None
+            parsed.pop("connection_class", None)
+            options = {**parsed, **options, "ssl": scheme == "rediss"}
         try:
-            backend = _RedisBackend(clean, {}, prefix=prefix, cluster=use_cluster, timeout_s=timeout / 1000.0,
-                                    clock=clock or time.time)
+            backend = _RedisBackend(clean, options, prefix=prefix, cluster=use_cluster,
+                                    timeout_s=timeout / 1000.0, clock=clock or time.time,
+                                    connect_timeout_s=connect_timeout)
         except ImportError:
             raise ConfigError(
                 "store: RedisStore needs the redis client: pip install 'perplexed-search[redis]'"
             ) from None
         super().__init__(backend, kind="redis", timeout_s=timeout / 1000.0, fleet_size=fleet,
-                         clock=clock or time.time, abandon=use_cluster)
+                         clock=clock or time.time, abandon=use_cluster,
+                         cold_timeout_s=backend._connect_timeout_s)
         self.prefix = prefix
         self.cluster = use_cluster
         self.timeout_ms = timeout

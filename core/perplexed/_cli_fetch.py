@@ -1,0 +1,164 @@
+"""``perplexed fetch URL...``: page content through a chain of fetch providers (see :func:`perplexed.fetch`).
+
+Prints each page (title, URL, content) and its attempts table, or with ``--json`` one JSON object per URL (JSON
+Lines) with the :class:`~perplexed.Page` fields (a failed URL: ``url``, ``error`` and its ``attempts``). Progress on
+stderr for many URLs. Exit 0 when every URL succeeded, 1 when any failed, 2 for usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+from ._cli_output import EXIT_NO_RESULTS, EXIT_OK, consoles, escape, money
+from ._errors import UpstreamError
+from ._fetch import fetch_many, prepare_fetch
+from ._models import Attempt, Page
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rich.console import Console
+
+__all__ = ["add_parser", "command"]
+
+_OUTCOME_STYLE = {"ok": "green", "empty": "yellow", "insufficient": "yellow", "timeout": "magenta",
+                  "deadline": "magenta", "error": "red", "skipped": "dim", "cancelled": "dim"}
+
+
+def add_parser(sub: Any, parser_class: type[argparse.ArgumentParser], positive_int: Any, whole_number: Any) -> None:
+    """The ``fetch`` subcommand (``sub``: the CLI's subparsers)."""
+    p = sub.add_parser("fetch", help="the content of web pages, through a chain of fetch providers", description=(
+        "Fetch each URL's main content as Markdown (or text) through a chain of fetch providers, free first "
+        "(default: http, the page itself). Prints the content and every attempt; --json prints one JSON object "
+        "per URL (JSON Lines). Exit 0 when every URL succeeded, 1 when any failed, 2 for usage errors."))
+    p.add_argument("urls", nargs="+", metavar="URL", help="the pages to fetch (http, https, or an indexed file://)")
+    p.add_argument("--provider", "-p", metavar="A,B,C",
+                   help="fetch provider or comma-separated chain: http, jina, exa, tavily, firecrawl (default http)")
+    p.add_argument("--format", choices=("markdown", "text"), default=None, help="content format (default markdown)")
+    p.add_argument("--max-chars", type=positive_int, metavar="N", help="characters of content per page (20000)")
+    p.add_argument("--start-index", type=whole_number, metavar="N", help="where the content starts (paging)")
+    p.add_argument("--min-chars", type=whole_number, metavar="N",
+                   help="quality floor: less text is insufficient and the chain moves on (default 200)")
+    p.add_argument("--timeout-ms", type=positive_int, metavar="MS", help="time limit per provider")
+    p.add_argument("--deadline-ms", type=positive_int, metavar="MS", help="time limit per URL")
+    p.add_argument("--concurrency", type=positive_int, metavar="N", default=8, help="URLs fetched at once (8)")
+    p.add_argument("--allow-private", action="store_true",
+                   help="allow private, loopback and link-local addresses (intranet use; off by default)")
+    p.add_argument("--allow-network", action="append", metavar="CIDR",
+                   help="allow only this private network (repeatable), e.g. --allow-network 10.0.0.0/8")
+    p.add_argument("--no-robots", action="store_true", help="do not check robots.txt (http provider)")
+    p.add_argument("--json", action="store_true", help="print one JSON object per URL (JSON Lines)")
+    p.set_defaults(command="fetch", run=command)
+
+
+def _options(args: argparse.Namespace) -> dict[str, Any]:
+    allow: Any = None
+    if args.allow_private:
+        allow = True
+    elif args.allow_network:
+        allow = [c.strip() for item in args.allow_network for c in item.split(",") if c.strip()]
+    options = {
+        "format": args.format,
+        "max_chars": args.max_chars,
+        "start_index": args.start_index,
+        "min_chars": args.min_chars,
+        "provider_timeout_ms": args.timeout_ms,
+        "deadline_ms": args.deadline_ms,
+        "allow_private": allow,
+        "respect_robots": False if args.no_robots else None,
+    }
+    return {k: v for k, v in options.items() if v is not None}
+
+
+def _spec(raw: str | None) -> Any:
+    if raw is None:
+        return None
+    names = [n.strip() for n in raw.split(",") if n.strip()]
+    if not names:
+        from ._errors import UsageError
+
+        raise UsageError("--provider names no fetch provider")
+    return names if len(names) > 1 else names[0]
+
+
+def command(args: argparse.Namespace) -> int:
+    spec = _spec(args.provider)
+    options = _options(args)
+    for url in args.urls:  # every URL and option validated: exit 2 before anything is fetched
+        prepare_fetch(url, spec, **options)
+    out, err = consoles()
+    results = _run(args.urls, spec, args.concurrency, options, err, show=not args.json and len(args.urls) > 1)
+    failed = 0
+    for url, item in zip(args.urls, results, strict=True):
+        if isinstance(item, Page):
+            if args.json:
+                _line(item.model_dump(mode="json"))
+            else:
+                _print_page(out, item)
+        else:
+            failed += 1
+            if args.json:
+                _line({"url": url, "error": {"type": type(item).__name__, "reason": item.reason,
+                                             "message": str(item)},
+                       "attempts": [a.model_dump(mode="json") for a in item.attempts], "cost": item.cost})
+            else:
+                out.print(f"[bold red]Could not fetch[/] {escape(url)}.")
+                _print_attempts(out, item.attempts, None)
+    return EXIT_NO_RESULTS if failed else EXIT_OK
+
+
+def _run(urls: list[str], spec: Any, concurrency: int, options: dict[str, Any], err: Console,
+         show: bool) -> list[Page | UpstreamError]:
+    if not show or not err.is_terminal:
+        return fetch_many(urls, spec, concurrency, **options)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("Fetching"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err, transient=True) as progress:
+        task = progress.add_task("fetch", total=len(urls))
+        return fetch_many(urls, spec, concurrency, on_result=lambda i, _: progress.advance(task), **options)
+
+
+def _line(doc: dict[str, Any]) -> None:
+    """One JSON object on one line (JSON Lines)."""
+    try:
+        sys.stdout.write(json.dumps(doc, ensure_ascii=False) + "\n")
+    except UnicodeEncodeError:
+        sys.stdout.write(json.dumps(doc, ensure_ascii=True) + "\n")
+    sys.stdout.flush()
+
+
+def _print_page(out: Console, page: Page) -> None:
+    from rich.markup import escape as rich_escape
+
+    title = page.title or page.final_url
+    out.print(f"[bold]{rich_escape(title)}[/]")
+    out.print(f"[dim]{rich_escape(page.final_url)}[/]")
+    out.print()
+    out.print(rich_escape(page.content), markup=True, highlight=False)
+    if page.truncated:
+        out.print(f"[dim]… {page.total_chars - (page.next_index or 0)} more characters: "
+                  f"--start-index {page.next_index}[/]")
+    _print_attempts(out, page.attempts, page.provider)
+
+
+def _print_attempts(out: Console, attempts: list[Attempt], answered: str | None) -> None:
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title="Attempts", title_justify="left", box=box.SIMPLE_HEAD)
+    for name, justify in (("Provider", "left"), ("Outcome", "left"), ("Duration", "right"), ("Cost", "right")):
+        table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    table.add_column("Note", overflow="fold")
+    for attempt in attempts:
+        outcome = attempt.outcome.value
+        shown = "cached" if attempt.cached else (f"{outcome} ({attempt.reason})" if attempt.reason else outcome)
+        note = "; ".join(p for p in (attempt.error, attempt.detail) if p)
+        table.add_row(attempt.provider, Text(shown, style=_OUTCOME_STYLE.get(outcome, "")), f"{attempt.duration_ms} ms",
+                      money(attempt.cost), Text(note))
+    out.print(table)
+    total = sum(a.cost for a in attempts)
+    who = f"content from {answered}" if answered else "no content"
+    out.print(f"Total cost: [bold]{money(total)}[/] · {who} · {len(attempts)} attempt{'s' if len(attempts) != 1 else ''}")

@@ -1,0 +1,502 @@
+"""The Redis store is bounded everywhere (issue 23) and its outages do not flap (issue 22, point 8).
+
+Real valkey-server for event loops, SIGSTOP, wrong passwords, OOM, REPLICAOF and the cluster's cold start;
+a loopback fake Redis (:class:`FakeRedis`) for replies no real server sends (hostile or on-path ones).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import perplexed
+import pytest
+import redis
+from perplexed import ConfigError, Hit, telemetry
+from perplexed.providers import FunctionProvider
+from perplexed.store import Admission, MemoryStore, RedisStore
+from perplexed.store._resilient import RETRY_S, ResilientStore
+from perplexed.store._resp import (
+    MAX_DEPTH,
+    MAX_ELEMENTS,
+    MAX_REPLY_BYTES,
+    ProtocolError,
+    Reader,
+    RespClient,
+    RespError,
+)
+from testkit.valkey_servers import ValkeyCluster, ValkeyServer
+
+P = "provider-identity"
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def info(server: ValkeyServer, field: str) -> int:
+    client = redis.Redis(host="127.0.0.1", port=server.port)
+    try:
+        text = client.execute_command("INFO", "clients" if field == "connected_clients" else "stats")
+        return int(text[field])
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def events() -> Any:
+    seen: list[tuple[tuple[str, ...], dict[str, Any], dict[str, Any]]] = []
+    handle = telemetry.attach(lambda e, m, md: seen.append((e, m, md)) if e[:2] == ("perplexed", "store") else None)
+    yield seen
+    telemetry.detach(handle)
+
+
+class FakeRedis:
+    """A loopback server that answers every connection with ``handler(sock)`` (in a thread of its own)."""
+
+    def __init__(self, handler: Callable[[socket.socket], None]) -> None:
+        self.handler = handler
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(64)
+        self.port = self.listener.getsockname()[1]
+        self.accepted = 0
+        self.closed_by_client = threading.Event()
+        self._stop = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def _accept(self) -> None:
+        while not self._stop:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        try:
+            self.handler(conn)
+        except OSError:
+            self.closed_by_client.set()
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        self._stop = True
+        self.listener.close()
+
+
+def read_command(conn: socket.socket) -> bytes:
+    data = conn.recv(65536)
+    if not data:
+        raise ConnectionResetError("client closed")
+    return data
+
+
+def options(url: str) -> dict[str, Any]:
+    from redis.asyncio.connection import parse_url
+
+    return dict(parse_url(url))
+
+
+# -- 1. connections released with their event loop ----------------------------------------------------------------
+
+
+def test_many_event_loops_and_threads_leave_no_connections(valkey: ValkeyServer, redis_prefix: str) -> None:
+    store = RedisStore(valkey.url, prefix=redis_prefix, timeout_ms=5000)
+    limit = Admission(P, "p", rate_limit=(100000, 60.0))
+    asyncio.run(store.admit(limit))
+    fds, clients = open_fds(), info(valkey, "connected_clients")
+    for _ in range(200):  # asyncio.run(asearch(...)) in a loop: each run's connection closes with its loop
+        assert asyncio.run(store.admit(limit)).verdict == "call"
+    threads = [threading.Thread(target=lambda: asyncio.run(store.admit(limit))) for _ in range(50)]
+    for thread in threads:
+        thread.start()
+        thread.join()
+    loop = asyncio.new_event_loop()  # a loop closed without asyncio.run: released by the next new loop's client
+    loop.run_until_complete(store.admit(limit))
+    loop.close()
+    asyncio.run(store.admit(limit))
+    time.sleep(0.3)
+    assert open_fds() <= fds + 3
+    assert info(valkey, "connected_clients") <= clients + 2
+    assert len(store._remote._clients) <= 1  # type: ignore[attr-defined]
+    assert store.outages == 0
+    store.close()
+
+
+# -- 2. a hung server costs one connection; a hostile one bounded memory and CPU ---------------------------------
+
+
+def test_a_hung_server_costs_one_connection(valkey_factory: Any, redis_prefix: str) -> None:
+    server: ValkeyServer = valkey_factory()
+    store = RedisStore(server.url, prefix=redis_prefix, timeout_ms=100)
+    limit = Admission(P, "p", rate_limit=(100000, 60.0))
+
+    async def run() -> RespClient:
+        assert (await store.admit(limit)).verdict == "call"
+        client: RespClient = store._remote._client()  # type: ignore[attr-defined]
+        assert store.available and client.connections == 1
+        assert server.proc is not None
+        os.kill(server.proc.pid, signal.SIGSTOP)
+        try:
+            end = time.monotonic() + 3.5
+            while time.monotonic() < end:  # several probes (one a second) while it is stopped
+                assert (await store.admit(limit)).verdict == "call"
+                await asyncio.sleep(0.05)
+            assert not store.available
+        finally:
+            os.kill(server.proc.pid, signal.SIGCONT)
+        end = time.monotonic() + 30
+        while not store.available and time.monotonic() < end:
+            await asyncio.sleep(0.2)
+            await store.admit(limit)
+        return client
+
+    client = asyncio.run(run())
+    assert store.available and store.outages == 1
+    assert client.connections == 1  # the same connection throughout: replies to the abandoned calls dropped
+    store.close()
+
+
+def flood_bulk(conn: socket.socket) -> None:
+    read_command(conn)
+    conn.sendall(b"$2000000000\r\n")
+    chunk = b"x" * 65536
+    for _ in range(2000):  # 128 MiB if nobody stops it
+        conn.sendall(chunk)
+
+
+def endless_array(conn: socket.socket) -> None:
+    read_command(conn)
+    conn.sendall(b"*5000000\r\n")
+    for _ in range(100000):
+        conn.sendall(b":1\r\n" * 100)
+        time.sleep(0.001)
+
+
+def deep_array(conn: socket.socket) -> None:
+    read_command(conn)
+    conn.sendall(b"*1\r\n" * 200000 + b":1\r\n")
+    time.sleep(2)
+
+
+def endless_line(conn: socket.socket) -> None:
+    read_command(conn)
+    for _ in range(2000):
+        conn.sendall(b"+" + b"a" * 65536)
+
+
+@pytest.mark.parametrize("handler", [flood_bulk, endless_array, deep_array, endless_line])
+async def test_a_hostile_server_costs_bounded_memory_and_one_failed_call(handler: Callable[..., None]) -> None:
+    fake = FakeRedis(handler)
+    try:
+        client = RespClient(options(fake.url), 5.0)
+        with pytest.raises(ProtocolError):
+            async with asyncio.timeout(30):
+                await client.execute_command("PING")
+        assert await asyncio.to_thread(fake.closed_by_client.wait, 10) or handler is deep_array  # we hung up
+        await client.aclose()
+    finally:
+        fake.close()
+
+
+def test_the_reader_refuses_what_is_out_of_bounds_before_reading_it() -> None:
+    reader = Reader()
+    reader.feed(b"$%d\r\n" % (MAX_REPLY_BYTES + 1))
+    with pytest.raises(ProtocolError, match="larger"):
+        reader.replies()
+    reader = Reader()
+    reader.feed(b"*%d\r\n" % (MAX_ELEMENTS + 1))
+    with pytest.raises(ProtocolError, match="elements"):
+        reader.replies()
+    reader = Reader()
+    reader.feed(b"*1\r\n" * (MAX_DEPTH + 1))
+    with pytest.raises(ProtocolError, match="deeper"):
+        reader.replies()
+    for bad in (b":12x\r\n", b"$abc\r\n", b"*\r\n", b"$3\r\nabcd\r\n"):
+        reader = Reader()
+        reader.feed(bad)
+        with pytest.raises(ProtocolError):
+            reader.replies()
+
+
+def test_a_dripped_reply_is_parsed_once() -> None:
+    # 200 000 elements fed a few bytes at a time: each byte is looked at once (no re-parse from the start)
+    data = b"*200000\r\n" + b":1\r\n" * 200000
+    reader = Reader()
+    seen: list[Any] = []
+    calls = 0
+    for i in range(0, len(data), 7):
+        reader.feed(data[i:i + 7])
+        seen += reader.replies()
+        calls += 1
+        assert len(reader._buf) < 16  # the parsed part is dropped as it goes  # type: ignore[attr-defined]
+    assert seen == [[1] * 200000] and calls > 100000
+
+
+async def test_a_lone_surrogate_label_is_no_store_failure(valkey: ValkeyServer, redis_prefix: str) -> None:
+    store = RedisStore(valkey.url, prefix=redis_prefix, timeout_ms=5000)
+    label = "tenant-\ud800"
+    decision = await store.admit(Admission(P, label, price=0.01, spend_limits=((86400.0, 5.0),)))
+    assert decision.verdict == "call"
+    spend = await store.spend(86400)
+    assert spend == {"tenant-?": 0.01}
+    assert store.outages == 0
+    await store.clear()
+    await store.aclose()
+
+
+# -- 3. connecting: timeout, no socket left behind, URL options ------------------------------------------------------
+
+
+def silent(conn: socket.socket) -> None:
+    while read_command(conn):
+        pass
+
+
+async def test_connect_timeout_and_no_socket_left_when_auth_hangs() -> None:
+    fake = FakeRedis(silent)  # accepts, reads AUTH, never answers
+    try:
+        client = RespClient(options(f"redis://:pw@127.0.0.1:{fake.port}/0"), 5.0, connect_timeout_s=0.3)
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(20):
+                await client.execute_command("PING")
+        assert await asyncio.to_thread(fake.closed_by_client.wait, 10)  # the half-open connection was closed
+        await client.aclose()
+    finally:
+        fake.close()
+
+
+async def test_a_wrong_password_leaves_no_socket(valkey_factory: Any) -> None:
+    server: ValkeyServer = valkey_factory(extra=("--requirepass", "right-pw"))
+    client = RespClient(options(f"redis://:wrong-pw@127.0.0.1:{server.port}/0"), 5.0)
+    fds = open_fds()
+    for _ in range(30):
+        with pytest.raises(RespError, match=r"WRONGPASS|invalid"):
+            await client.execute_command("PING")
+    await asyncio.sleep(0.2)
+    assert open_fds() <= fds + 1
+    plain = redis.Redis(host="127.0.0.1", port=server.port, password="right-pw")
+    try:
+        assert int(plain.info("clients")["connected_clients"]) <= 2
+    finally:
+        plain.close()
+
+
+@pytest.mark.parametrize(("url", "named"), [
+    ("redis://127.0.0.1:6379/0?foo=1", "foo"),
+    ("redis://127.0.0.1:6379/0?socket_timeout=1", "socket_timeout"),
+    ("redis://127.0.0.1:6379/0?ssl_ca_certs=/x.pem", "ssl_ca_certs"),
+    ("redis://127.0.0.1:6379/0?retry_on_timeout=true", "retry_on_timeout"),
+    ("redis://127.0.0.1:6379/0?max_connections=5", "max_connections"),
+    ("redis://127.0.0.1:6379/0?protocol=3", "protocol"),
+    ("redis://127.0.0.1:6379/0?cluster=true&ssl_ca_path=/x", "ssl_ca_path"),
+    ("redis://127.0.0.1:6379/0?cluster=true&ssl_password=x", "ssl_password"),
+    ("rediss://127.0.0.1:6379/0?ssl_min_version=TLSv9", "ssl_min_version"),
+    ("rediss://127.0.0.1:6379/0?ssl_ciphers=NO-SUCH-CIPHER", "TLS"),
+    ("rediss://127.0.0.1:6379/0?ssl_cert_reqs=maybe", "ssl_cert_reqs"),
+    ("redis://127.0.0.1:6379/0?socket_connect_timeout=-1", "socket_connect_timeout"),
+    ("redis://127.0.0.1:6379/0?socket_keepalive=false", "socket_keepalive"),
+])
+def test_every_url_option_is_honoured_or_refused_by_name(url: str, named: str) -> None:
+    with pytest.raises(ConfigError, match=named):
+        RedisStore(url)
+
+
+def test_tls_url_options_are_honoured() -> None:
+    from perplexed.store._resp import ssl_context
+
+    store = RedisStore("rediss://127.0.0.1:6379/0?ssl_min_version=TLSv1_3&ssl_ciphers=ECDHE%2BAESGCM"
+                       "&ssl_cert_reqs=none&socket_connect_timeout=7")
+    opts = store._remote._options  # type: ignore[attr-defined]
+    context = ssl_context(opts)
+    assert context.minimum_version == ssl.TLSVersion.TLSv1_3
+    assert context.verify_mode == ssl.CERT_NONE
+    names = [c["name"] for c in context.get_ciphers()]
+    assert names and all("GCM" in name for name in names if not name.startswith("TLS_"))
+    assert store._remote._connect_timeout_s == 7.0  # type: ignore[attr-defined]
+
+
+async def test_tls_with_min_version_through_the_proxy(valkey_tls: Any, redis_prefix: str) -> None:
+    store = RedisStore(valkey_tls.url + "&ssl_min_version=TLSv1_2", prefix=redis_prefix, timeout_ms=5000)
+    assert (await store.admit(Admission(P, "p", rate_limit=(10, 1.0)))).verdict == "call"
+    assert store.outages == 0
+    await store.clear()
+    await store.aclose()
+
+
+# -- 22.8: READONLY / LOADING / MASTERDOWN close the connection; outages end only on a write --------------------------
+
+
+@pytest.mark.parametrize("reply", [
+    b"-READONLY You can't write against a read only replica.\r\n",
+    b"-LOADING Valkey is loading the dataset in memory\r\n",
+    b"-MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.\r\n",
+])
+async def test_failover_replies_close_the_connection(reply: bytes) -> None:
+    def handler(conn: socket.socket) -> None:
+        while True:
+            read_command(conn)
+            conn.sendall(reply)
+
+    fake = FakeRedis(handler)
+    try:
+        client = RespClient(options(fake.url), 5.0)
+        for _ in range(3):
+            with pytest.raises(RespError, match=reply[1:8].decode()):
+                await client.execute_command("SET", "k", "v")
+        assert client.connections == 3 and fake.accepted == 3  # each reply: a new connection (DNS looked up again)
+        await client.aclose()
+    finally:
+        fake.close()
+
+
+def _search(query: str, provider: FunctionProvider) -> Any:
+    return perplexed.asearch(query, [provider], cache_ttl_s=60)
+
+
+async def _three_searches(store: RedisStore) -> None:
+    perplexed.configure(store=store)
+    provider = FunctionProvider(lambda q, options: [Hit(id=1, url=f"https://example.com/{q}")], name="fn",
+                                rate_limit="1000/s")
+    for i in range(3):
+        result = await _search(f"outage query {i}", provider)
+        assert result.hits
+        await asyncio.sleep(RETRY_S + 0.1)  # a probe is due at each search
+
+
+async def test_a_server_refusing_writes_is_one_outage(valkey_factory: Any, redis_prefix: str, events: Any) -> None:
+    server: ValkeyServer = valkey_factory()
+    admin = redis.Redis(host="127.0.0.1", port=server.port)
+    store = RedisStore(server.url, prefix=redis_prefix, timeout_ms=2000)
+    try:
+        assert (await store.admit(Admission(P, "p", rate_limit=(100, 1.0)))).verdict == "call"
+        admin.config_set("maxmemory-policy", "noeviction")
+        admin.config_set("maxmemory", "1")  # every write: -OOM; reads still answer
+        await _three_searches(store)
+        assert await store.spend(3600) == {}  # a read: answered, does not end it
+        assert len(events) == 1 and "OOM" in events[0][2]["error"]
+        assert store.outages == 1 and not store.available
+        admin.config_set("maxmemory", "0")
+        await asyncio.sleep(RETRY_S + 0.1)
+        assert (await store.admit(Admission(P, "p", rate_limit=(100, 1.0)))).verdict == "call"
+        assert store.available and len(events) == 1
+    finally:
+        perplexed.reset()
+        admin.config_set("maxmemory", "0")
+        admin.close()
+        await store.aclose()
+
+
+async def test_a_demoted_primary_is_one_outage_and_its_connection_is_dropped(
+        valkey_factory: Any, redis_prefix: str, events: Any) -> None:
+    primary: ValkeyServer = valkey_factory()
+    other: ValkeyServer = valkey_factory()
+    admin = redis.Redis(host="127.0.0.1", port=primary.port)
+    store = RedisStore(primary.url, prefix=redis_prefix, timeout_ms=2000)
+    try:
+        assert (await store.admit(Admission(P, "p", rate_limit=(100, 1.0)))).verdict == "call"
+        client: RespClient = store._remote._client()  # type: ignore[attr-defined]
+        admin.execute_command("REPLICAOF", "127.0.0.1", str(other.port))  # a failover demotes it: READONLY
+        await _three_searches(store)
+        assert len(events) == 1 and store.outages == 1 and not store.available
+        assert any(word in events[0][2]["error"] for word in ("READONLY", "LOADING", "MASTERDOWN"))
+        assert client.connections >= 2  # the READONLY reply closed the connection; the next one connected anew
+        admin.execute_command("REPLICAOF", "NO", "ONE")
+        await asyncio.sleep(RETRY_S + 0.1)
+        assert (await store.admit(Admission(P, "p", rate_limit=(100, 1.0)))).verdict == "call"
+        assert store.available and len(events) == 1
+    finally:
+        perplexed.reset()
+        admin.execute_command("REPLICAOF", "NO", "ONE")
+        admin.close()
+        await store.aclose()
+
+
+# -- 6. fleet edges ---------------------------------------------------------------------------------------------------
+
+
+class _Switchable(MemoryStore):
+    broken = False
+
+    async def admit(self, request: Admission) -> Any:
+        if self.broken:
+            raise ConnectionError("down")
+        return self.admit_now(request)
+
+    async def probe(self) -> None:
+        if self.broken:
+            raise ConnectionError("down")
+
+
+async def test_an_outage_releases_no_burst_across_a_fleet() -> None:
+    # 8 processes (8 ResilientStores around one shared store) under "5/s", fleet_size=8, each asking ~33 times a
+    # second; the shared store dies at t=10 s. Before: each process started its degraded window empty (40 calls
+    # in the first second). Now each starts from its own admissions, topped up to its share.
+    now = [1000.0]
+
+    def clock() -> float:
+        return now[0]
+
+    remote = _Switchable(clock=clock)
+    fleet = [ResilientStore(remote, kind="test", timeout_s=1.0, fleet_size=8, clock=clock) for _ in range(8)]
+    request = Admission(P, "p", rate_limit=(5, 1.0))
+    calls: list[float] = []
+    for step in range(2000):
+        now[0] = 1000.0 + step * 0.01
+        remote.broken = step >= 1000
+        for i, store in enumerate(fleet):
+            if (step + i) % 3 == 0 and (await store.admit(request)).verdict == "call":
+                calls.append(now[0])
+
+    def in_window(start: float) -> int:
+        return sum(1 for t in calls if start <= t < start + 1.0)
+
+    assert max(in_window(1000.0 + s * 0.01) for s in range(100, 1000)) == 5  # shared: the limit exactly
+    assert in_window(1010.0) <= 5  # the first second of the outage: no burst
+    assert max(in_window(1010.0 + s * 0.01) for s in range(0, 900)) <= 10  # later: the share's pace
+    assert len([t for t in calls if t >= 1010.0]) <= 5 * 10 + 8  # ~ the limit over the 10 s (not 8x it)
+    assert all(store.outages == 1 for store in fleet)
+
+
+async def test_a_cold_cluster_client_does_not_open_an_outage(valkey_cluster: ValkeyCluster, redis_prefix: str) -> None:
+    # a 1 ms store timeout: only the cold client's connect timeout lets the first admission through
+    store = RedisStore(valkey_cluster.url + "&socket_connect_timeout=30", prefix=redis_prefix, timeout_ms=1)
+    decision = await store.admit(Admission(P, "p", rate_limit=(10, 1.0), price=0.01, spend_limits=((86400.0, 5.0),)))
+    assert decision.verdict == "call"
+    assert store.outages == 0 and store.available
+    await store.aclose()
+
+
+# -- 5. the memory store's byte cap ------------------------------------------------------------------------------------
+
+
+async def test_the_memory_store_caps_its_cache_in_bytes() -> None:
+    from perplexed.store import CachedAnswer, Record
+    from perplexed.store.memory import DEFAULT_MAX_CACHE_BYTES
+
+    assert DEFAULT_MAX_CACHE_BYTES == 64 * 1024 * 1024
+    store = MemoryStore()
+    big = [Hit(id=1, url="https://example.com/a", snippet="x" * 1_000_000)]
+    for i in range(200):
+        await store.record(Record(P, "p", cache_key=f"k{i}", answer=CachedAnswer(big), ttl_s=600))
+    assert store._cache_bytes <= DEFAULT_MAX_CACHE_BYTES  # type: ignore[attr-defined]
+    assert 40 <= len(store._cache) <= 70  # type: ignore[attr-defined]
+    assert (await store.admit(Admission(P, "p", cache_key="k199"))).verdict == "cached"  # newest kept
+    assert (await store.admit(Admission(P, "p", cache_key="k0"))).verdict == "call"  # oldest gone
+    small = MemoryStore(max_cache_bytes=1024 * 1024)  # an answer over an eighth of the cap is not cached
+    await small.record(Record(P, "p", cache_key="k", answer=CachedAnswer(big), ttl_s=600))
+    assert (await small.admit(Admission(P, "p", cache_key="k"))).verdict == "call"
