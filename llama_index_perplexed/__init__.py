@@ -7,45 +7,25 @@
 - :func:`as_provider`: any LlamaIndex retriever as a member of a perplexed chain;
 - :class:`PerplexedAttemptEvent` / :class:`PerplexedAgentEvent`: instrumentation events.
 
-The adapters are thin: searching, budgets, fallback, cost and citations all live in ``perplexed``.
+The adapters are thin: searching, budgets, fallback, cost and citations all live in ``perplexed``. The public
+surface is what this package exports (documented in docs/llamaindex.md); the node and text helpers of its
+modules are its own.
 """
 
 from __future__ import annotations
 
-from ._nodes import (
-    BOOKKEEPING_KEYS,
-    answer_metadata,
-    answer_source_nodes,
-    hit_metadata,
-    hit_to_node,
-    node_id_for_url,
-    result_to_nodes,
-    score_hits,
-)
 from .events import PerplexedAgentEvent, PerplexedAttemptEvent
-from .provider import RetrieverProvider, as_provider, node_to_hit
-from .query_engine import PerplexedQueryEngine, answer_to_response
+from .provider import RetrieverProvider, as_provider
+from .query_engine import PerplexedQueryEngine
 from .retriever import PerplexedRetriever
-from .tools import PerplexedToolSpec, format_answer, format_hits
+from .tools import PerplexedToolSpec
 
 __all__ = [
-    "BOOKKEEPING_KEYS",
     "PerplexedAgentEvent",
     "PerplexedAttemptEvent",
     "PerplexedQueryEngine",
     "PerplexedRetriever",
     "PerplexedToolSpec",
     "RetrieverProvider",
-    "answer_metadata",
-    "answer_source_nodes",
-    "answer_to_response",
     "as_provider",
-    "format_answer",
-    "format_hits",
-    "hit_metadata",
-    "hit_to_node",
-    "node_id_for_url",
-    "node_to_hit",
-    "result_to_nodes",
-    "score_hits",
 ]

@@ -10,7 +10,7 @@ from llama_index.core.schema import MetadataMode, NodeWithScore
 from perplexed import ConfigError, Hit, ProviderAnswer, SearchOptions
 from perplexed.providers import CallableProvider, parse_published
 
-__all__ = ["RetrieverProvider", "as_provider", "node_to_hit"]
+__all__ = ["RetrieverProvider", "as_provider"]
 
 #: Metadata keys that may carry a node's URL, in order of preference.
 URL_KEYS = ("url", "source_url", "link", "source")

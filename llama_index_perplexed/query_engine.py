@@ -23,7 +23,7 @@ from ._config import answer_configs, named_settings
 from ._nodes import answer_metadata, answer_source_nodes
 from .events import dispatching
 
-__all__ = ["PerplexedQueryEngine", "answer_to_response"]
+__all__ = ["PerplexedQueryEngine"]
 
 
 def answer_to_response(ans: Answer) -> Response:

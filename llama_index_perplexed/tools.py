@@ -23,7 +23,7 @@ from pydantic import Field, SecretStr
 from ._config import answer_configs, named_settings
 from .events import dispatching
 
-__all__ = ["NO_RESULTS", "PerplexedToolSpec", "format_answer", "format_hits"]
+__all__ = ["PerplexedToolSpec"]
 
 dispatcher = get_dispatcher(__name__)
 

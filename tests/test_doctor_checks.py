@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 import yaml
-from perplexed import doctor
-from perplexed.doctor import SHAPES, CostField, Field, Shape, check_key_format, check_shape, compare_cost
+from perplexed.doctor import SHAPES
+from perplexed.doctor._checks import check_key_format, check_shape, compare_cost, reported_cost
+from perplexed.doctor._shapes import CostField, Field, Shape
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -133,7 +134,7 @@ def test_compare_cost_table(reported: float | None, table: float | None, expecte
     ],
 )
 def test_reported_cost(shape: Shape, data: Any, rate: float | None, expected: float | None) -> None:
-    got = doctor.reported_cost(shape, data, rate)
+    got = reported_cost(shape, data, rate)
     assert got == (None if expected is None else pytest.approx(expected))
 
 

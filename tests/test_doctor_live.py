@@ -14,7 +14,9 @@ import vcr
 import yaml
 from perplexed import doctor
 from perplexed.cli import main
-from perplexed.doctor import SHAPES, acheck_live, check_shape
+from perplexed.doctor import SHAPES, acheck_live
+from perplexed.doctor._checks import check_shape
+from perplexed.doctor._live import AGENT_INPUT, AGENT_PRESET, LIVE_QUERY
 from perplexed.providers import Provider, get
 from testkit.doctor_answers import (
     KEYS,
@@ -150,7 +152,7 @@ async def test_agent_good_drifted_and_failing(monkeypatch: pytest.MonkeyPatch) -
             report = await acheck_live([], agent=True)
             [rows[case]] = report.rows
             body = server.requests[0].json()
-            assert body["preset"] == doctor.AGENT_PRESET and body["input"] == doctor.AGENT_INPUT
+            assert body["preset"] == AGENT_PRESET and body["input"] == AGENT_INPUT
     assert rows["good"].status == "ok" and rows["good"].cost == pytest.approx(good("agent")["usage"]["cost"]["total_cost"])
     assert rows["renamed"].status == "drift" and "status" in rows["renamed"].missing
     assert rows["new"].status == "ok" and "brand_new_field" in rows["new"].unknown
@@ -261,7 +263,7 @@ def test_record_writes_redacted_cassettes_that_replay(
     cassette = yaml.safe_load((tmp_path / "perplexity" / "ok.yaml").read_text(encoding="utf-8"))
     [interaction] = cassette["interactions"]
     assert cassette["version"] == 1 and interaction["request"]["method"] == "POST"
-    assert json.loads(interaction["request"]["body"])["query"] == doctor.LIVE_QUERY
+    assert json.loads(interaction["request"]["body"])["query"] == LIVE_QUERY
     assert not check_shape(SHAPES["perplexity"], json.loads(interaction["response"]["body"]["string"])).drift
     assert "Recorded" in (tmp_path / "perplexity" / "README.md").read_text(encoding="utf-8")
     # the recorded cassette replays through the real engine, server gone (as the synthesized ones do)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,6 +37,7 @@ from ._lexical import (
     is_heading,
     split_sentences,
 )
+from ._logs import get_logger
 from ._models import Hit, Result
 from .citations import find_markers
 
@@ -54,7 +54,7 @@ __all__ = [
     "verify",
 ]
 
-logger = logging.getLogger("perplexed.verify")
+logger = get_logger("perplexed.verify")
 
 Label = Literal["supported", "partial", "unsupported", "uncited", "unverifiable"]
 TextSource = Literal["snippet", "page"]

@@ -317,7 +317,7 @@ def _url_host(host: str) -> str:
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
-    from .doctor import command
+    from .doctor._report import command
 
     return command(args)
 

@@ -16,7 +16,8 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from llama_index.core.vector_stores import MetadataFilter, MetadataFilters
 from perplexed.providers import CallableProvider
 
-from llama_index_perplexed import PerplexedRetriever, RetrieverProvider, as_provider, node_to_hit
+from llama_index_perplexed import PerplexedRetriever, RetrieverProvider, as_provider
+from llama_index_perplexed.provider import node_to_hit
 
 EMBED = MockEmbedding(embed_dim=8)
 

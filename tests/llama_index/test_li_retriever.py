@@ -13,7 +13,8 @@ from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, Te
 from perplexed import Hit, SearchOptions
 from testkit.loopback import Json, LoopbackServer, searxng_json
 
-from llama_index_perplexed import PerplexedRetriever, node_id_for_url, score_hits
+from llama_index_perplexed import PerplexedRetriever
+from llama_index_perplexed._nodes import node_id_for_url, score_hits
 
 BOOKKEEPING = {"attempts", "cost", "answered_by"}
 

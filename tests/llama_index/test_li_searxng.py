@@ -22,8 +22,8 @@ from llama_index_perplexed import (
     PerplexedRetriever,
     PerplexedToolSpec,
     as_provider,
-    node_id_for_url,
 )
+from llama_index_perplexed._nodes import node_id_for_url
 
 pytestmark = pytest.mark.integration
 

@@ -1,0 +1,106 @@
+"""The public surface is what the docs document (issue 21 §6).
+
+Every name a public module exports (its ``__all__``) appears in README.md or docs/ as code: in a code block,
+an inline code span or a ``:::`` API-reference entry. A public module exposes nothing else that looks public.
+
+To extend: add a module to ``PUBLIC_MODULES``; a new exported name needs its documentation in the same change.
+A name exported before its page lands goes in ``PENDING`` with the page that will document it; the test fails
+once that name is documented, so the list only shrinks.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import types
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: the modules whose exports are the public surface and must be documented
+PUBLIC_MODULES = (
+    "perplexed",
+    "perplexed.store",
+    "perplexed.doctor",
+    "llama_index_perplexed",
+)
+
+#: exported, documentation on its way: {module: {name: the page (and owner) that will document it}}
+PENDING: dict[str, dict[str, str]] = {
+    "perplexed": {
+        # "fetch" itself already appears in docs/verify.md's code (verify(fetch=True), perplexed.fetch)
+        **dict.fromkeys(("afetch", "fetch_many", "afetch_many", "Page"), "docs/fetch.md (fetch)"),
+    },
+}
+
+#: what a module's namespace may hold besides its exports (imports for its own annotations)
+_NOT_EXPORTS = {"annotations", "TYPE_CHECKING"}
+
+
+@cache
+def documented_code() -> str:
+    """Every piece of code in the README and the docs: fenced blocks, inline spans, ``:::`` entries."""
+    pieces: list[str] = []
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        text = page.read_text(encoding="utf-8")
+        pieces += re.findall(r"```.*?```", text, re.S)
+        pieces += re.findall(r"`[^`\n]+`", text)
+        pieces += re.findall(r"^::: .*$", text, re.M)
+    return "\n".join(pieces)
+
+
+def is_documented(name: str) -> bool:
+    return re.search(rf"(?<![\w]){re.escape(name)}(?![\w])", documented_code()) is not None
+
+
+def exports(module_name: str) -> list[str]:
+    module = importlib.import_module(module_name)
+    names: list[str] = list(module.__all__)
+    return names
+
+
+@pytest.mark.parametrize("module_name", PUBLIC_MODULES)
+def test_every_export_is_documented(module_name: str) -> None:
+    pending = PENDING.get(module_name, {})
+    missing = [n for n in exports(module_name) if n not in pending and not is_documented(n)]
+    assert not missing, f"{module_name} exports names no page documents (document them or make them private): {missing}"
+
+
+@pytest.mark.parametrize("module_name", PUBLIC_MODULES)
+def test_pending_names_are_still_exported_and_undocumented(module_name: str) -> None:
+    names = set(exports(module_name))
+    for name, page in PENDING.get(module_name, {}).items():
+        if name not in names:
+            continue  # not landed yet
+        assert not is_documented(name), f"{module_name}.{name} is documented now: remove it from PENDING ({page})"
+
+
+@pytest.mark.parametrize("module_name", PUBLIC_MODULES)
+def test_every_export_exists(module_name: str) -> None:
+    module = importlib.import_module(module_name)
+    assert len(set(module.__all__)) == len(module.__all__)
+    for name in module.__all__:
+        assert getattr(module, name) is not None, f"{module_name}.{name}"
+
+
+@pytest.mark.parametrize("module_name", PUBLIC_MODULES)
+def test_nothing_else_looks_public(module_name: str) -> None:
+    module = importlib.import_module(module_name)
+    top = importlib.import_module("perplexed")
+    stray = [
+        name for name, value in vars(module).items()
+        if not name.startswith("_") and name not in module.__all__ and name not in _NOT_EXPORTS
+        and not isinstance(value, types.ModuleType)
+        and getattr(value, "__module__", None) not in ("typing", "collections.abc")
+        and getattr(top, name, None) is not value  # e.g. ConfigError, public as perplexed.ConfigError
+    ]
+    assert not stray, f"{module_name} has public-looking names outside __all__ (make them private): {stray}"
+
+
+def test_the_check_sees_the_docs() -> None:
+    # the scan must see the pages (a moved folder would make every name "undocumented", or the check vacuous)
+    assert is_documented("perplexed.search") or is_documented("search")
+    assert not is_documented("a_name_no_page_mentions_4242")
