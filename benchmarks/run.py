@@ -66,13 +66,19 @@ def engine(quick: bool) -> list[Row]:
     us = _num(r"overhead ([\d.]+) us", out)
     pct = _num(r"overhead [\d.]+ us = ([\d.-]+) %", out)
     chain = _num(r"extra ([\d.]+) ms", out)
+    async_x = _num(r"asearch ratio ([\d.]+)x", out)
+    sync_x = _num(r"sync ratio ([\d.]+)x", out)
     return [
         Row(
             "engine overhead, single provider (median)",
             f"{us:.0f} us = {pct:.1f} %",
-            "<= 5 % and <= 150 us",
-            pct <= 5 and us <= 150,
+            "<= 5 % and <= 40 us",
+            pct <= 5 and us <= 40,
         ),
+        Row("asearch vs raw httpx.AsyncClient get + json (same loopback server)", f"{async_x:.2f}x", "<= 1.1x",
+            async_x <= 1.1),
+        Row("sync search vs raw httpx.Client get + json (same loopback server)", f"{sync_x:.2f}x", "<= 1.6x",
+            sync_x <= 1.6),
         Row(
             "3-provider chain, two fail fast: extra over the third alone",
             f"{chain:.2f} ms",

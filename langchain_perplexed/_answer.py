@@ -85,6 +85,13 @@ class AnswerConfig(BaseModel):
     """Check the answer's citations (:func:`perplexed.verify`, offline): the answer Document's
     ``metadata["verification"]`` is the result's JSON. Per call: ``invoke(q, verify=True)``."""
 
+    fetch_content: int | bool | None = None
+    """Ground on the top N hits' page content instead of their snippets (:func:`perplexed.fetch`; ``True``:
+    every hit). Fetch options (``allow_private``, ``max_chars``, ...) may be given per call."""
+
+    fetch_provider: Any = None
+    """The fetch chain for ``fetch_content`` (default ``["http"]``)."""
+
     # provider="perplexity-agent" (the Agent API searches by itself) is valid here (see SearchConfig)
     _grounding_modes: ClassVar[bool] = True
 

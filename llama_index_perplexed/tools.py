@@ -22,6 +22,7 @@ from pydantic import Field, SecretStr
 
 from ._config import answer_configs, named_settings
 from .events import dispatching
+from .fetch import format_page
 
 __all__ = ["PerplexedToolSpec"]
 
@@ -59,6 +60,9 @@ def format_answer(ans: Answer) -> str:
 
 
 Query = Annotated[str, Field(description="The search query or question, in plain words, e.g. 'typical residential zoning setbacks'.")]
+Url = Annotated[str, Field(description="The page's http(s) URL, e.g. 'https://example.com/article'.")]
+MaxChars = Annotated[int, Field(description="How many characters of content to return (0: the tool's default, 8000).")]
+StartIndex = Annotated[int, Field(description="Where the content starts (0: the beginning; the start_index a cut reply gave, to read on).")]
 
 
 class PerplexedToolSpec(BaseToolSpec):
@@ -79,7 +83,8 @@ class PerplexedToolSpec(BaseToolSpec):
     ``search``/``asearch``/``answer``/``aanswer`` are the same functions under their short names.
     """
 
-    spec_functions = [("perplexed_search", "aperplexed_search"), ("perplexed_answer", "aperplexed_answer")]
+    spec_functions = [("perplexed_search", "aperplexed_search"), ("perplexed_answer", "aperplexed_answer"),
+                      ("perplexed_fetch", "aperplexed_fetch")]
 
     def __init__(
         self,
@@ -108,11 +113,20 @@ class PerplexedToolSpec(BaseToolSpec):
         language: str | None = None,
         country: str | None = None,
         safe_search: Literal["off", "moderate", "strict"] | None = None,
+        fetch_provider: Any = None,
+        allow_private: Any = None,
+        fetch_options: dict[str, Any] | None = None,
         **options: Any,
     ) -> None:
         settings = {"max_results": max_results, "similarity_top_k": similarity_top_k, "api_key": api_key,
                     "base_url": base_url, **named_settings(locals())}
         self._search, self._answer = answer_configs("PerplexedToolSpec", provider, settings, options)
+        # perplexed_fetch: the fetch chain and its options (a private address only with allow_private)
+        self._fetch_provider = fetch_provider
+        self._fetch_options = {"max_chars": 8000, **(fetch_options or {})}
+        if allow_private is not None:
+            self._fetch_options["allow_private"] = allow_private
+        perplexed.prepare_fetch("https://example.com/", fetch_provider, **self._fetch_options)
 
     def __repr__(self) -> str:
         settings = ", ".join(p for p in (self._search.describe(), self._answer.describe()) if p)
@@ -163,6 +177,28 @@ class PerplexedToolSpec(BaseToolSpec):
         with dispatching():
             ans = await _aanswer(self._answer.plan(query, self._search, prefer_async=True))
         return format_answer(ans)
+
+    def _fetch_kwargs(self, max_chars: int, start_index: int) -> dict[str, Any]:
+        kwargs = dict(self._fetch_options)
+        if max_chars:
+            kwargs["max_chars"] = max_chars
+        if start_index:
+            kwargs["start_index"] = start_index
+        return kwargs
+
+    @dispatcher.span
+    def perplexed_fetch(self, url: Url, max_chars: MaxChars = 0, start_index: StartIndex = 0) -> str:
+        """Read the web page at `url`. Returns its title, URL and main content as Markdown; a long page comes in slices, and the reply then ends with the start_index to pass to read the next slice."""
+        with dispatching():
+            page = perplexed.fetch(url, self._fetch_provider, **self._fetch_kwargs(max_chars, start_index))
+        return format_page(page)
+
+    @dispatcher.span
+    async def aperplexed_fetch(self, url: Url, max_chars: MaxChars = 0, start_index: StartIndex = 0) -> str:
+        """Read the web page at `url`. Returns its title, URL and main content as Markdown; a long page comes in slices, and the reply then ends with the start_index to pass to read the next slice."""
+        with dispatching():
+            page = await perplexed.afetch(url, self._fetch_provider, **self._fetch_kwargs(max_chars, start_index))
+        return format_page(page)
 
     search = perplexed_search
     asearch = aperplexed_search

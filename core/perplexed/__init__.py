@@ -40,7 +40,17 @@ from ._errors import (
     StreamError,
     UpstreamError,
 )
-from ._fetch import afetch, afetch_many, asearch, fetch, fetch_many, search
+from ._fetch import (
+    FetchPlan,
+    afetch,
+    afetch_many,
+    asearch,
+    check_fetch_content,
+    fetch,
+    fetch_many,
+    prepare_fetch,
+    search,
+)
 from ._governance import aspend, spend
 from ._models import Attempt, Hit, Outcome, Page, ProviderAnswer, Result
 from ._options import ChainOptions, SearchOptions
@@ -81,6 +91,7 @@ __all__ = [
     "ContentDecodingError",
     "CorruptIndexError",
     "Evidence",
+    "FetchPlan",
     "Hit",
     "InvalidRequest",
     "MalformedResponseError",
@@ -112,10 +123,12 @@ __all__ = [
     "aspend",
     "astream_answer",
     "averify",
+    "check_fetch_content",
     "configure",
     "fetch",
     "fetch_many",
     "prepare_answer",
+    "prepare_fetch",
     "providers",
     "reset",
     "search",

@@ -52,6 +52,9 @@ logger = get_logger("perplexed.store")
 RETRY_S: Final = 1.0
 """During an outage, the remote store is tried again at most this often."""
 
+CHECK_TIMEOUT_S: Final = 5.0
+"""How long :meth:`ResilientStore.check` (``perplexed doctor``) waits for the backend."""
+
 MAX_BACKGROUND: Final = 256
 """Records running as tasks of their own (cluster mode) at most at once."""
 
@@ -353,6 +356,12 @@ class ResilientStore(Store):
         if local is not None:
             await local.clear()
         await self._remote_call(self._remote.clear, changes_state=True, bounded=False)
+
+    async def check(self) -> None:
+        """The backend's own check (a write and a read), bounded by :data:`CHECK_TIMEOUT_S`: never the
+        in-process fallback, so a store that is down fails it."""
+        async with asyncio.timeout(CHECK_TIMEOUT_S):
+            await self._remote.check()
 
     async def aclose(self) -> None:
         try:

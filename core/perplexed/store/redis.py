@@ -38,7 +38,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Final
 from urllib.parse import SplitResult, parse_qsl, quote, unquote, urlsplit, urlunsplit
 
-from .._errors import _SECRETS, ConfigError, register_secret
+from .._errors import ConfigError, mask_url, register_secret
 from .._policy import LATENCY_SAMPLES, p95
 from ._base import (
     CALL,
@@ -284,7 +284,7 @@ class _RedisBackend(Store):
         payload = b""
         ttl = ""
         if record.cache_key is not None and record.answer is not None and record.ttl_s and record.ttl_s > 0:
-            payload = _scrub(encode_answer(record.answer))
+            payload = encode_answer(record.answer)  # registered secrets scrubbed
             if len(payload) <= MAX_CACHE_BYTES:
                 ttl = _f(record.ttl_s)
             else:
@@ -529,19 +529,6 @@ def _consume_reply(future: asyncio.Future[Any]) -> None:
         future.exception()
 
 
-def _scrub(payload: bytes) -> bytes:
-    """Remove registered secrets from a cached answer before it leaves the process."""
-    if not _SECRETS:
-        return payload
-    text = payload.decode()
-    changed = False
-    for secret in list(_SECRETS):
-        if secret in text:
-            text = text.replace(secret, "[REDACTED]")
-            changed = True
-    return text.encode() if changed else payload
-
-
 # -- the public store --------------------------------------------------------------------------------------------------
 
 
@@ -648,7 +635,11 @@ class RedisStore(ResilientStore):
     ) -> None:
         if not isinstance(url, str) or "://" not in url:
             raise ConfigError(f"RedisStore: url must be a redis://, rediss:// or unix:// URL, got {url!r}")
-        parts = urlsplit(url.strip())
+        try:  # a malformed host or port ("[::1", ":99999") is a ConfigError naming it, never a bare ValueError
+            parts = urlsplit(url.strip())
+            _ = parts.port
+        except ValueError as exc:
+            raise ConfigError(mask_url(f"RedisStore: url {url.strip()!r} is malformed ({exc})")) from None
         scheme = parts.scheme.lower()
         if scheme not in _SCHEMES:
             raise ConfigError(f"RedisStore: url must start with redis://, rediss:// or unix://, got {scheme}://")
