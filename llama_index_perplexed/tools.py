@@ -188,14 +188,16 @@ class PerplexedToolSpec(BaseToolSpec):
 
     @dispatcher.span
     def perplexed_fetch(self, url: Url, max_chars: MaxChars = 0, start_index: StartIndex = 0) -> str:
-        """Read the web page at `url`. Returns its title, URL and main content as Markdown; a long page comes in slices, and the reply then ends with the start_index to pass to read the next slice."""
+        """Read the web page at the URL. Returns its title, URL and main content as Markdown; a long page comes
+        in slices, and the reply then ends with the start_index to pass to read the next slice."""
         with dispatching():
             page = perplexed.fetch(url, self._fetch_provider, **self._fetch_kwargs(max_chars, start_index))
         return format_page(page)
 
     @dispatcher.span
     async def aperplexed_fetch(self, url: Url, max_chars: MaxChars = 0, start_index: StartIndex = 0) -> str:
-        """Read the web page at `url`. Returns its title, URL and main content as Markdown; a long page comes in slices, and the reply then ends with the start_index to pass to read the next slice."""
+        """Read the web page at the URL. Returns its title, URL and main content as Markdown; a long page comes
+        in slices, and the reply then ends with the start_index to pass to read the next slice."""
         with dispatching():
             page = await perplexed.afetch(url, self._fetch_provider, **self._fetch_kwargs(max_chars, start_index))
         return format_page(page)

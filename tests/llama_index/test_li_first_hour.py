@@ -181,4 +181,6 @@ def test_tool_descriptions_are_plain_words() -> None:
         for python in ("typing.", "Annotated", "FieldInfo", "NoneType", "-> str", "`"):
             assert python not in description, (tool.metadata.name, description)
         assert description[0].isupper() and description.endswith(".")
-        assert tool.metadata.get_parameters_dict()["properties"]["query"]["type"] == "string"
+        params = tool.metadata.get_parameters_dict()
+        for name in params["required"]:  # query (search, answer) or url (fetch): typed and described
+            assert params["properties"][name]["type"] == "string" and params["properties"][name]["description"]
