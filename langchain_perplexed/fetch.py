@@ -14,6 +14,7 @@ from langchain_core.tools import BaseTool, ToolException
 from perplexed import InvalidRequest, Page, PerplexedError, UpstreamError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ._portable import PORTABLE, PortableToolSchema
 from ._run import arun_core, run_core
 
 __all__ = ["PerplexedFetchInput", "PerplexedFetchTool", "PerplexedLoader", "page_document"]
@@ -99,6 +100,8 @@ FETCH_DESCRIPTION = (
 class PerplexedFetchInput(BaseModel):
     """Arguments of the ``perplexed_fetch`` tool."""
 
+    model_config = PORTABLE
+
     url: str = Field(description="The page's http(s) URL, e.g. 'https://example.com/article'.")
     max_chars: int | None = Field(default=None, ge=100, le=100_000,
                                   description="How many characters of content to return (default: the tool's).")
@@ -137,7 +140,7 @@ def format_page(page: Page) -> str:
     return text
 
 
-class PerplexedFetchTool(BaseTool):
+class PerplexedFetchTool(PortableToolSchema, BaseTool):
     """Reading a web page as a LangChain tool (``perplexed_fetch``), with ``content_and_artifact``: the model
     sees the title, URL and content (a slice, with the ``start_index`` of the next one when cut); the artifact
     is the page as a Document (metadata as :class:`PerplexedLoader`'s).

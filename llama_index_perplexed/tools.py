@@ -11,8 +11,7 @@ from typing import Annotated, Any, Literal
 
 import perplexed
 from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
-from llama_index.core.tools.tool_spec.base import SPEC_FUNCTION_TYPE, BaseToolSpec
-from llama_index.core.tools.types import ToolMetadata
+from llama_index.core.tools.tool_spec.base import BaseToolSpec
 from llama_index.core.tools.utils import create_schema_from_function
 from perplexed import Answer, Hit, Result
 from perplexed import aanswer as _aanswer
@@ -21,6 +20,7 @@ from perplexed.citations import format_footnotes
 from pydantic import Field, SecretStr
 
 from ._config import answer_configs, named_settings
+from ._portable import PortableToolMetadata
 from .events import dispatching
 from .fetch import format_page
 
@@ -133,14 +133,13 @@ class PerplexedToolSpec(BaseToolSpec):
         names = ", ".join(repr(f if isinstance(f, str) else f[0]) for f in self.spec_functions)
         return f"PerplexedToolSpec({settings}; tools: {names})"
 
-    def get_metadata_from_fn_name(
-        self, fn_name: str, spec_functions: list[SPEC_FUNCTION_TYPE] | None = None
-    ) -> ToolMetadata | None:
-        """The tool's name, its description in plain words (the function's docstring: no Python signature, no
-        type reprs) and the JSON schema of its arguments (``query``, described)."""
+    def get_metadata_from_fn_name(self, fn_name: str, spec_functions: Any = None) -> Any:
+        """The tool's name, its description in plain words (the function's docstring) and the JSON schema of its
+        arguments, portable (a closed object, no ``anyOf`` with ``null``: what strict tool callers accept)."""
         func = getattr(self, fn_name)
         description = " ".join((func.__doc__ or "").split())
-        return ToolMetadata(name=fn_name, description=description, fn_schema=create_schema_from_function(fn_name, func))
+        return PortableToolMetadata(name=fn_name, description=description,
+                                    fn_schema=create_schema_from_function(fn_name, func))
 
     # The docstrings below are the tools' descriptions: they are written for the model.
 

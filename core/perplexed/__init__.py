@@ -54,6 +54,7 @@ from ._fetch import (
 from ._governance import aspend, spend
 from ._models import Attempt, Hit, Outcome, Page, ProviderAnswer, Result
 from ._options import ChainOptions, SearchOptions
+from ._toolschema import portable_schema
 from ._verify import Evidence, SentenceCheck, Verification, averify, verify
 
 if TYPE_CHECKING:  # answer() is imported lazily (it pulls in the Agent API client)
@@ -127,6 +128,7 @@ __all__ = [
     "configure",
     "fetch",
     "fetch_many",
+    "portable_schema",
     "prepare_answer",
     "prepare_fetch",
     "providers",

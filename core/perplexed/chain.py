@@ -268,7 +268,8 @@ class SearchOperation:
         return list(stored)
 
     def combine(self, answers: Sequence[tuple[str, list[Hit]]]) -> list[Hit]:
-        return fuse(answers, self.options.max_results)
+        own = {m.label: m.url_schemes for m in self.members if m.url_schemes}  # file:// from local, ...
+        return fuse(answers, self.options.max_results, own_schemes=own)
 
     def result(self, provider: str, answer: list[Hit], attempts: list[Attempt]) -> Result:
         # the hits are fresh Hit objects (finalised, fused or copied from the cache) and the attempts a fresh
