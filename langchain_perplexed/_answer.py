@@ -190,8 +190,12 @@ def format_sources(hits: Sequence[Hit]) -> str:
 
 
 def format_answer(answer: Answer) -> str:
-    """What the answer tool returns to the model: the answer text, then the numbered sources."""
+    """What the answer tool returns to the model: the answer text, then the numbered sources (and, with
+    ``verify=True``, the citation check: the sentences their sources do not support)."""
     hits = source_hits(answer)
     if not hits:
         return answer.text or NO_RESULTS
-    return f"{answer.text}\n\nSources:\n{format_sources(hits)}"
+    text = f"{answer.text}\n\nSources:\n{format_sources(hits)}"
+    if answer.verification is not None:
+        text += f"\n\nCitation check:\n{answer.verification.report()}"
+    return text

@@ -52,11 +52,15 @@ def format_hits(hits: Sequence[Hit]) -> str:
 
 def format_answer(ans: Answer) -> str:
     """What the ``answer`` tool returns: the answer text with its ``[n]`` markers, then ``Sources:`` and one
-    ``[n] title — url`` line per source, numbered as the markers."""
+    ``[n] title — url`` line per source, numbered as the markers (and with ``verify=True`` the citation
+    check: :meth:`perplexed.Verification.report`)."""
     sources = sorted(ans.sources, key=lambda h: h.id)
     if not sources:
         return ans.text
-    return f"{ans.text}\n\nSources:\n{format_footnotes(sources, numbers=[h.id for h in sources])}"
+    text = f"{ans.text}\n\nSources:\n{format_footnotes(sources, numbers=[h.id for h in sources])}"
+    if ans.verification is not None:  # PerplexedToolSpec(verify=True): the sentences their sources do not support
+        text += f"\n\nCitation check:\n{ans.verification.report()}"
+    return text
 
 
 Query = Annotated[str, Field(description="The search query or question, in plain words, e.g. 'typical residential zoning setbacks'.")]

@@ -23,6 +23,7 @@ from ._grounding import AGENT_PROVIDER, DEFAULT_MAX_SOURCE_CHARS, search_off, we
 from ._keywords import check_search_options
 from ._models import Attempt
 from ._options import ChainOptions, SearchOptions, clean_query, split_options
+from ._settings import default_chain
 from .agent import AgentClient, AsyncAgentClient
 from .agent._client import ENV_API_KEY
 from .agent._request import build_request
@@ -129,8 +130,6 @@ class AnswerPlan:
         :class:`~perplexed.ConfigError` when it is part of a chain."""
         spec = provider
         if spec is None:
-            from ._settings import default_chain
-
             spec = default_chain()
         if isinstance(spec, str):
             names = [s.strip().lower() for s in spec.split(",") if s.strip()]
