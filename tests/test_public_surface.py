@@ -30,7 +30,10 @@ PUBLIC_MODULES = (
 
 #: exported, documentation on its way: {module: {name: the page (and owner) that will document it}}
 PENDING: dict[str, dict[str, str]] = {
-    "perplexed": dict.fromkeys(("FetchPlan", "check_fetch_content", "prepare_fetch"), "docs/fetch.md (fetch)"),
+    "perplexed": {
+        **dict.fromkeys(("FetchPlan", "check_fetch_content", "prepare_fetch"), "docs/fetch.md (fetch)"),
+        "portable_schema": "docs/mcp.md (mcp)",
+    },
 }
 
 
