@@ -16,9 +16,12 @@ busy machine hit all of them alike), and compared by the median of per-round dif
   that fail fast (their two HTTP round trips included).
 * **sync**: ``search(q, provider)`` (the same coroutine run on the portal loop) against ``asearch`` and
   against a raw ``httpx.Client`` request + parse.
+* **side by side on one loopback server** (issue 21): ``asearch`` vs a raw ``httpx.AsyncClient`` ``get`` +
+  ``.json()``, and sync ``search`` vs a raw sync ``httpx.Client`` ``get`` + ``.json()`` (ratios of medians).
 
-Targets: single-provider overhead <= 5 % and <= 150 us; chain extra <= 2 ms. Exit status 1 when missed
-(use ``--no-check`` to only print).
+Targets: single-provider overhead <= 5 % and <= 40 us; chain extra <= 2 ms; asearch <= 1.1x a raw
+AsyncClient get + json; sync search <= 1.6x a raw httpx.Client get + json. Exit status 1 when missed (use
+``--no-check`` to only print).
 """
 
 from __future__ import annotations
@@ -146,6 +149,10 @@ def measure_sync(base: str, rounds: int, warmup: int) -> Samples:
         response = client.send(ok.build_request(QUERY, options))
         ok.parse_response(response, QUERY, options)
 
+    def raw_sync_get_json() -> None:
+        response = client.get(f"{base}/ok/search", params={"q": QUERY, "format": "json"})
+        response.json()
+
     def engine_sync() -> None:
         result = perplexed.search(QUERY, ok)
         assert result.provider == "ok"
@@ -154,7 +161,8 @@ def measure_sync(base: str, rounds: int, warmup: int) -> Samples:
         result = loop.run_until_complete(perplexed.asearch(QUERY, ok))
         assert result.provider == "ok"
 
-    variants = {"raw_sync": raw_sync, "engine_sync": engine_sync, "engine_async_same_thread": engine_async}
+    variants = {"raw_sync": raw_sync, "raw_sync_get_json": raw_sync_get_json, "engine_sync": engine_sync,
+                "engine_async_same_thread": engine_async}
     samples: dict[str, list[float]] = {name: [] for name in variants}
     cpu: dict[str, list[float]] = {name: [] for name in variants}
     names = list(variants)
@@ -225,7 +233,7 @@ def main() -> int:
         print(f"  {name:28s} {median_us(values):9.1f} ({p90_us(values):9.1f}) | {median_us(cpu_values):9.1f}")
     print()
     print(f"single provider: engine {single:.1f} us vs raw httpx request + same parse {raw:.1f} us: "
-          f"overhead {overhead:.1f} us = {ratio * 100:.2f} %  (target <= 5 % and <= 150 us)")
+          f"overhead {overhead:.1f} us = {ratio * 100:.2f} %  (target <= 5 % and <= 40 us)")
     print(f"  (difference of medians {single - raw:.1f} us; CPU time {cpu_overhead:.1f} us more per search)")
     raw_json = median_us(a["raw_get_json"])
     print(f"  for reference, raw client.get + .json(): {raw_json:.1f} us "
@@ -237,7 +245,15 @@ def main() -> int:
           f"(portal hop {hop:+.1f} us); vs raw httpx.Client request + parse {raw_sync:.1f} us "
           f"({sync_overhead:+.1f} us, {sync_overhead / raw_sync * 100:+.2f} %; httpx's sync client skips anyio)")
 
-    ok = ratio <= 0.05 and overhead <= 150 and extra <= 2000
+    raw_sync_json = median_us(s["raw_sync_get_json"])
+    async_x = single / raw_json
+    sync_x = eng_sync / raw_sync_json
+    print(f"side by side: asearch {single:.1f} us vs raw AsyncClient get + json {raw_json:.1f} us: "
+          f"asearch ratio {async_x:.3f}x (target <= 1.1x)")
+    print(f"side by side: sync search {eng_sync:.1f} us vs raw httpx.Client get + json {raw_sync_json:.1f} us: "
+          f"sync ratio {sync_x:.3f}x (target <= 1.6x)")
+
+    ok = ratio <= 0.05 and overhead <= 40 and extra <= 2000 and async_x <= 1.1 and sync_x <= 1.6
     print("targets:", "met" if ok else "MISSED")
     return 0 if ok or args.no_check else 1
 

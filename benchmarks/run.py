@@ -7,7 +7,7 @@ Each benchmark runs in its own interpreter (so imports, pools and high-water mar
 refused/hung provider cost), ``bench_fallbacks.py`` (LangChain ``with_fallbacks`` vs a perplexed chain),
 ``bench_sse.py`` (decoder vs the perplexityai SDK, event latency), ``bench_import.py`` (import time vs the
 SDK, no framework imports), ``bench_memory.py`` (peak memory streaming a 10 MB answer / reading a capped
-body), ``bench_strategies.py`` (hedged tail latency, merge latency and recall), ``bench_bombs.py`` (decompression
+body), ``bench_strategies.py`` (hedged tail latency, merge latency and recall), ``bench_verify.py`` (citation checking: quality on the labelled set, speed), ``bench_bombs.py`` (decompression
 bombs: peak RSS over the cap, wall time over the deadline). Needs the ``bench`` extra (``perplexityai``, ``psutil``) and ``langchain-core``.
 
 Exit status: 0 when every target is met, 1 otherwise (the table says which missed).
@@ -66,13 +66,19 @@ def engine(quick: bool) -> list[Row]:
     us = _num(r"overhead ([\d.]+) us", out)
     pct = _num(r"overhead [\d.]+ us = ([\d.-]+) %", out)
     chain = _num(r"extra ([\d.]+) ms", out)
+    async_x = _num(r"asearch ratio ([\d.]+)x", out)
+    sync_x = _num(r"sync ratio ([\d.]+)x", out)
     return [
         Row(
             "engine overhead, single provider (median)",
             f"{us:.0f} us = {pct:.1f} %",
-            "<= 5 % and <= 150 us",
-            pct <= 5 and us <= 150,
+            "<= 5 % and <= 40 us",
+            pct <= 5 and us <= 40,
         ),
+        Row("asearch vs raw httpx.AsyncClient get + json (same loopback server)", f"{async_x:.2f}x", "<= 1.1x",
+            async_x <= 1.1),
+        Row("sync search vs raw httpx.Client get + json (same loopback server)", f"{sync_x:.2f}x", "<= 1.6x",
+            sync_x <= 1.6),
         Row(
             "3-provider chain, two fail fast: extra over the third alone",
             f"{chain:.2f} ms",
@@ -320,6 +326,37 @@ def redis_store(quick: bool) -> list[Row]:
     ]
 
 
+def verify(quick: bool) -> list[Row]:
+    data: Any = _json("bench_verify.py", "--rounds", "2" if quick else "5")
+    print(json.dumps(data, indent=1))
+    return [
+        Row(
+            f"verify, lexical checker, labelled set ({data['pairs']} pairs): precision / recall of supported",
+            f"{data['precision']:.3f} / {data['recall']:.3f}",
+            ">= 0.90 / >= 0.70",
+            data["precision"] >= 0.90 and data["recall"] >= 0.70,
+        ),
+        Row(
+            "verify: changed numbers/dates/names labelled supported",
+            str(data["changed_values_supported"]),
+            "0",
+            data["changed_values_supported"] == 0,
+        ),
+        Row(
+            "verify: one sentence-passage pair (median; vs splitting both into word sets)",
+            f"{data['pair_median_us']:.0f} us = {data['pair_ratio']:.0f}x the floor (CPU {data['pair_cpu_us']:.0f} us)",
+            "<= 1 ms",
+            data["pair_median_us"] <= 1000,
+        ),
+        Row(
+            "verify: a 10-sentence answer over 10 hits (median)",
+            f"{data['answer_median_ms']:.2f} ms (CPU {data['answer_cpu_ms']:.2f} ms)",
+            "<= 20 ms",
+            data["answer_median_ms"] <= 20,
+        ),
+    ]
+
+
 BENCHES: list[tuple[str, Callable[[bool], list[Row]]]] = [
     ("engine", engine),
     ("load", load),
@@ -331,6 +368,7 @@ BENCHES: list[tuple[str, Callable[[bool], list[Row]]]] = [
     ("governance", governance),
     ("bombs", bombs),
     ("redis", redis_store),
+    ("verify", verify),
 ]
 
 

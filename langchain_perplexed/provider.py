@@ -100,6 +100,7 @@ class RetrieverProvider(CallableProvider):
     """
 
     name = "langchain"
+    url_schemes = frozenset({"langchain"})  # langchain://<name>/<id> for Documents without a source URL
 
     def __init__(
         self,
@@ -108,10 +109,15 @@ class RetrieverProvider(CallableProvider):
         name: str | None = None,
         cost: float | None = None,
         num_results_arg: str | None = "k",
+        cache_key: str | None = None,
     ) -> None:
-        super().__init__(name=name or _default_name(retriever), cost=cost)
+        super().__init__(name=name or _default_name(retriever), cost=cost, cache_key=cache_key)
         self.retriever = retriever
         self.num_results_arg = num_results_arg
+
+    @property
+    def _cache_subject(self) -> object:
+        return self.retriever  # cached answers belong to this retriever object, not to a name or a class
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.label!r}, retriever={type(self.retriever).__name__})"
@@ -141,11 +147,15 @@ def as_provider(
     name: str | None = None,
     cost: float | None = None,
     num_results_arg: str | None = "k",
+    cache_key: str | None = None,
 ) -> RetrieverProvider:
     """Turn any LangChain retriever (a vector store, BM25, ...) into a perplexed chain member.
 
     ``name`` labels its attempts (default: the vector store's class, else the retriever's name); ``cost``
-    is USD per call (default 0). Use it anywhere a provider spec goes::
+    is USD per call (default 0). With ``cache_ttl_s``, its cached answers belong to this retriever object
+    in this process (two retrievers never share them, whatever their names); ``cache_key`` shares them
+    across processes instead: your promise that every retriever given that key answers alike. Use it
+    anywhere a provider spec goes::
 
         perplexed.search(q, provider=[as_provider(vectorstore.as_retriever(...)), "searxng"])
         PerplexedRetriever(provider=[as_provider(bm25, name="kb"), "searxng", "perplexity"])
@@ -154,4 +164,4 @@ def as_provider(
     ``langchain://<name>/<document id or text hash>``), ``title`` from ``title``/``name``, and its page
     content as ``content``.
     """
-    return RetrieverProvider(retriever, name=name, cost=cost, num_results_arg=num_results_arg)
+    return RetrieverProvider(retriever, name=name, cost=cost, num_results_arg=num_results_arg, cache_key=cache_key)

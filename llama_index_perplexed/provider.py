@@ -76,14 +76,22 @@ class RetrieverProvider(CallableProvider):
     """
 
     name = "llamaindex"
+    url_schemes = frozenset({"llamaindex"})  # llamaindex://<name>/<node id> for nodes without a URL
 
-    def __init__(self, retriever: BaseRetriever, *, name: str | None = None, cost: float | None = None) -> None:
+    def __init__(
+        self, retriever: BaseRetriever, *, name: str | None = None, cost: float | None = None,
+        cache_key: str | None = None,
+    ) -> None:
         if not isinstance(retriever, BaseRetriever):
             raise ConfigError(
                 f"as_provider needs a LlamaIndex BaseRetriever, got {type(retriever).__name__}"
             )
-        super().__init__(name=name, cost=cost)
+        super().__init__(name=name, cost=cost, cache_key=cache_key)
         self.retriever = retriever
+
+    @property
+    def _cache_subject(self) -> object:
+        return self.retriever  # cached answers belong to this retriever object, not to a name or a class
 
     def __repr__(self) -> str:
         return f"RetrieverProvider(name={self.label!r}, retriever={type(self.retriever).__name__})"
@@ -106,12 +114,16 @@ class RetrieverProvider(CallableProvider):
         return self._answer(nodes)
 
 
-def as_provider(retriever: BaseRetriever, name: str | None = None, *, cost: float | None = None) -> RetrieverProvider:
+def as_provider(
+    retriever: BaseRetriever, name: str | None = None, *, cost: float | None = None, cache_key: str | None = None
+) -> RetrieverProvider:
     """Turn any LlamaIndex retriever into a perplexed chain member.
 
     ``provider=[as_provider(index.as_retriever(), name="docs"), "searxng", "perplexity"]`` searches your own
     documents first and goes to the web only when they come back empty. ``name`` labels the attempts
-    (default ``"llamaindex"``); ``cost`` is the USD price per call (default 0). See
-    :class:`RetrieverProvider` and :func:`node_to_hit`.
+    (default ``"llamaindex"``); ``cost`` is the USD price per call (default 0). With ``cache_ttl_s``, its cached
+    answers belong to this retriever object in this process (two retrievers never share them, whatever their
+    names); ``cache_key`` shares them across processes instead: your promise that every retriever given that
+    key answers alike. See :class:`RetrieverProvider` and :func:`node_to_hit`.
     """
-    return RetrieverProvider(retriever, name=name, cost=cost)
+    return RetrieverProvider(retriever, name=name, cost=cost, cache_key=cache_key)

@@ -185,10 +185,13 @@ async def test_single_flight_shares_one_call() -> None:
         assert all(len(r.hits) == 3 for r in results)
 
 
-async def test_without_single_flight_each_search_calls() -> None:
+async def test_single_flight_in_process_is_on_with_the_cache_alone() -> None:
+    # the contract (issue 22 point 5): in-process single flight comes with the cache; cache_single_flight only
+    # adds the cross-process wait
     with serve({"/search": Json(searxng_json(3), delay=0.2)}) as srv:
-        await asyncio.gather(*(perplexed.asearch("q", searx(srv), cache_ttl_s=60) for _ in range(3)))
-        assert len(srv.requests) == 3
+        results = await asyncio.gather(*(perplexed.asearch("q", searx(srv), cache_ttl_s=60) for _ in range(3)))
+        assert len(srv.requests) == 1
+        assert sorted(r.attempts[0].cached for r in results) == [False, True, True]
 
 
 async def test_single_flight_failure_lets_each_waiter_call_itself() -> None:

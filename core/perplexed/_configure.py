@@ -6,11 +6,10 @@ A layer above the settings (:mod:`perplexed._settings`, which reads the environm
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from . import _governance, _settings
-from ._errors import ConfigError
+from ._bounds import check_usd
 
 __all__ = ["configure", "reset"]
 
@@ -37,10 +36,7 @@ def configure(
     before anything changes: a bad value is a :class:`ConfigError`. :func:`reset` forgets all of it.
     """
     for name, value in (prices or {}).items():
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-            raise ConfigError(
-                f"price for {name!r} must be a finite non-negative number of USD, got {value!r}"
-            )
+        check_usd(value, f"price for {name!r}")
     if any(v is not None for v in (store, rate_limits, rate_limit_wait_ms, cooldown_after, cooldown_s,
                                     spend_limits)):
         _governance.configure(

@@ -337,7 +337,8 @@ class Engine:
                 answer = op.nothing
                 outcome, reason, error, charged, failure = _failed(member, exc, timer, budget, capped)
             cost = float(charged or 0.0)
-            attempt = Attempt(
+            # every field is of its type already (the hot path: construct without validating again)
+            attempt = Attempt.model_construct(
                 provider=member.label,
                 outcome=outcome,
                 cost=cost,
@@ -345,7 +346,8 @@ class Engine:
                 billable=cost > 0,
                 error=None if error is None else redact(error),
                 detail=detail,
-                reason=reason,
+                reason=reason if reason is None else str(reason),
+                cached=False,
             )
             if call_span is not None:
                 call_span.set_attribute("perplexed.outcome", attempt.outcome.value)
@@ -506,7 +508,7 @@ class Engine:
         if not tasks:
             return
         for task in tasks:
-            task.cancel()
+            _governance.cancel_billed(task)  # a paid call cancelled in flight is counted at list price
         await asyncio.wait(tasks)
         why = f"{winner} answered first" if winner else "the chain ended"
         for task, (order, started) in sorted(tasks.items(), key=lambda item: item[1][0]):

@@ -143,8 +143,10 @@ __all__ = [
     "StreamError",
     "UpstreamError",
     "UsageError",
+    "mask_url",
     "redact",
     "register_secret",
+    "register_url_secret",
 ]
 
 # Secrets known to this process (values of SecretStr keys that were used). Any message built by perplexed is
@@ -160,6 +162,12 @@ _KEY_PATTERN = re.compile(
     r"(?i)(bearer\s+)[A-Za-z0-9._\-]{8,}|\b(pplx|tvly|fc|sk|exa|lk)-[A-Za-z0-9_\-]{8,}"
 )
 _MASK = "[REDACTED]"
+# the password of a URL's user info (``scheme://user:PASSWORD@host``, percent-encoded or not): up to the last
+# "@" before the path, so a password holding a raw "@" is masked whole
+_URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://[^\s/?#@:\[\]]*:)[^\s/?#]+@")
+# password-like query parameters of a URL (``?password=...``)
+_URL_QUERY_SECRET = re.compile(r"(?i)([?&](?:password|passwd|pwd|pass)=)[^&#\s]+")
+URL_PASSWORD_MASK = "***"
 
 
 def register_secret(value: str | None) -> None:
@@ -208,7 +216,31 @@ def redact(text: str) -> str:
         if _LONG and len(text) >= _PIECE:
             for lo, hi in reversed(_secret_spans(text)):
                 text = text[:lo] + _MASK + text[hi:]
+    if "://" in text:
+        text = mask_url(text)
     return _KEY_PATTERN.sub(lambda m: (m.group(1) or "") + _MASK, text)
+
+
+def mask_url(text: str) -> str:
+    """``text`` with the password of every URL in it masked (``redis://user:***@host``, also a
+    ``?password=`` parameter); the rest of the URL, user name included, is kept so it can be recognised.
+    Never raises, whatever the URL (a malformed one included)."""
+    text = _URL_PASSWORD.sub(lambda m: m.group(1) + URL_PASSWORD_MASK + "@", text)
+    if "=" in text:
+        text = _URL_QUERY_SECRET.sub(lambda m: m.group(1) + URL_PASSWORD_MASK, text)
+    return text
+
+
+def register_url_secret(url: str | None) -> None:
+    """Remember the password of ``url``'s user info (as written and percent-decoded) for :func:`redact`."""
+    if not url or "@" not in url:
+        return
+    from urllib.parse import unquote
+
+    for match in _URL_PASSWORD.finditer(url):
+        password = match.group(0)[len(match.group(1)):-1]
+        register_secret(password)
+        register_secret(unquote(password))
 
 
 class PerplexedError(Exception):
@@ -336,7 +368,7 @@ class StoreScriptMissing(StoreError):
 
 class ResponseBodyError(PerplexedError):
     """A response body could not be read within the library's bounds (raised by the HTTP layer; the search
-    chain turns it into an ``error`` attempt, the Agent client into an :class:`APIError`). ``status`` is the
+    chain turns it into an ``error`` attempt, the Agent client into an ``APIError``). ``status`` is the
     response's HTTP status."""
 
     def __init__(self, message: str, *, status: int | None = None) -> None:

@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import inspect
 import math
 import os
+import secrets
+import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping
@@ -35,7 +38,7 @@ from ._policy import (
     parse_spend_limits,
 )
 from .providers._base import CallableProvider, FunctionProvider
-from .store._base import Admission, CachedAnswer, Decision, Record, Store
+from .store._base import Admission, CachedAnswer, Decision, Record, Store, copy_hits
 from .store.memory import MemoryStore
 
 if TYPE_CHECKING:
@@ -66,6 +69,7 @@ __all__ = [
     "STORE_ENV",
     "Governor",
     "aspend",
+    "cache_identity",
     "configure",
     "current_store",
     "latency_p95",
@@ -222,7 +226,7 @@ class ProviderSettings:
 
     __slots__ = ("cooldown_after", "cooldown_s", "rate_limit", "wait_ms")
 
-    def __init__(self, rate_limit: RateLimit | None, wait_ms: int, cooldown_after: int | None,
+    def __init__(self, rate_limit: RateLimit | None, wait_ms: int | None, cooldown_after: int | None,
                  cooldown_s: float) -> None:
         self.rate_limit = rate_limit
         self.wait_ms = wait_ms
@@ -232,6 +236,15 @@ class ProviderSettings:
     @property
     def governed(self) -> bool:
         return self.rate_limit is not None or self.cooldown_after is not None
+
+    def wait_bound_s(self) -> float:
+        """How long, in total, an attempt may wait for a rate-limit slot: ``rate_limit_wait_ms`` when set;
+        by default 1000 ms plus the limit's guard (so under ``"1/s"`` a call right after another waits for
+        its slot instead of being skipped for the guard's few milliseconds)."""
+        if self.wait_ms is not None:
+            return self.wait_ms / 1000
+        guard = _rate_guard(self.rate_limit.window_s) if self.rate_limit is not None else 0.0
+        return DEFAULT_RATE_LIMIT_WAIT_MS / 1000 + guard
 
 
 def _lookup(table: Any, provider: Provider) -> Any:
@@ -254,7 +267,7 @@ def settings_for(provider: Provider) -> ProviderSettings:
     after = own.get("cooldown_after", _lookup(_settings.cooldown_after, provider))
     period = own.get("cooldown_s", _lookup(_settings.cooldown_s, provider))
     result = ProviderSettings(
-        rate, DEFAULT_RATE_LIMIT_WAIT_MS if wait is None else int(wait), after,
+        rate, None if wait is None else int(wait), after,
         DEFAULT_COOLDOWN_S if period is None else float(period),
     )
     try:
@@ -306,6 +319,51 @@ def provider_identity(provider: Provider) -> str:
     return identity
 
 
+_PROCESS = secrets.token_hex(8)  # object tokens of this process never meet another process's in a shared store
+_tokens: dict[int, str] = {}
+_kept: list[object] = []  # objects that cannot be weakly referenced: kept alive, so their id is never reused
+_tokens_lock = threading.Lock()
+
+
+def _object_token(obj: object) -> str:
+    """A token naming ``obj`` itself (not its class, name or value) for as long as it lives in this process.
+    A bound method is named by its object and its function (``x.search`` makes a new method object on each
+    access: two wrappers of it still share)."""
+    if inspect.ismethod(obj):
+        return f"{_object_token(obj.__self__)}.{_object_token(obj.__func__)}"
+    key = id(obj)
+    with _tokens_lock:
+        token = _tokens.get(key)
+        if token is None:
+            token = _tokens[key] = f"{_PROCESS}:{secrets.token_hex(8)}"
+            try:  # forget the token when the object dies (before its id can be reused)
+                weakref.finalize(obj, _tokens.pop, key, None)
+            except TypeError:
+                _kept.append(obj)
+    return token
+
+
+def cache_identity(provider: Provider) -> str:
+    """The identity that names ``provider``'s cached answers; never shared by a label or a class alone.
+
+    With ``cache_key`` set: the label and that key (the user's promise that the answers are interchangeable,
+    shared across processes). A function, callable or retriever provider: the object doing the work (the wrapped
+    function, the callable or retriever instance), in this process. An HTTP provider: :func:`provider_identity`
+    (registry name, base URL and a hash of its key).
+    """
+    explicit = getattr(provider, "cache_key", None)
+    if explicit is not None:
+        return _digest("cache_key", provider.label, explicit)
+    if isinstance(provider, CallableProvider):
+        cached = provider.__dict__.get("_gov_cache_identity")
+        if cached is not None:
+            return cached  # type: ignore[no-any-return]
+        identity = _digest("object", provider.name, provider.label, _object_token(provider._cache_subject))
+        provider.__dict__["_gov_cache_identity"] = identity
+        return identity
+    return provider_identity(provider)
+
+
 # -- the per-search governor ----------------------------------------------------------------------------------
 
 
@@ -328,6 +386,15 @@ _flights: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio
     weakref.WeakKeyDictionary()
 )
 _background: set[asyncio.Task[Any]] = set()
+_NO_STORE_SPEND = "the state store failed: spend limits cannot be checked, so paid calls are skipped"
+_billed_cancels: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
+
+
+def cancel_billed(task: asyncio.Task[Any]) -> None:
+    """Cancel ``task``, a call the engine abandons mid-flight (a hedged loser): its governed call is counted
+    at the provider's list price in spend (a paid API may bill a request it already received)."""
+    _billed_cancels.add(task)
+    task.cancel()
 _last_warning = [0.0]
 
 
@@ -393,10 +460,10 @@ class Governor:
         if chain.cache_ttl_s and not early:
             parts = self.op.cache_parts(provider)
             if parts is not None:  # the first part names the operation: two never share a key
-                key = _digest(parts[0], identity, *parts[1:])
+                key = _digest(parts[0], cache_identity(provider), *parts[1:])
         gate = Gate(provider, settings, identity, key, start)
         lookup = key
-        if key is not None and chain.cache_single_flight:
+        if key is not None:  # in-process single flight: always on with the cache
             loop = asyncio.get_running_loop()
             flights = _flights.get(loop)
             if flights is None:
@@ -409,8 +476,8 @@ class Governor:
                 except TimeoutError:
                     gate.done = self._timeout(provider, budget, capped, start), self.op.nothing, None
                     return gate
-                if shared is not None:
-                    gate.done = self._cached(provider, shared, start), self.op.from_cache(shared.hits), None
+                if shared is not None:  # the leader's answer, as copies only this search owns
+                    gate.done = self._cached(provider, shared, start), self.op.from_cache(copy_hits(shared.hits)), None
                     return gate
                 lookup = None  # the shared call was not ok: call the provider ourselves
             else:
@@ -459,13 +526,16 @@ class Governor:
             self.release(gate)
 
     def abandon(self, gate: Gate) -> None:
-        """The admitted call was cancelled: free what its admission holds (trial lease, fill claim, ticket)."""
+        """The admitted call was cancelled: free what its admission holds (trial lease, fill claim, ticket).
+        A call the engine cancelled mid-flight (:func:`cancel_billed`: a hedged loser) is counted at its list
+        price, since a paid API may bill a request it received; a search cancelled by its caller at 0."""
         decision, settings = gate.decision, gate.settings
         if decision is not None:
+            billed = self._price(gate.provider) if asyncio.current_task() in _billed_cancels else 0.0
             self._record_later(Record(
                 provider=gate.identity, label=gate.provider.label, health="neutral", trial=decision.trial,
                 cooldown_after=settings.cooldown_after, cooldown_s=settings.cooldown_s,
-                ticket=decision.ticket, cost=0.0, cache_key=gate.key, release_fill=decision.fill_claimed,
+                ticket=decision.ticket, cost=billed, cache_key=gate.key, release_fill=decision.fill_claimed,
             ))
         self.release(gate)
 
@@ -518,9 +588,14 @@ class Governor:
         store = self.store
         rate = settings.rate_limit
         waited = False
+        # rate_limit_wait_ms bounds the TOTAL wait for a slot (every re-check included), from the first refusal
+        wait_bound = settings.wait_bound_s()
+        refused_at: float | None = None
         while True:
             decision = await self._admit(request)
             verdict = decision.verdict
+            if verdict == "call" and over_call_budget:  # budget_usd holds whatever the store answers
+                verdict = "over_budget"
             if verdict == "call":
                 return decision, waited, None
             if verdict == "cached" and decision.answer is not None:
@@ -542,8 +617,10 @@ class Governor:
                 continue
             if verdict == "rate_limited":
                 wait = decision.wait_s
-                left = ends - loop.time()
-                if wait * 1000 <= settings.wait_ms and wait < left:
+                now = loop.time()
+                if refused_at is None:
+                    refused_at = now
+                if (now - refused_at) + wait <= wait_bound and wait < ends - now:
                     waited = True
                     await asyncio.sleep(wait + 0.0005)
                     request = _replace(request, cache_key=None, claim_fill=False)
@@ -560,7 +637,8 @@ class Governor:
                 )
             # over_budget (or an unknown verdict from a third-party store: skip, never call blindly)
             why = (f"price ${price:g} would exceed budget_usd ${self.chain.budget_usd:g} (spent ${self.spent:g})"
-                   if over_call_budget else "price would exceed a spend limit")
+                   if over_call_budget else decision.detail if decision.detail == _NO_STORE_SPEND
+                   else "price would exceed a spend limit")
             return decision, waited, (
             self._skipped(provider, "over_budget", start, decision, why), self.op.nothing, None
         )
@@ -616,6 +694,12 @@ class Governor:
             return await store.admit(request)
         except Exception as exc:
             _store_failed("admit", exc)
+            # money fails closed: without the store, a paid call that budget_usd rules out, or that a spend
+            # limit would have to allow, is skipped; everything else goes ahead as if nothing were configured
+            if request.over_call_budget:
+                return Decision("over_budget")
+            if request.price > 0 and request.spend_limits:
+                return Decision("over_budget", detail=_NO_STORE_SPEND)
             return Decision("call")
 
     def _record_later(self, record: Record) -> None:

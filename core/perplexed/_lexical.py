@@ -13,6 +13,7 @@ weigh more than other words. On top of the coverage, three checks can only lower
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -34,17 +35,20 @@ _ABBREVIATIONS = frozenset(
     "col lt sgt rev mt ft al ca cf jan feb mar apr jun jul aug sep sept oct nov dec u.s u.k u.n p.m a.m".split()
 )
 # a sentence end: terminators, closing quotes/brackets, then (optionally) citation markers that belong to it
-_END = re.compile(r"[.!?\u2026]+[\"'\u201d\u2019)\]]*((?:\s*\[\s*\d[\d\s,\-\u2013]*\])*)")
+_END = re.compile(
+    r"[.!?\u2026]+[\"'\u201d\u2019)\]]{0,4}((?:[ \t]{0,4}\[[ \t]{0,4}\d[\d \t,\-\u2013]{0,40}\]){0,20})"
+)
 _MARKER = re.compile(
     r"\[\s*\d{1,4}(?:\s*[-\u2013]\s*\d{1,4})?(?:\s*,\s*\d{1,4}(?:\s*[-\u2013]\s*\d{1,4})?)*\s*\]"
 )
 _SPACED_MARKER = re.compile(r"[ \t]*" + _MARKER.pattern)
-_WORD_BEFORE = re.compile(r"([A-Za-z][A-Za-z.]*)$")
+_WORD_BEFORE = re.compile(r"([A-Za-z][A-Za-z.]{0,10})$")
+_NEXT = re.compile(r"\s*(\S)")
 
 
 def _is_abbreviation(text: str, dot: int) -> bool:
-    m = _WORD_BEFORE.search(text, 0, dot)
-    if m is None:
+    m = _WORD_BEFORE.search(text, max(0, dot - 12), dot)  # bounded: no scan from the start of the text
+    if m is None or (m.start() > 0 and text[m.start() - 1].isalpha()):
         return False
     word = m.group(1).rstrip(".").lower()
     if word in _ABBREVIATIONS:
@@ -79,8 +83,9 @@ def _split_line(line: str, offset: int, spans: list[tuple[int, int]]) -> None:
             and _is_abbreviation(line, m.start())
         ):
             continue
-        rest = line[end:].lstrip()
-        if rest and not (rest[0].isupper() or rest[0].isdigit() or rest[0] in "\"'\u201c([*-#>|"):
+        following = _NEXT.match(line, end)
+        first = following.group(1) if following else ""
+        if first and not (first.isupper() or first.isdigit() or first in "\"'\u201c([*-#>|"):
             continue  # "... approx. three", a lower-case continuation
         _add(line, offset, start, end, spans)
         start = end
@@ -283,6 +288,7 @@ WORD, NUMBER, NAME, MONTH = 1, 2, 3, 4
 WEIGHTS = {WORD: 1.0, NAME: 2.0, NUMBER: 3.0, MONTH: 3.0}
 
 
+@functools.lru_cache(maxsize=16384)
 def stem(word: str) -> str:
     """A light, deterministic stem (``expanded``/``expands``/``expanding`` → ``expand``)."""
     canonical = _SYNONYMS.get(word)
@@ -373,36 +379,46 @@ def tokens(text: str, *, names: bool = True) -> tuple[list[Token], frozenset[str
                 negations.add(out[-1].key)
                 pending = False
             continue
-        original = m.group("word")
-        word = original.lower().replace("\u2019", "'")
-        if word.endswith("n't") or word in _NEGATIONS or word.replace("'", "") in _NEGATIONS:
-            pending = True
-            sentence_start = False
-            continue
-        word = word.split("'")[0] if word.endswith("'s") else word.replace("'", "")
         first = sentence_start
         sentence_start = False
-        if word in _MONTHS and (original[0].isupper() or len(word) > 3):
-            out.append(Token("@" + str(_MONTHS[word]), MONTH, m.start(), m.end(), "month"))
-        elif word in _WORD_NUMBERS and word not in _SCALES:
-            out.append(Token(_key(float(_WORD_NUMBERS[word])), NUMBER, m.start(), m.end(), "num"))
-        elif word in _COMPARATIVES:
-            out.append(Token(_COMPARATIVES[word], WORD, m.start(), m.end()))  # weightless: only for antonyms
-        elif word in _STOP or len(word) < 2:
+        info = _word(m.group("word"), first, names)
+        if info is None:
             continue
-        else:
-            kind = WORD
-            if names and original[0].isupper() and (not first or word not in _STARTERS):
-                kind = (
-                    NAME if not first else -NAME
-                )  # a capitalised first word: maybe a name (the caller decides)
-            out.append(Token(stem(word), kind, m.start(), m.end()))
+        if info is _NEGATION:
+            pending = True
+            continue
+        key, kind, vclass = info
+        out.append(Token(key, kind, m.start(), m.end(), vclass))
         if pending:
             negations.add(out[-1].key)
             pending = False
     if pending:
         negations.add("")
     return out, frozenset(negations)
+
+
+_NEGATION = ("", 0, "")
+
+
+@functools.lru_cache(maxsize=16384)
+def _word(original: str, first: bool, names: bool) -> tuple[str, int, str] | None:
+    """What one word is: ``None`` (a stop word), :data:`_NEGATION`, or (key, kind, value class)."""
+    word = original.lower().replace("\u2019", "'")
+    if word.endswith("n't") or word in _NEGATIONS or word.replace("'", "") in _NEGATIONS:
+        return _NEGATION
+    word = word.split("'")[0] if word.endswith("'s") else word.replace("'", "")
+    if word in _MONTHS and (original[0].isupper() or len(word) > 3):
+        return "@" + str(_MONTHS[word]), MONTH, "month"
+    if word in _WORD_NUMBERS and word not in _SCALES:
+        return _key(float(_WORD_NUMBERS[word])), NUMBER, "num"
+    if word in _COMPARATIVES:
+        return _COMPARATIVES[word], WORD, ""  # weightless: only for antonyms
+    if word in _STOP or len(word) < 2:
+        return None
+    kind = WORD
+    if names and original[0].isupper() and (not first or word not in _STARTERS):
+        kind = NAME if not first else -NAME  # a capitalised first word: maybe a name (the caller decides)
+    return stem(word), kind, ""
 
 
 # --- claims and passages ---------------------------------------------------------------------------------
@@ -482,6 +498,7 @@ class _Sentence:
     negations: frozenset[str]
     spelled: dict[str, str]  # key -> spelling, for reasons
     prefixes: frozenset[str]  # the first letters of its words: "Canadian" finds "Canada"
+    order: tuple[str, ...]  # its keys in text order
 
 
 @dataclass(slots=True)
@@ -518,6 +535,7 @@ def analyse_passage(text: str) -> Passage:
                 frozenset(
                     t.key[:PREFIX] for t in toks if t.kind in (WORD, NAME, -NAME) and len(t.key) >= PREFIX
                 ),
+                tuple(t.key for t in toks),
             )
         )
     return Passage(text, sentences, frozenset(every))
@@ -566,6 +584,8 @@ def best_window(claim: Claim, passage: Passage) -> Window:
     for i in range(n):
         if not per[i]:
             continue
+        if best is not None and best[0] >= total - 1e-9:
+            break  # everything is covered: no later window can do better
         union: frozenset[str] = frozenset()
         for j in range(i, min(i + MAX_WINDOW, n)):
             if j > i and not per[j]:
@@ -615,24 +635,37 @@ def _value_checks(
             near = [s for s in window if len(s.keys & anchors) == most] if most else []
         if key in matched and (not near or any(_holds(s, key, kind) for s in near)):
             continue
-        others: list[str] = []
+        others: list[tuple[float, int, str]] = []  # (closeness to the anchors, position, key)
         spelled: dict[str, str] = {}
         for s in near:
+            found: list[str] = []
             spelled.update(s.spelled)
             if kind == NUMBER:
-                others += [k for k, c in s.numbers.items() if k not in claim_keys and _comparable(c, vclass)]
+                found = [k for k, c in s.numbers.items() if k not in claim_keys and _comparable(c, vclass)]
             elif kind == MONTH:
-                others += [k for k in s.months if k not in claim_keys]
+                found = [k for k in s.months if k not in claim_keys]
             else:
-                others += [k for k in s.names if k not in claim_keys and k[:PREFIX] not in claim_prefixes]
+                found = [k for k in s.names if k not in claim_keys and k[:PREFIX] not in claim_prefixes]
+            others += [_closeness(s.order, k, anchors) for k in found]
         if others:
             kept.discard(key)
+            other = max(others)[2]  # the one standing nearest the claim's words around it
             conflicts[key] = (
-                f"the cited text gives {spelled.get(others[0], others[0])!r} where the sentence says {spelling!r}"
+                f"the cited text gives {spelled.get(other, other)!r} where the sentence says {spelling!r}"
             )
         elif key not in matched:
             missing[key] = spelling
     return frozenset(kept), missing, conflicts
+
+
+def _closeness(order: tuple[str, ...], key: str, anchors: frozenset[str]) -> tuple[float, int, str]:
+    """How near ``key`` stands to the claim's anchors in a sentence: the sum, per anchor, of 1 / distance to
+    its nearest occurrence (then the later position, then the key: deterministic)."""
+    at = order.index(key) if key in order else 0
+    near = 0.0
+    for anchor in anchors:
+        near += max((1 / abs(i - at) for i, k in enumerate(order) if k == anchor and i != at), default=0.0)
+    return near, at, key
 
 
 def _holds(sentence: _Sentence, key: str, kind: int) -> bool:

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ._bounds import check_ttl, check_usd
 from ._errors import InvalidRequest
 
 __all__ = [
@@ -228,7 +229,8 @@ class ChainOptions(BaseModel):
                 val = _finite(values[key], key, "a number" + (" of seconds" if key == "cache_ttl_s" else " (USD)"))
                 if val < 0:
                     raise InvalidRequest(f"{key} must not be negative, got {val!r}", param=key)
-                values[key] = float(val)
+                # a bound the stores can all keep (ConfigError: a setting no store could honour)
+                values[key] = check_ttl(float(val)) if key == "cache_ttl_s" else check_usd(float(val), key)
         if "cache_ttl_s" in values and values["cache_ttl_s"] == 0:
             values["cache_ttl_s"] = None  # 0 = off
         if "cache_single_flight" in values and not isinstance(values["cache_single_flight"], bool):

@@ -13,17 +13,22 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal, NamedTuple
 
+from ._bounds import MAX_TTL_S, MAX_USD, check_ttl, check_usd
 from ._errors import UNHEALTHY_REASONS, ConfigError
 
 __all__ = [
     "LATENCY_MIN_SAMPLES",
     "LATENCY_SAMPLES",
     "MAX_COOLDOWN_S",
+    "MAX_TTL_S",
+    "MAX_USD",
     "SPEND_WINDOWS",
     "CoolState",
     "Health",
     "RateLimit",
     "check_provider_settings",
+    "check_ttl",
+    "check_usd",
     "cool_admit",
     "cool_record",
     "health_of",
@@ -46,9 +51,16 @@ LATENCY_SAMPLES = 100
 LATENCY_MIN_SAMPLES = 5
 """``latency_p95`` is None until a provider has answered at least this many times."""
 
-_UNITS = {"s": 1.0, "sec": 1.0, "second": 1.0, "m": 60.0, "min": 60.0, "minute": 60.0,
-          "h": 3600.0, "hour": 3600.0, "d": 86400.0, "day": 86400.0}
-_RATE = re.compile(r"^\s*(\d+)\s*/\s*([a-z]+?)s?\s*$")
+_UNITS = {"s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0,
+          "min": 60.0, "mins": 60.0, "minute": 60.0, "minutes": 60.0,
+          "h": 3600.0, "hour": 3600.0, "hours": 3600.0, "d": 86400.0, "day": 86400.0, "days": 86400.0}
+"""The rate-limit units understood (case-insensitive): exactly these spellings, nothing else (no ``m``, no ``ms``)."""
+# ASCII digits, "/", ASCII letters; plain spaces around them and nothing else (no tab, no newline, no other
+# script's digits): matched against the whole string
+_RATE = re.compile(r" *([0-9]+) */ *([A-Za-z]+) *", re.ASCII)
+
+MAX_RATE_LIMIT = 1_000_000_000
+"""No rate limit above this many calls per window is accepted."""
 
 Health = Literal["answer", "failure", "neutral"]
 
@@ -72,12 +84,16 @@ def parse_rate_limit(value: object, param: str = "rate_limit") -> RateLimit | No
         return None
     if isinstance(value, RateLimit):
         return value
-    if isinstance(value, str):
-        match = _RATE.match(value.lower())
-        if match and match.group(2) in _UNITS and int(match.group(1)) > 0:
-            return RateLimit(int(match.group(1)), _UNITS[match.group(2)], value.strip())
+    if isinstance(value, str) and value.isascii():
+        match = _RATE.fullmatch(value)
+        if match:
+            unit = match.group(2).lower()
+            count = int(match.group(1))
+            if unit in _UNITS and 0 < count <= MAX_RATE_LIMIT:
+                return RateLimit(count, _UNITS[unit], value.strip(" "))
     raise ConfigError(
-        f"{param} must look like '5/s', '60/min', '1000/hour' or '10000/day' (N > 0), got {value!r}"
+        f"{param} must look like '5/s', '60/min', '1000/hour' or '10000/day' (ASCII digits, N from 1 to "
+        f"{MAX_RATE_LIMIT:_}; units s, sec, second, min, minute, h, hour, d, day), got {value!r}"
     )
 
 
@@ -90,9 +106,7 @@ def parse_spend_limits(value: object) -> dict[str, float]:
         if window not in SPEND_WINDOWS:
             known = ", ".join(SPEND_WINDOWS)
             raise ConfigError(f"spend_limits: unknown window {window!r} (use {known})")
-        if isinstance(limit, bool) or not isinstance(limit, int | float) or not math.isfinite(limit) or limit < 0:
-            raise ConfigError(f"spend_limits[{window!r}] must be a non-negative number of USD, got {limit!r}")
-        out[window] = float(limit)
+        out[window] = check_usd(limit, f"spend_limits[{window!r}]")
     return out
 
 

@@ -11,12 +11,12 @@ imports nothing above the errors and the wire checks.
 
 from __future__ import annotations
 
-import math
 import os
 from typing import Any
 
 from pydantic import SecretStr
 
+from ._bounds import check_usd
 from ._errors import ConfigError, register_secret
 from ._wire import check_key
 
@@ -79,9 +79,7 @@ def price_override(name: str) -> float | None:
         value = float(raw)
     except ValueError:
         raise ConfigError(f"PERPLEXED_PRICE_{name.upper()} must be a number of USD, got {raw!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise ConfigError(f"PERPLEXED_PRICE_{name.upper()} must be a finite non-negative number of USD")
-    return value
+    return check_usd(value, f"PERPLEXED_PRICE_{name.upper()}")
 
 
 def env_str(var: str) -> str | None:

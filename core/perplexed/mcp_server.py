@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ._errors import ConfigError, InvalidRequest, PerplexedError, UpstreamError, redact
 from ._models import Attempt, Hit, Result
+from ._toolschema import portable_schema
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
@@ -267,25 +268,6 @@ def _failure_message(exc: PerplexedError) -> str:
 # --- the tools ----------------------------------------------------------------------------------------------
 
 
-def _portable(schema: dict[str, Any]) -> dict[str, Any]:
-    """The input schema in the subset strict tool callers accept: typed properties, no titles, closed objects."""
-    schema = json.loads(json.dumps(schema))
-
-    def clean(node: Any) -> Any:
-        if isinstance(node, dict):
-            node.pop("title", None)
-            if node.get("type") == "object":
-                node["additionalProperties"] = False
-            for value in node.values():
-                clean(value)
-        elif isinstance(node, list):
-            for value in node:
-                clean(value)
-        return node
-
-    return clean(schema)  # type: ignore[no-any-return]
-
-
 WEB_SEARCH_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -348,9 +330,10 @@ class _Chain:
     """The chain the server runs: provider specs and options fixed at start, as ``perplexed search`` takes them."""
 
     def __init__(self, provider: Any, fetch_provider: Any, options: Mapping[str, Any], max_chars: int,
-                 answer_options: Mapping[str, Any]) -> None:
+                 answer_options: Mapping[str, Any], fetch_options: Mapping[str, Any]) -> None:
         self.provider = provider
         self.fetch_provider = fetch_provider
+        self.extra_fetch_options = dict(fetch_options)
         self.options = dict(options)
         self.max_chars = max_chars
         self.answer_options = dict(answer_options)
@@ -406,7 +389,7 @@ class _Chain:
     def fetch_options(self) -> dict[str, Any]:
         """The governance and time options the fetch chain shares with search (not the search-only ones)."""
         shared = ("provider_timeout_ms", "deadline_ms", "cache_ttl_s", "budget_usd")
-        return {k: v for k, v in self.options.items() if k in shared}
+        return {**{k: v for k, v in self.options.items() if k in shared}, **self.extra_fetch_options}
 
     async def answer(self, ctx: Any, question: Any = None, max_results: Any = 5, include_domains: Any = None,
                      exclude_domains: Any = None, recency: Any = None) -> Any:
@@ -500,6 +483,7 @@ def create_server(
     fetch_provider: Any = None,
     max_chars: int = DEFAULT_MAX_CHARS,
     answer_options: Mapping[str, Any] | None = None,
+    fetch_options: Mapping[str, Any] | None = None,
     **options: Any,
 ) -> Any:
     """An MCP server (``mcp.server.mcpserver.MCPServer``) whose tools run this chain.
@@ -507,7 +491,8 @@ def create_server(
     ``provider`` and ``options`` are those of :func:`perplexed.search` (the chain, ``budget_usd``,
     ``cache_ttl_s``, ``deadline_ms``, ...), checked now; ``fetch_provider`` is the chain of ``web_fetch``;
     ``max_chars`` caps each text result; ``answer_options`` go to :func:`perplexed.answer` only (``preset``,
-    ``client``). Raises :class:`~perplexed.ConfigError` when the ``mcp`` extra is missing.
+    ``client``), ``fetch_options`` to :func:`perplexed.fetch` only (``allow_private``, ``respect_robots``,
+    ``format``). Raises :class:`~perplexed.ConfigError` when the ``mcp`` extra is missing.
     """
     try:
         from mcp.server.mcpserver import Context, MCPServer
@@ -521,7 +506,11 @@ def create_server(
         raise InvalidRequest(f"max_chars must be a whole number >= 100, got {max_chars!r}", param="max_chars")
     chain.prepare("check", provider, **options)  # every option and provider checked before serving
     extra = dict(answer_options or {})
-    state = _Chain(provider, fetch_provider, options, max_chars, extra)
+    state = _Chain(provider, fetch_provider, options, max_chars, extra, dict(fetch_options or {}))
+    if _has_fetch():
+        from ._fetch import prepare_fetch
+
+        prepare_fetch("https://example.com/", fetch_provider, **state.fetch_options())  # checked now too
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=True, destructive_hint=False,
                                 idempotent_hint=True)
     tools: list[Any] = []
@@ -534,7 +523,7 @@ def create_server(
                               "return": Annotated[CallToolResult, output]}
         tool = Tool.from_function(fn, name=name, title=title, description=description, annotations=read_only,
                                   context_kwarg="ctx" if context else None)
-        tool.parameters = _portable(schema)
+        tool.parameters = portable_schema(json.loads(json.dumps(schema)))
         tools.append(tool)
 
     async def web_search(query: Any = None, max_results: Any = 5, include_domains: Any = None,

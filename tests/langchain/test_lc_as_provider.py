@@ -200,3 +200,38 @@ async def test_the_wrapped_retriever_is_a_child_run(store: InMemoryVectorStore, 
     (outer_id, outer_parent, outer_name), (_, inner_parent, _) = tracker.retriever_runs
     assert outer_name == "PerplexedRetriever" and outer_parent is None
     assert inner_parent == outer_id  # nested under the perplexed run in traces
+
+
+# -- cache identity (issue 22 point 1): two tenants' retrievers never share cached answers ----------------------
+
+
+def _tenant_store(text: str, source: str) -> InMemoryVectorStore:
+    vectorstore = ScoredInMemoryVectorStore(DeterministicFakeEmbedding(size=256))
+    vectorstore.add_documents([Document(page_content=text, metadata={"source": source})])
+    return vectorstore
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_two_tenants_vector_stores_never_share_cached_hits(mode: str, tmp_path: Any) -> None:
+    from perplexed.store import SQLiteStore
+
+    perplexed.configure(store=SQLiteStore(tmp_path / "state.db"))
+    a = as_provider(_tenant_store("tenant A's secret plan", "https://a.example/plan").as_retriever())
+    b = as_provider(_tenant_store("tenant B's own notes", "https://b.example/notes").as_retriever())
+    assert a.label == b.label == "ScoredInMemoryVectorStore"  # the default label: the store's class
+
+    async def search(provider: Any) -> perplexed.Result:
+        if mode == "sync":
+            return await asyncio.to_thread(perplexed.search, "plan", provider, cache_ttl_s=600)
+        return await perplexed.asearch("plan", provider, cache_ttl_s=600)
+
+    first = await search(a)
+    second = await search(b)
+    assert [h.url for h in first.hits] == ["https://a.example/plan"]
+    assert [h.url for h in second.hits] == ["https://b.example/notes"] and not second.attempts[0].cached
+    assert (await search(a)).attempts[0].cached
+    assert (await search(as_provider(a.retriever))).attempts[0].cached  # the same retriever object: shared
+    shared_a = as_provider(a.retriever, cache_key="kb-v1")
+    shared_b = as_provider(b.retriever, cache_key="kb-v1")  # the user's promise: interchangeable
+    await search(shared_a)
+    assert [h.url for h in (await search(shared_b)).hits] == ["https://a.example/plan"]

@@ -172,3 +172,34 @@ def test_a_failing_retriever_is_an_error_attempt() -> None:
 def test_max_results_caps_local_hits() -> None:
     result = perplexed.search("zoning", provider=as_provider(local_index().as_retriever(similarity_top_k=2)), max_results=1)
     assert len(result.hits) == 1
+
+
+# -- cache identity (issue 22 point 1): two tenants' retrievers never share cached answers ----------------------
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_two_tenants_retrievers_never_share_cached_hits(mode: str, tmp_path: object) -> None:
+    from pathlib import Path
+
+    from perplexed.store import SQLiteStore
+
+    perplexed.configure(store=SQLiteStore(Path(str(tmp_path)) / "state.db"))
+    tenant_a = [TextNode(id_="a", text="Tenant A's plan.", metadata={"url": "https://a.example/plan"})]
+    tenant_b = [TextNode(id_="b", text="Tenant B's notes.", metadata={"url": "https://b.example/notes"})]
+    a = as_provider(local_index(tenant_a).as_retriever())
+    b = as_provider(local_index(tenant_b).as_retriever())
+    assert a.label == b.label == "llamaindex"
+
+    async def search(provider: RetrieverProvider) -> perplexed.Result:
+        if mode == "sync":
+            return await asyncio.to_thread(perplexed.search, "plan", provider, cache_ttl_s=600)
+        return await perplexed.asearch("plan", provider, cache_ttl_s=600)
+
+    first = await search(a)
+    second = await search(b)
+    assert [h.url for h in first.hits] == ["https://a.example/plan"]
+    assert [h.url for h in second.hits] == ["https://b.example/notes"] and not second.attempts[0].cached
+    assert (await search(as_provider(a.retriever))).attempts[0].cached  # the same retriever object: shared
+    await search(as_provider(a.retriever, cache_key="docs-v1"))
+    shared = await search(as_provider(b.retriever, cache_key="docs-v1"))  # the user's promise
+    assert shared.attempts[0].cached and [h.url for h in shared.hits] == ["https://a.example/plan"]

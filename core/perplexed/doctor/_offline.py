@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 
 from .. import _portal
-from .._errors import ConfigError, PerplexedError, ResponseBodyError, redact
+from .._errors import ConfigError, PerplexedError, ResponseBodyError, redact, register_url_secret
 from .._http import get_client, read_capped, redirect_origin
 from ..providers import CallableProvider, Provider, available, get
 from ..providers._table import WEB_PROVIDERS
@@ -258,8 +258,9 @@ async def _searxng_check(
             base = ""
     if not base:
         return Check("searxng", MISSING if in_chain else INFO, "SEARXNG_URL is not set", in_chain and explicit)
+    register_url_secret(base)
     status, message = await _probe_searxng(base, transport)
-    return Check("searxng", status, message, in_chain)
+    return Check("searxng", status, redact(message), in_chain)
 
 
 async def _provider_checks(
@@ -382,25 +383,28 @@ async def _check_store() -> Check | None:
         store_module = importlib.import_module("perplexed.store")
     except ImportError:  # pragma: no cover - the store package is part of perplexed
         return Check("store", INFO, "a store is configured but this perplexed has no store support")
-    shown = redact(spec if isinstance(spec, str) else type(spec).__name__)
+    if isinstance(spec, str):
+        register_url_secret(spec)
+    shown = redact(spec if isinstance(spec, str) else repr(spec))
     owned = not isinstance(spec, store_module.Store)
     try:
         store = store_module.open_store(spec)
     except PerplexedError as exc:
-        return Check("store", ERROR, f"cannot open store {shown}: {exc}", True)
+        return Check("store", ERROR, redact(f"cannot open store {shown}: {exc}"), True)
     try:
         started = time.monotonic()
-        await store.spend(60.0)
+        await store.check()  # a write and a read of the store itself (never a degraded in-process fallback)
         ms = int((time.monotonic() - started) * 1000)
     except Exception as exc:  # any backend error: report it, never raise
-        return Check("store", ERROR, f"store {shown} does not answer: {type(exc).__name__}: {redact(str(exc))}", True)
+        why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        return Check("store", ERROR, redact(f"store {shown} fails a write and read check: {why}"), True)
     finally:
         if owned:
             try:
                 await store.aclose()
             except Exception:  # closing a store we only probed: nothing to report
                 pass
-    return Check("store", OK, f"{shown} answers ({ms} ms)", True)
+    return Check("store", OK, f"{shown} answers a write and a read ({ms} ms)", True)
 
 
 def _price_checks(chain: Sequence[str]) -> list[Check]:

@@ -18,7 +18,8 @@ from typing import Any, ClassVar
 import httpx
 from pydantic import SecretStr
 
-from .._errors import ConfigError, ProviderError, Reason, register_secret
+from .._bounds import check_usd
+from .._errors import ConfigError, ProviderError, Reason, mask_url, register_secret, register_url_secret
 from .._failures import StatusRule, classify_status, match_rule
 from .._http import DEFAULT_MAX_BODY_BYTES
 from .._logs import get_logger
@@ -59,6 +60,12 @@ class Provider:
     admitted calls in any rolling window), ``rate_limit_wait_ms`` (default 1000: how long an attempt may wait
     for a slot), ``cooldown_after`` (consecutive unhealthy failures that start a cool-down; None = off) and
     ``cooldown_s`` (default 30: the first cool-down's length).
+
+    ``cache_key`` (a string) names this provider's cached answers for sharing across processes: providers with
+    the same ``cache_key`` and label share cached answers wherever they share a store. Setting it is your
+    promise that their answers are interchangeable. Without it, a function, callable or retriever provider's
+    cached answers belong to the object doing the work (the wrapped function, the callable or retriever
+    instance) in this process only, and an HTTP provider's to its name, base URL and key.
     """
 
     name: ClassVar[str] = ""
@@ -67,6 +74,9 @@ class Provider:
     default_base_url: ClassVar[str | None] = None
     default_price: ClassVar[float] = 0.0
     native_options: ClassVar[frozenset[str]] = frozenset()
+    #: URL schemes besides http(s) this provider mints for its own hits (``file`` for ``local``): a merge keeps
+    #: them from this provider only and drops every other non-web URL
+    url_schemes: ClassVar[frozenset[str]] = frozenset()
     #: options done on the hits by the engine for every provider
     client_side_options: ClassVar[frozenset[str]] = frozenset(
         {"max_results", "include_domains", "exclude_domains"}
@@ -89,8 +99,10 @@ class Provider:
         rate_limit_wait_ms: int | None = None,
         cooldown_after: int | None = None,
         cooldown_s: float | None = None,
+        cache_key: str | None = None,
         **options: Any,
     ) -> None:
+        self.cache_key = _check_cache_key(cache_key, name or self.name)
         self._gov = check_provider_settings(
             rate_limit=rate_limit, rate_limit_wait_ms=rate_limit_wait_ms, cooldown_after=cooldown_after,
             cooldown_s=cooldown_s, owner=f"provider {name or self.name!r}",
@@ -98,10 +110,8 @@ class Provider:
         self._gov_cache: Any = None
         #: this provider alone turns governance on (a rate limit or cool-downs of its own)
         self._gov_on = "rate_limit" in self._gov or "cooldown_after" in self._gov
-        if cost is not None and (
-            isinstance(cost, bool) or not isinstance(cost, int | float) or not math.isfinite(cost) or cost < 0
-        ):
-            raise ConfigError(f"cost for provider {self.name!r} must be a finite non-negative number of USD")
+        if cost is not None:
+            cost = check_usd(cost, f"cost for provider {name or self.name!r}")
         if api_key is not None:
             if isinstance(api_key, str | SecretStr):  # remembered for redaction even if it is rejected below
                 register_secret(api_key if isinstance(api_key, str) else api_key.get_secret_value())
@@ -112,6 +122,7 @@ class Provider:
             )
         if isinstance(max_body_bytes, bool) or not isinstance(max_body_bytes, int) or max_body_bytes <= 0:
             raise ConfigError(f"max_body_bytes of provider {self.name!r} must be a positive int")
+        register_url_secret(base_url)  # a password in the URL's user info is a credential too
         self._base_url = base_url.rstrip("/") if base_url else None
         self._api_key = api_key
         self._cost = None if cost is None else float(cost)
@@ -125,7 +136,7 @@ class Provider:
         url = self._base_url or (self.env_base_url and env_str(self.env_base_url)) or self.default_base_url
         parts = [f"name={self.label!r}"]
         if url:
-            parts.append(f"base_url={url!r}")
+            parts.append(f"base_url={mask_url(url)!r}")
         if self.env_key:
             parts.append(f"api_key={key}")
         return f"{type(self).__name__}({', '.join(parts)})"
@@ -141,6 +152,8 @@ class Provider:
         if not url:
             hint = f" or set {self.env_base_url}" if self.env_base_url else ""
             raise ConfigError(f"provider {self.label!r} needs a base_url: pass base_url=...{hint}")
+        if "@" in url:
+            register_url_secret(url)
         return url.rstrip("/")
 
     @property
@@ -296,6 +309,17 @@ class Provider:
         return {"Accept": "application/json", "User-Agent": "perplexed-search/0.1", **extra}
 
 
+def _check_cache_key(value: object, owner: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip() or len(value) > 512 or not value.isprintable():
+        raise ConfigError(
+            f"cache_key of provider {owner!r} must be a non-empty printable string (at most 512 characters), "
+            f"got {value!r}"[:300]
+        )
+    return value
+
+
 class CallableProvider(Provider):
     """A non-HTTP provider: implement ``asearch`` (preferred) or ``search``; both return a ProviderAnswer.
 
@@ -315,6 +339,12 @@ class CallableProvider(Provider):
     def is_async(self) -> bool:
         """Whether ``asearch`` is implemented."""
         return type(self).asearch is not CallableProvider.asearch
+
+    @property
+    def _cache_subject(self) -> object:
+        """The object doing the work, whose identity (in this process) names the cached answers when no
+        ``cache_key`` is set: the provider itself here; the wrapped function or retriever in subclasses."""
+        return self
 
 
 class FunctionProvider(CallableProvider):
@@ -345,6 +375,10 @@ class FunctionProvider(CallableProvider):
     @property
     def is_async(self) -> bool:
         return self._fn_is_async
+
+    @property
+    def _cache_subject(self) -> object:
+        return self._fn
 
     def search(self, query: str, options: SearchOptions) -> ProviderAnswer:
         return to_answer(self._fn(query, options), self.label)

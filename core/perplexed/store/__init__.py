@@ -9,10 +9,12 @@ an absolute path, three for a relative one). See :mod:`perplexed.store._base` fo
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._errors import ConfigError
+from .._errors import ConfigError, mask_url, register_url_secret
 from ._base import (
     Admission,
     CachedAnswer,
@@ -71,7 +73,8 @@ def register_scheme(scheme: str, factory: str | Callable[[str], Store]) -> None:
 
 
 def _sqlite_path(url: str) -> str:
-    # SQLAlchemy's convention: sqlite:///relative/path.db, sqlite:////absolute/path.db
+    """The file of a ``sqlite://`` store URL (SQLAlchemy's convention: ``sqlite:///relative/path.db``,
+    ``sqlite:////absolute/path.db``); ConfigError naming the problem for a URL that cannot hold shared state."""
     rest = url[len("sqlite://"):]
     if not rest.startswith("/") or rest == "/":
         raise ConfigError(
@@ -82,6 +85,19 @@ def _sqlite_path(url: str) -> str:
         path = path.split("?", 1)[0]
     if not path:
         raise ConfigError(f"store URL {url!r} names no file")
+    if path == ":memory:" or path.startswith("file:"):
+        raise ConfigError(
+            f"store URL {url!r} is an in-memory (or URI) SQLite database, which no other process sees: use "
+            "'memory' for a per-process store, or a file path to share state"
+        )
+    if path.endswith(("/", os.sep)):
+        raise ConfigError(f"store URL {url!r} names a directory, not a file: add a file name like 'state.db'")
+    target = Path(path)
+    if target.exists() and not target.is_file():
+        kind = "a directory" if target.is_dir() else "not a regular file"
+        raise ConfigError(f"store URL {url!r} names {kind} ({path}): name a database file like 'state.db'")
+    if target.parent.exists() and not target.parent.is_dir():
+        raise ConfigError(f"store URL {url!r}: {target.parent} is not a directory")
     return path
 
 
@@ -92,8 +108,18 @@ def open_store(spec: Any) -> Store:
     if isinstance(spec, Store):
         return spec
     if not isinstance(spec, str) or not spec.strip():
-        raise ConfigError(f"store must be a Store, 'memory' or a URL like 'sqlite:///state.db', got {spec!r}")
-    text = spec.strip()
+        shown = mask_url(repr(spec))
+        raise ConfigError(f"store must be a Store, 'memory' or a URL like 'sqlite:///state.db', got {shown}")
+    register_url_secret(spec)
+    try:
+        return _open(spec.strip())
+    except ConfigError as exc:  # never the URL's password in the message
+        raise ConfigError(mask_url(str(exc))) from None
+    except (ValueError, TypeError, OSError) as exc:  # a URL the backend cannot parse (a malformed host, ...)
+        raise ConfigError(mask_url(f"store URL {spec.strip()!r} is not usable: {exc}")) from None
+
+
+def _open(text: str) -> Store:
     if text.lower() == "memory":
         return MemoryStore()
     scheme, sep, _ = text.partition("://")

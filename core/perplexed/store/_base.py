@@ -23,12 +23,15 @@ failure never fails a search).
 from __future__ import annotations
 
 import abc
+import copy
 import json
+import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, Literal
 
+from .._errors import _SECRETS, StoreError
 from .._models import Hit
 
 __all__ = [
@@ -39,11 +42,15 @@ __all__ = [
     "Record",
     "Store",
     "Verdict",
+    "copy_hits",
     "decode_answer",
     "encode_answer",
     "restore_hits",
+    "scrub_secrets",
     "snapshot_hits",
 ]
+
+_PROBE = "perplexed-doctor"
 
 Verdict = Literal["call", "cached", "cooling_down", "rate_limited", "over_budget", "fill_pending"]
 """What :meth:`Store.admit` decided:
@@ -223,6 +230,18 @@ class Store(abc.ABC):
         if cost > 0:
             await self.record(Record(provider="", label=label, cost=cost))
 
+    async def check(self) -> None:
+        """Prove the store works, raising whatever it raises (``perplexed doctor``): one write (a probe
+        answer cached for 30 s under a random key) and one read of it through :meth:`admit`. A store with a
+        degraded mode checks its backend itself, never its in-process fallback."""
+        key = secrets.token_hex(16)
+        probe = [Hit(url="https://perplexed.invalid/doctor-probe")]
+        await self.record(Record(provider=_PROBE, label=_PROBE, cache_key=key, answer=CachedAnswer(probe), ttl_s=30.0))
+        decision = await self.admit(Admission(provider=_PROBE, label=_PROBE, cache_key=key))
+        hits = decision.answer.hits if decision.answer is not None else ()
+        if decision.verdict != "cached" or [h.url for h in hits] != [probe[0].url]:
+            raise StoreError(f"the store accepted a write but did not read it back (verdict {decision.verdict!r})")
+
     async def clear(self) -> None:  # noqa: B027 - optional
         """Forget everything (tests, ``perplexed cache clear``). Default: nothing to forget."""
 
@@ -243,7 +262,8 @@ def _json_default(value: Any) -> Any:
 
 
 def encode_answer(answer: CachedAnswer) -> bytes:
-    """A cached answer as compact JSON bytes (dates as ISO strings, default-valued fields left out)."""
+    """A cached answer as compact JSON bytes (dates as ISO strings, default-valued fields left out), every
+    registered secret replaced (see :func:`scrub_secrets`)."""
     hits = []
     for hit in answer.hits:
         fields = {}
@@ -253,7 +273,21 @@ def encode_answer(answer: CachedAnswer) -> bytes:
             fields[k] = v.isoformat() if isinstance(v, date) else v
         hits.append(fields)
     payload = {"hits": hits, "detail": answer.detail}
-    return json.dumps(payload, separators=(",", ":"), default=_json_default).encode()
+    return scrub_secrets(json.dumps(payload, separators=(",", ":"), default=_json_default).encode())
+
+
+def scrub_secrets(payload: bytes) -> bytes:
+    """``payload`` without any registered secret (an API key a provider echoed in a snippet, a store
+    password): what a store persists never holds one (:func:`encode_answer` calls this)."""
+    if not _SECRETS:
+        return payload
+    text = payload.decode()
+    changed = False
+    for secret in list(_SECRETS):
+        if secret in text:
+            text = text.replace(secret, "[REDACTED]")
+            changed = True
+    return text.encode() if changed else payload
 
 
 def decode_answer(data: bytes | str) -> CachedAnswer:
@@ -265,21 +299,65 @@ def decode_answer(data: bytes | str) -> CachedAnswer:
     )
 
 
+_ATOMS = (str, int, float, bool, type(None), date)
+
+
+def _copied(value: Any) -> Any:
+    """A copy of a hit field's value that shares nothing mutable with it (JSON-like containers copied
+    recursively, anything else deep-copied)."""
+    if isinstance(value, _ATOMS):
+        return value
+    if isinstance(value, dict):
+        return {k: v if isinstance(v, _ATOMS) else _copied(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [v if isinstance(v, _ATOMS) else _copied(v) for v in value]
+    try:
+        return copy.deepcopy(value)
+    except Exception:  # an object that cannot be copied: shared, as the caller made it
+        return value
+
+
+def _own_fields(hit: Hit) -> dict[str, Any]:
+    fields = hit.__dict__.copy()
+    for name in _CONTAINER_FIELDS:
+        value = fields.get(name)
+        if value is not None:  # an empty list too: the caller may append to its own
+            fields[name] = _copied(value)
+    return fields
+
+
+_CONTAINER_FIELDS = ("raw", "sources")
+
+
 def snapshot_hits(hits: Sequence[Hit]) -> tuple[tuple[dict[str, Any], frozenset[str]], ...]:
-    """Cheap shallow snapshots of hits (their field dicts), for an in-process cache."""
-    return tuple([(hit.__dict__.copy(), frozenset(hit.__pydantic_fields_set__)) for hit in hits])
+    """Snapshots of hits (their field dicts, ``raw`` and ``sources`` copied), for an in-process cache: a
+    caller mutating its hits afterwards changes nothing in the snapshot."""
+    return tuple([(_own_fields(hit), frozenset(hit.__pydantic_fields_set__)) for hit in hits])
 
 
 def restore_hits(snapshots: Sequence[tuple[dict[str, Any], frozenset[str]]]) -> list[Hit]:
-    """Fresh Hit objects from :func:`snapshot_hits` (no validation: the snapshots came from valid hits)."""
+    """Fresh Hit objects from :func:`snapshot_hits` (no validation: the snapshots came from valid hits), each
+    with its own ``raw`` and ``sources``: no two callers share anything they could mutate for each other."""
     out = []
     new = object.__new__
     setattr_ = object.__setattr__
     for fields, fields_set in snapshots:
         hit = new(Hit)
-        setattr_(hit, "__dict__", dict(fields))
+        own = dict(fields)
+        for name in _CONTAINER_FIELDS:
+            value = own.get(name)
+            if value:
+                own[name] = _copied(value)
+            elif value is not None:
+                own[name] = type(value)()
+        setattr_(hit, "__dict__", own)
         setattr_(hit, "__pydantic_fields_set__", set(fields_set))
         setattr_(hit, "__pydantic_extra__", None)
         setattr_(hit, "__pydantic_private__", None)
         out.append(hit)
     return out
+
+
+def copy_hits(hits: Sequence[Hit]) -> list[Hit]:
+    """Independent copies of ``hits`` (what a single-flight follower gets: never the leader's objects)."""
+    return restore_hits([(hit.__dict__, frozenset(hit.__pydantic_fields_set__)) for hit in hits])

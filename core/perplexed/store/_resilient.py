@@ -40,7 +40,7 @@ from .. import telemetry
 from .._errors import redact
 from .._logs import get_logger
 from ._base import Admission, CachedAnswer, Decision, ProviderState, Record, Store
-from ._resp import NoScript
+from ._resp import ClientClosed, NoScript
 from .memory import MemoryStore
 
 __all__ = ["RETRY_S", "ResilientStore"]
@@ -51,6 +51,9 @@ logger = get_logger("perplexed.store")
 
 RETRY_S: Final = 1.0
 """During an outage, the remote store is tried again at most this often."""
+
+CHECK_TIMEOUT_S: Final = 5.0
+"""How long :meth:`ResilientStore.check` (``perplexed doctor``) waits for the backend."""
 
 MAX_BACKGROUND: Final = 256
 """Records running as tasks of their own (cluster mode) at most at once."""
@@ -315,7 +318,8 @@ class ResilientStore(Store):
         if reply.cancelled():
             return
         exc = reply.exception()
-        if exc is not None and not isinstance(exc, NoScript):  # NOSCRIPT: the remote re-sends it with EVAL
+        # NOSCRIPT: the remote re-sends it with EVAL; ClientClosed: its event loop ended, not the server's doing
+        if exc is not None and not isinstance(exc, NoScript | ClientClosed):
             self._failed(exc)
 
     # -- reads and the rest ---------------------------------------------------------------------------------
@@ -353,6 +357,12 @@ class ResilientStore(Store):
         if local is not None:
             await local.clear()
         await self._remote_call(self._remote.clear, changes_state=True, bounded=False)
+
+    async def check(self) -> None:
+        """The backend's own check (a write and a read), bounded by :data:`CHECK_TIMEOUT_S`: never the
+        in-process fallback, so a store that is down fails it."""
+        async with asyncio.timeout(CHECK_TIMEOUT_S):
+            await self._remote.check()
 
     async def aclose(self) -> None:
         try:
