@@ -20,8 +20,8 @@ STRIPPED_ENV = ("PERPLEXED_", "PERPLEXITY_", "TAVILY_", "EXA_", "BRAVE_", "FIREC
 PROVIDED = ("SEARXNG_URL", "PERPLEXITY_API_KEY")
 
 _NEEDS = re.compile(r"#\s*needs\b(.*)$", re.MULTILINE | re.IGNORECASE)
-_NEEDS_DOC = re.compile(r"\bneeds\s+``([A-Z][A-Z0-9_]{2,})``")
-_VAR = re.compile(r"\b[A-Z][A-Z0-9_]{2,}\b")
+_NEEDS_DOC = re.compile(r"\bneeds\s+``([A-Z][A-Z0-9]*_[A-Z0-9_]+)``")
+_VAR = re.compile(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b")  # SEARXNG_URL, PERPLEXITY_API_KEY (not "API")
 
 
 def needs(source: str) -> list[str]:

@@ -100,6 +100,7 @@ def test_every_docs_page_is_in_the_site_navigation() -> None:
         ("print(1)\n", []),
         ("# needs PERPLEXITY_API_KEY\nprint(1)\n", ["PERPLEXITY_API_KEY"]),
         ("x = 1  # needs SEARXNG_URL and PERPLEXITY_API_KEY\n", ["SEARXNG_URL", "PERPLEXITY_API_KEY"]),
+        ("# needs PERPLEXITY_API_KEY (the Agent API writes it)\n", ["PERPLEXITY_API_KEY"]),
         ('"""Needs ``PERPLEXITY_API_KEY``."""\n', []),
         ('"""The answer tool needs ``PERPLEXITY_API_KEY``."""\n', ["PERPLEXITY_API_KEY"]),
     ],
