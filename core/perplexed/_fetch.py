@@ -384,11 +384,17 @@ async def run_fetch(plan: FetchPlan, *, on_attempt: AttemptCallback | None = Non
     if plan.url[:7].lower() == "file://":
         return await _local_page(plan, on_attempt)
     resolver = next((p.resolver for p in plan.providers if isinstance(p, Http) and p.resolver is not None), None)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
     try:
         async with asyncio.timeout(plan.chain.deadline_ms / 1000):
             await check_url(plan.url, plan.options.allow_private, resolver)
     except TimeoutError:
         pass  # the resolver did not answer in time: the providers' attempts say what happened
+    spent_ms = int((loop.time() - started) * 1000)
+    if spent_ms > 0:  # the check is part of the fetch's deadline
+        chain = plan.chain.model_copy(update={"deadline_ms": max(1, plan.chain.deadline_ms - spent_ms)})
+        plan = FetchPlan(plan.url, plan.providers, plan.is_chain, plan.options, chain)
     page: Page = await _engine.run(FetchOperation(plan), on_attempt)
     return page
 
