@@ -28,8 +28,6 @@ import httpx
 
 from . import _engine, _portal, telemetry
 from ._errors import (
-    BodyTooLargeError,
-    ContentDecodingError,
     InvalidRequest,
     PerplexedError,
     UpstreamError,
@@ -37,13 +35,13 @@ from ._errors import (
 from ._extract import cut, markdown_to_text
 from ._failures import classify_exception
 from ._fetch_net import check_url, guarded_client, robots_verdict, split_url
-from ._http import get_client, read_capped
+from ._http import get_client
 from ._keywords import unknown_keyword
 from ._logs import get_logger
 from ._models import Attempt, Hit, Outcome, Page, Result
 from ._options import ChainOptions
 from ._ssrf import Allowed, check_literal, parse_allow_private
-from .chain import _in_thread, drive_flow
+from .chain import _in_thread, drive_flow, read_body
 from .chain import asearch as _chain_asearch
 from .chain import search as _chain_search
 from .fetchers import FetchAnswer, FetchOptions, FetchProvider, FunctionFetcher, resolve
@@ -470,12 +468,7 @@ async def _fetch_direct(provider: Http, plan: FetchPlan, client: httpx.AsyncClie
                 url = _next_hop(provider, response, hops, allowed)
                 continue
             provider.check_page(response)
-            try:
-                body = await read_capped(response, provider.max_body_bytes)
-            except BodyTooLargeError as exc:
-                raise provider.fail("body_too_large", exc.message, response) from None
-            except ContentDecodingError as exc:
-                raise provider.fail("malformed", exc.message, response) from None
+            body = await read_body(provider, response)
         finally:
             await response.aclose()
         return await _in_thread(provider.parse_page, response, body, url, options)
