@@ -38,7 +38,7 @@ from ._engine import AttemptCallback
 from ._errors import BodyTooLargeError, ContentDecodingError
 from ._hits import _finalize, _norm_url, finalize_hits, fuse
 from ._http import get_client, origin, read_capped, redirect_origin
-from ._keywords import check_search_options
+from ._keywords import check_names, check_search_options
 from ._logs import get_logger
 from ._models import Attempt, Hit, ProviderAnswer, Result
 from ._options import _DEFAULT_SEARCH_OPTIONS, ChainOptions, SearchOptions, clean_query, split_options
@@ -52,6 +52,7 @@ __all__ = [
     "Search",
     "SearchOperation",
     "asearch",
+    "check_names",
     "check_options",
     "drive_flow",
     "finalize_hits",
