@@ -358,6 +358,10 @@ def _clients(client: Any, async_client: Any) -> tuple[Any, Any]:
     second = _async_client(async_client) if async_client is not None else None
     if first is None and second is None:
         first = second = _default_client()
+    for each in {id(c): c for c in (first, second) if isinstance(c, AsyncAgentClient)}.values():
+        # a client built without api_key= reads $PERPLEXITY_API_KEY: a missing key fails now, before the
+        # search is paid for (not when the Agent API is called after it)
+        each._key()
     return (first if first is not None else second), (second if second is not None else first)
 
 

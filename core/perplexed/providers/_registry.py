@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .._errors import ConfigError
+from .._keywords import suggestion
 from .._settings import default_chain, default_chain_origin
 from ._base import FunctionProvider, Provider
 
@@ -47,12 +48,19 @@ def available() -> list[str]:
     return list(_REGISTRY)
 
 
+def _unknown_provider(name: str) -> ConfigError:
+    """The error for a provider name nobody registered: the closest registered one (``"Tavily"`` → did you
+    mean ``'tavily'``?), then the list."""
+    near = suggestion(name, _REGISTRY)
+    hint = f": did you mean {near!r}?" if near is not None else ""
+    return ConfigError(f"unknown provider {name!r}{hint} (known providers: {', '.join(sorted(_REGISTRY))})")
+
+
 def get(name: str) -> type[Provider]:
     """The provider class registered as ``name``; ConfigError for an unknown name."""
     entry = _REGISTRY.get(name)
     if entry is None:
-        known = ", ".join(sorted(_REGISTRY))
-        raise ConfigError(f"unknown provider {name!r}; known providers: {known}")
+        raise _unknown_provider(name)
     if isinstance(entry, str):
         module_name, cls_name = entry.split(":")
         module = importlib.import_module(f"{__package__}.{module_name}")
