@@ -330,9 +330,10 @@ class _Chain:
     """The chain the server runs: provider specs and options fixed at start, as ``perplexed search`` takes them."""
 
     def __init__(self, provider: Any, fetch_provider: Any, options: Mapping[str, Any], max_chars: int,
-                 answer_options: Mapping[str, Any]) -> None:
+                 answer_options: Mapping[str, Any], fetch_options: Mapping[str, Any]) -> None:
         self.provider = provider
         self.fetch_provider = fetch_provider
+        self.extra_fetch_options = dict(fetch_options)
         self.options = dict(options)
         self.max_chars = max_chars
         self.answer_options = dict(answer_options)
@@ -388,7 +389,7 @@ class _Chain:
     def fetch_options(self) -> dict[str, Any]:
         """The governance and time options the fetch chain shares with search (not the search-only ones)."""
         shared = ("provider_timeout_ms", "deadline_ms", "cache_ttl_s", "budget_usd")
-        return {k: v for k, v in self.options.items() if k in shared}
+        return {**{k: v for k, v in self.options.items() if k in shared}, **self.extra_fetch_options}
 
     async def answer(self, ctx: Any, question: Any = None, max_results: Any = 5, include_domains: Any = None,
                      exclude_domains: Any = None, recency: Any = None) -> Any:
@@ -482,6 +483,7 @@ def create_server(
     fetch_provider: Any = None,
     max_chars: int = DEFAULT_MAX_CHARS,
     answer_options: Mapping[str, Any] | None = None,
+    fetch_options: Mapping[str, Any] | None = None,
     **options: Any,
 ) -> Any:
     """An MCP server (``mcp.server.mcpserver.MCPServer``) whose tools run this chain.
@@ -489,7 +491,8 @@ def create_server(
     ``provider`` and ``options`` are those of :func:`perplexed.search` (the chain, ``budget_usd``,
     ``cache_ttl_s``, ``deadline_ms``, ...), checked now; ``fetch_provider`` is the chain of ``web_fetch``;
     ``max_chars`` caps each text result; ``answer_options`` go to :func:`perplexed.answer` only (``preset``,
-    ``client``). Raises :class:`~perplexed.ConfigError` when the ``mcp`` extra is missing.
+    ``client``), ``fetch_options`` to :func:`perplexed.fetch` only (``allow_private``, ``respect_robots``,
+    ``format``). Raises :class:`~perplexed.ConfigError` when the ``mcp`` extra is missing.
     """
     try:
         from mcp.server.mcpserver import Context, MCPServer
@@ -503,7 +506,11 @@ def create_server(
         raise InvalidRequest(f"max_chars must be a whole number >= 100, got {max_chars!r}", param="max_chars")
     chain.prepare("check", provider, **options)  # every option and provider checked before serving
     extra = dict(answer_options or {})
-    state = _Chain(provider, fetch_provider, options, max_chars, extra)
+    state = _Chain(provider, fetch_provider, options, max_chars, extra, dict(fetch_options or {}))
+    if _has_fetch():
+        from ._fetch import prepare_fetch
+
+        prepare_fetch("https://example.com/", fetch_provider, **state.fetch_options())  # checked now too
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=True, destructive_hint=False,
                                 idempotent_hint=True)
     tools: list[Any] = []
