@@ -5,6 +5,8 @@
 - :class:`PerplexedAnswerRetriever` / :class:`PerplexedAnswerTool`: a grounded answer with inline ``[n]``
   citations, and the sources every marker points at.
 - :func:`as_provider`: any LangChain retriever as a member of a perplexed chain (local knowledge first).
+- :class:`PerplexedLoader` / :class:`PerplexedFetchTool` (``perplexed_fetch``): web pages' content through a
+  chain of fetch providers (:func:`perplexed.fetch`), as Documents or for an agent to read.
 - :class:`VerifyCitations`: a runnable checking that the documents a text cites support it
   (:func:`perplexed.verify`), for pipelines that answer with their own LLM.
 
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 from ._documents import NO_RESULTS
 from ._events import ANSWER_EVENT, ATTEMPT_EVENT
+from .fetch import PerplexedFetchInput, PerplexedFetchTool, PerplexedLoader
 from .provider import RetrieverProvider, as_provider, document_to_hit
 from .retrievers import PerplexedAnswerRetriever, PerplexedRetriever
 from .tools import PerplexedAnswerInput, PerplexedAnswerTool, PerplexedSearchInput, PerplexedSearchTool
@@ -32,6 +35,9 @@ __all__ = [
     "PerplexedAnswerInput",
     "PerplexedAnswerRetriever",
     "PerplexedAnswerTool",
+    "PerplexedFetchInput",
+    "PerplexedFetchTool",
+    "PerplexedLoader",
     "PerplexedRetriever",
     "PerplexedSearchInput",
     "PerplexedSearchTool",

@@ -85,6 +85,13 @@ class AnswerConfig(BaseModel):
     """Check the answer's citations (:func:`perplexed.verify`, offline): the answer Document's
     ``metadata["verification"]`` is the result's JSON. Per call: ``invoke(q, verify=True)``."""
 
+    fetch_content: int | bool | None = None
+    """Ground on the top N hits' page content instead of their snippets (:func:`perplexed.fetch`; ``True``:
+    every hit). Fetch options (``allow_private``, ``max_chars``, ...) may be given per call."""
+
+    fetch_provider: Any = None
+    """The fetch chain for ``fetch_content`` (default ``["http"]``)."""
+
     # provider="perplexity-agent" (the Agent API searches by itself) is valid here (see SearchConfig)
     _grounding_modes: ClassVar[bool] = True
 
@@ -101,7 +108,7 @@ class AnswerConfig(BaseModel):
             elif name == "max_source_chars":  # None is meaningful (no cap): only when set
                 if name in self.model_fields_set:
                     kwargs[name] = self.max_source_chars
-            elif getattr(self, name, None) is not None:  # an argument with no field here: the core's default
+            elif getattr(self, name, None) is not None:  # an answer argument with no field: per call only
                 kwargs[name] = getattr(self, name)
         client_settings = {name: rest.pop(name, getattr(self, name)) for name in CLIENT_FIELDS}
         client = rest.pop("client", None) or self.client
@@ -183,8 +190,12 @@ def format_sources(hits: Sequence[Hit]) -> str:
 
 
 def format_answer(answer: Answer) -> str:
-    """What the answer tool returns to the model: the answer text, then the numbered sources."""
+    """What the answer tool returns to the model: the answer text, then the numbered sources (and, with
+    ``verify=True``, the citation check: the sentences their sources do not support)."""
     hits = source_hits(answer)
     if not hits:
         return answer.text or NO_RESULTS
-    return f"{answer.text}\n\nSources:\n{format_sources(hits)}"
+    text = f"{answer.text}\n\nSources:\n{format_sources(hits)}"
+    if answer.verification is not None:
+        text += f"\n\nCitation check:\n{answer.verification.report()}"
+    return text

@@ -15,7 +15,15 @@ from typing import Any, ClassVar, Literal
 
 from perplexed import AnswerPlan, ChainOptions, InvalidRequest, SearchOptions, chain
 from perplexed.providers import with_credentials
-from pydantic import BaseModel, ConfigDict, SecretStr, field_serializer, field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    SecretStr,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 
 __all__ = ["ProviderCredentials", "SearchConfig", "protect_secrets", "redact_spec"]
 
@@ -61,6 +69,19 @@ def redact_spec(spec: Any, *, as_json: bool = False) -> Any:
     if as_json and not (spec is None or isinstance(spec, str | int | float | bool)):
         return repr(spec)  # Provider reprs show "api_key=set", never the key
     return spec
+
+
+def _field_names(model: type[BaseModel]) -> list[str]:
+    """The keywords a model's constructor takes: its field names and their aliases."""
+    names: list[str] = []
+    for name, info in model.model_fields.items():
+        names.append(name)
+        for alias in (info.alias, info.validation_alias):
+            if isinstance(alias, str):
+                names.append(alias)
+            elif isinstance(alias, AliasChoices):
+                names += [choice for choice in alias.choices if isinstance(choice, str)]
+    return names
 
 
 class SearchConfig(BaseModel):
@@ -149,6 +170,15 @@ class SearchConfig(BaseModel):
     # Whether provider="perplexity-agent" (the Agent API searching by itself) is a valid choice: the answer
     # components say yes.
     _grounding_modes: ClassVar[bool] = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_names(cls, data: Any) -> Any:
+        # A misspelt keyword names the closest field ("topk": did you mean 'k'?); raised as a ValueError,
+        # so pydantic reports it as its ValidationError, as for any other bad field.
+        if isinstance(data, Mapping):
+            chain.check_names([str(name) for name in data], _field_names(cls), what="option")
+        return data
 
     @model_validator(mode="before")
     @classmethod

@@ -100,6 +100,7 @@ class RetrieverProvider(CallableProvider):
     """
 
     name = "langchain"
+    url_schemes = frozenset({"langchain"})  # langchain://<name>/<id> for Documents without a source URL
 
     def __init__(
         self,

@@ -76,16 +76,47 @@ class PerplexedRetriever(ProviderCredentials, SearchConfig, BaseRetriever):
     k: int = Field(default=10, ge=1, le=100, validation_alias=AliasChoices("k", "max_results"))
     """How many Documents to return at most (the search's ``max_results``; ``max_results=`` is accepted)."""
 
+    fetch_content: int | bool | None = None
+    """Fetch the top N hits' pages (``True``: every hit): their ``page_content`` is the page's content
+    (:func:`perplexed.fetch`), the fetches' cost is in ``metadata["cost"]``. See docs/fetch.md."""
+
+    fetch_provider: Any = None
+    """The fetch chain for ``fetch_content`` (default ``["http"]``)."""
+
+    allow_private: bool | list[str] | None = None
+    """With ``fetch_content``: allow private addresses (``True``) or these networks (CIDR list)."""
+
+    fetch_options: dict[str, Any] | None = None
+    """Other fetch options for ``fetch_content`` (``max_chars``, ``respect_robots``, ...)."""
+
+    def model_post_init(self, context: Any) -> None:
+        if self.fetch_content or self.fetch_provider is not None or self.allow_private or self.fetch_options:
+            options = {k: v for k, v in self._fetch_kwargs().items() if k not in ("fetch_content", "fetch_provider")}
+            perplexed.check_fetch_content(self.fetch_content, self.fetch_provider, **options)
+
+    def _fetch_kwargs(self) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {**(self.fetch_options or {})}
+        if self.allow_private is not None:
+            kwargs["allow_private"] = self.allow_private
+        if self.fetch_content:
+            kwargs["fetch_content"] = self.fetch_content
+            if self.fetch_provider is not None:
+                kwargs["fetch_provider"] = self.fetch_provider
+        return kwargs
+
+    def _kwargs(self, overrides: dict[str, Any]) -> dict[str, Any]:
+        return {**self._fetch_kwargs(), **_search_kwargs(self, self.k, overrides)}
+
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        result = run_core(perplexed.search, run_manager, query, **_search_kwargs(self, self.k, kwargs))
+        result = run_core(perplexed.search, run_manager, query, **self._kwargs(kwargs))
         return result_documents(result, flat=self.flat_metadata)
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        result = await arun_core(perplexed.asearch, run_manager, query, **_search_kwargs(self, self.k, kwargs))
+        result = await arun_core(perplexed.asearch, run_manager, query, **self._kwargs(kwargs))
         return result_documents(result, flat=self.flat_metadata)
 
 

@@ -24,6 +24,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from ._answer import AnswerConfig, format_answer, source_documents
 from ._config import ProviderCredentials, SearchConfig
 from ._documents import NO_RESULTS, format_hits, result_documents
+from ._portable import PORTABLE, PortableToolSchema
 from ._run import arun_core, run_core
 
 __all__ = [
@@ -43,6 +44,9 @@ SEARCH_DESCRIPTION = (
 
 class PerplexedSearchInput(BaseModel):
     """Arguments of the ``perplexed_search`` tool."""
+
+    # the schema a model sees is in the subset strict tool callers accept (no anyOf with null, closed object)
+    model_config = PORTABLE
 
     query: str = Field(
         description="The search query: a few specific keywords, e.g. 'EU AI Act general-purpose AI obligations'."
@@ -102,7 +106,7 @@ def arguments_error(problems: list[tuple[str, Any]]) -> ToolException:
     return ToolException("Invalid arguments: " + "; ".join(parts) + ". Call the tool again with allowed values.")
 
 
-class _ModelArguments:
+class _ModelArguments(PortableToolSchema):
     """Tool arguments a model got wrong (a number out of range, an unknown recency, a bad domain) raise a
     :class:`ToolException` saying what is allowed, never a pydantic ``ValidationError``: with
     ``handle_tool_error=True`` the model reads it and can retry."""
@@ -208,6 +212,8 @@ ANSWER_DESCRIPTION = (
 
 class PerplexedAnswerInput(BaseModel):
     """Arguments of the ``perplexed_answer`` tool."""
+
+    model_config = PORTABLE
 
     query: str = Field(description="The question to answer, e.g. 'What are typical residential zoning setbacks?'.")
     max_results: int | None = Field(

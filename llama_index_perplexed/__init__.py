@@ -3,7 +3,8 @@
 - :class:`PerplexedRetriever`: a ``BaseRetriever`` over a perplexed provider chain;
 - :class:`PerplexedQueryEngine`: grounded answers (``perplexed.answer``) as LlamaIndex ``Response`` objects
   whose ``[n]`` markers point at ``source_nodes[n-1]``;
-- :class:`PerplexedToolSpec`: ``search`` and ``answer`` tools for LlamaIndex agents;
+- :class:`PerplexedToolSpec`: ``search``, ``answer`` and ``fetch`` tools for LlamaIndex agents;
+- :class:`PerplexedReader`: web pages' content as Documents through a chain of fetch providers;
 - :func:`as_provider`: any LlamaIndex retriever as a member of a perplexed chain;
 - :class:`PerplexedAttemptEvent` / :class:`PerplexedAgentEvent`: instrumentation events.
 
@@ -15,6 +16,7 @@ modules are its own.
 from __future__ import annotations
 
 from .events import PerplexedAgentEvent, PerplexedAttemptEvent
+from .fetch import PerplexedReader
 from .provider import RetrieverProvider, as_provider
 from .query_engine import PerplexedQueryEngine
 from .retriever import PerplexedRetriever
@@ -24,6 +26,7 @@ __all__ = [
     "PerplexedAgentEvent",
     "PerplexedAttemptEvent",
     "PerplexedQueryEngine",
+    "PerplexedReader",
     "PerplexedRetriever",
     "PerplexedToolSpec",
     "RetrieverProvider",

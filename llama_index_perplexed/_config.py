@@ -7,9 +7,20 @@ from collections.abc import Mapping
 from typing import Any
 
 from perplexed import AnswerPlan, ChainOptions, InvalidRequest, SearchOptions, chain, prepare_answer
-from perplexed.providers import describe
+from perplexed.providers import describe, with_credentials
+from pydantic import SecretStr
 
-__all__ = ["AnswerConfig", "SearchConfig", "split_answer_options"]
+__all__ = ["SETTINGS", "AnswerConfig", "SearchConfig", "answer_configs", "named_settings", "split_answer_options"]
+
+
+#: The chain and search options the components take as named, typed keywords (``max_results`` aside): the
+#: core's own lists, so a new option cannot be forgotten here.
+SETTINGS = (*ChainOptions.model_fields, *(n for n in SearchOptions.model_fields if n not in ("max_results", "extra")))
+
+
+def named_settings(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """The chain and search options among a constructor's ``arguments`` (its ``locals()``) that were given."""
+    return {name: arguments[name] for name in SETTINGS if arguments.get(name) is not None}
 
 
 class SearchConfig:
@@ -23,6 +34,11 @@ class SearchConfig:
     ``cache_ttl_s``, ``cache_single_flight``, ``budget_usd``, see ``docs/production.md``) and the search options
     are keywords. Bad values raise :class:`perplexed.InvalidRequest` / :class:`perplexed.ConfigError` here, not at
     the first query; an unknown option names the closest valid one.
+
+    ``api_key`` / ``base_url`` configure the one provider ``provider`` names (a missing key fails here, naming
+    the variable to set; a chain warns once about the members that cannot run). In the ``perplexity-agent``
+    mode the Agent API is what searches: they are kept in :attr:`agent_credentials` for its client.
+    ``owner`` names the component in those messages.
     """
 
     def __init__(
@@ -32,6 +48,9 @@ class SearchConfig:
         max_results: int | None = None,
         similarity_top_k: int | None = None,
         answer_mode: bool = False,
+        api_key: str | SecretStr | None = None,
+        base_url: str | None = None,
+        owner: str = "perplexed",
         **options: Any,
     ) -> None:
         if similarity_top_k is not None:
@@ -41,16 +60,23 @@ class SearchConfig:
                     param="similarity_top_k",
                 )
             max_results = similarity_top_k
-        if answer_mode and AnswerPlan.is_agent_mode(provider):
+        options = {k: v for k, v in options.items() if v is not None}
+        agent_mode = answer_mode and AnswerPlan.is_agent_mode(provider)
+        if agent_mode:
             chain_kw = {k: v for k, v in options.items() if k in ChainOptions.model_fields}
             ChainOptions.build(**chain_kw)  # no chain runs; prepare_answer() checks the rest per query
             SearchOptions.build(max_results=max_results, **{k: v for k, v in options.items() if k not in chain_kw})
         elif provider is not None or options or max_results is not None:
-            also = ("similarity_top_k", *(AnswerPlan.ARGUMENTS if answer_mode else ()))
+            also = ("similarity_top_k", "api_key", "base_url", *(AnswerPlan.ARGUMENTS if answer_mode else ()))
             chain.check_options(provider, suggest=also, max_results=max_results, **options)
+        self.agent_credentials: dict[str, Any] = {}
+        if agent_mode:
+            self.agent_credentials = {k: v for k, v in (("api_key", api_key), ("base_url", base_url)) if v is not None}
+        elif provider is not None or api_key is not None or base_url is not None:  # options first, then keys
+            provider = with_credentials(provider, api_key=api_key, base_url=base_url, owner=owner)
         self.provider = provider
         self.max_results = max_results
-        self.options = {k: v for k, v in options.items() if v is not None}
+        self.options = options
 
     def search_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for :func:`perplexed.search` / :func:`perplexed.asearch` (``None`` = default)."""
@@ -74,6 +100,9 @@ def split_answer_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], di
 class AnswerConfig:
     """The Agent API side of :func:`perplexed.answer`: the clients and the answer options.
 
+    ``api_key`` / ``base_url`` build the client when none is given (the ``perplexity-agent`` mode, where the
+    Agent API is what searches: see :attr:`SearchConfig.agent_credentials`).
+
     ``client`` is a :class:`perplexed.agent.AgentClient` (used by the sync path, and its ``async_client`` by
     the async path); ``async_client`` an :class:`perplexed.agent.AsyncAgentClient` (used by the async path,
     and by the sync one when no ``client`` is given). With neither, one ``AgentClient`` is built from the
@@ -82,14 +111,28 @@ class AnswerConfig:
     ``max_source_chars``, ...); they are checked by ``prepare_answer()`` when a query runs, before any search.
     """
 
-    def __init__(self, client: Any = None, async_client: Any = None, **options: Any) -> None:
+    def __init__(
+        self,
+        client: Any = None,
+        async_client: Any = None,
+        *,
+        api_key: str | SecretStr | None = None,
+        base_url: str | None = None,
+        **options: Any,
+    ) -> None:
         unknown = sorted(set(options) - set(AnswerPlan.ARGUMENTS))
         if unknown:  # pragma: no cover - callers split options by name first
             raise InvalidRequest(f"unknown answer option(s): {', '.join(unknown)}", param=unknown[0])
         if client is None and async_client is None:
             from perplexed.agent import AgentClient
 
-            client = AgentClient()
+            client = AgentClient(api_key=api_key, base_url=base_url)
+        elif api_key is not None or base_url is not None:
+            raise InvalidRequest(
+                "api_key/base_url with provider='perplexity-agent' build the Agent API client: pass them to "
+                "the client you give instead (AgentClient(api_key=..., base_url=...))",
+                param="api_key" if api_key is not None else "base_url",
+            )
         self.client = client
         self.async_client = async_client
         self.options = dict(options)
@@ -103,3 +146,14 @@ class AnswerConfig:
     def describe(self) -> str:
         """The answer options for the components' reprs."""
         return ", ".join(f"{k}={v!r}" for k, v in self.options.items() if k != "on_attempt")
+
+
+def answer_configs(
+    owner: str, provider: Any, settings: Mapping[str, Any], options: Mapping[str, Any]
+) -> tuple[SearchConfig, AnswerConfig]:
+    """The search and answer configurations of an answering component (the query engine, the tool spec):
+    ``settings`` are its named keywords (``max_results``, ``api_key``, the chain and search options),
+    ``options`` the rest (answer options, the chain members' own options)."""
+    answer_options, search_options = split_answer_options(options)
+    search = SearchConfig(provider, answer_mode=True, owner=owner, **settings, **search_options)
+    return search, AnswerConfig(**search.agent_credentials, **answer_options)

@@ -76,6 +76,7 @@ class RetrieverProvider(CallableProvider):
     """
 
     name = "llamaindex"
+    url_schemes = frozenset({"llamaindex"})  # llamaindex://<name>/<node id> for nodes without a URL
 
     def __init__(
         self, retriever: BaseRetriever, *, name: str | None = None, cost: float | None = None,

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Sequence
+from datetime import date
+from typing import Any, Literal
 
 import perplexed
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
 from llama_index.core.schema import NodeWithScore, QueryBundle
-from perplexed import SearchOptions
-from perplexed.providers import with_credentials
+from perplexed import Result, SearchOptions
 from pydantic import SecretStr
 
-from ._config import SearchConfig
+from ._config import SearchConfig, named_settings
 from ._nodes import result_to_nodes
 from .events import dispatching
 
@@ -63,15 +64,39 @@ class PerplexedRetriever(BaseRetriever):
         similarity_top_k: int | None = None,
         api_key: str | SecretStr | None = None,
         base_url: str | None = None,
+        provider_timeout_ms: int | None = None,
+        deadline_ms: int | None = None,
+        fallback_on: str | Sequence[str] | None = None,
+        cache_ttl_s: float | None = None,
+        cache_single_flight: bool | None = None,
+        budget_usd: float | None = None,
+        strategy: Literal["sequential", "hedged", "merge"] | None = None,
+        hedge_after_ms: int | Literal["auto"] | None = None,
+        merge_providers: int | None = None,
+        min_hits: int | None = None,
+        accept: Callable[[Result], bool | str | None] | None = None,
+        include_domains: Sequence[str] | None = None,
+        exclude_domains: Sequence[str] | None = None,
+        recency: Literal["day", "week", "month", "year"] | None = None,
+        published_after: date | str | None = None,
+        published_before: date | str | None = None,
+        language: str | None = None,
+        country: str | None = None,
+        safe_search: Literal["off", "moderate", "strict"] | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
         **options: Any,
     ) -> None:
-        self._config = SearchConfig(provider, max_results=max_results, similarity_top_k=similarity_top_k, **options)
-        if provider is not None or api_key is not None or base_url is not None:  # options first, then keys
-            self._config.provider = with_credentials(
-                provider, api_key=api_key, base_url=base_url, owner="PerplexedRetriever"
-            )
+        self._config = SearchConfig(
+            provider,
+            max_results=max_results,
+            similarity_top_k=similarity_top_k,
+            api_key=api_key,
+            base_url=base_url,
+            owner="PerplexedRetriever",
+            **named_settings(locals()),
+            **options,
+        )
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     def __repr__(self) -> str:

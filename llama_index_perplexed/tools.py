@@ -5,20 +5,24 @@ described ``query``) at run time.
 """
 
 
-from collections.abc import Sequence
-from typing import Annotated, Any
+from collections.abc import Callable, Sequence
+from datetime import date
+from typing import Annotated, Any, Literal
 
 import perplexed
 from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
 from llama_index.core.tools.tool_spec.base import BaseToolSpec
+from llama_index.core.tools.utils import create_schema_from_function
 from perplexed import Answer, Hit, Result
 from perplexed import aanswer as _aanswer
 from perplexed import answer as _answer
 from perplexed.citations import format_footnotes
-from pydantic import Field
+from pydantic import Field, SecretStr
 
-from ._config import AnswerConfig, SearchConfig, split_answer_options
+from ._config import answer_configs, named_settings
+from ._portable import PortableToolMetadata
 from .events import dispatching
+from .fetch import format_page
 
 __all__ = ["PerplexedToolSpec"]
 
@@ -48,14 +52,21 @@ def format_hits(hits: Sequence[Hit]) -> str:
 
 def format_answer(ans: Answer) -> str:
     """What the ``answer`` tool returns: the answer text with its ``[n]`` markers, then ``Sources:`` and one
-    ``[n] title — url`` line per source, numbered as the markers."""
+    ``[n] title — url`` line per source, numbered as the markers (and with ``verify=True`` the citation
+    check: :meth:`perplexed.Verification.report`)."""
     sources = sorted(ans.sources, key=lambda h: h.id)
     if not sources:
         return ans.text
-    return f"{ans.text}\n\nSources:\n{format_footnotes(sources, numbers=[h.id for h in sources])}"
+    text = f"{ans.text}\n\nSources:\n{format_footnotes(sources, numbers=[h.id for h in sources])}"
+    if ans.verification is not None:  # PerplexedToolSpec(verify=True): the sentences their sources do not support
+        text += f"\n\nCitation check:\n{ans.verification.report()}"
+    return text
 
 
 Query = Annotated[str, Field(description="The search query or question, in plain words, e.g. 'typical residential zoning setbacks'.")]
+Url = Annotated[str, Field(description="The page's http(s) URL, e.g. 'https://example.com/article'.")]
+MaxChars = Annotated[int, Field(description="How many characters of content to return (0: the tool's default, 8000).")]
+StartIndex = Annotated[int, Field(description="Where the content starts (0: the beginning; the start_index a cut reply gave, to read on).")]
 
 
 class PerplexedToolSpec(BaseToolSpec):
@@ -76,47 +87,123 @@ class PerplexedToolSpec(BaseToolSpec):
     ``search``/``asearch``/``answer``/``aanswer`` are the same functions under their short names.
     """
 
-    spec_functions = [("perplexed_search", "aperplexed_search"), ("perplexed_answer", "aperplexed_answer")]
+    spec_functions = [("perplexed_search", "aperplexed_search"), ("perplexed_answer", "aperplexed_answer"),
+                      ("perplexed_fetch", "aperplexed_fetch")]
 
-    def __init__(self, provider: Any = None, **options: Any) -> None:
-        answer_options, search_options = split_answer_options(options)
-        self._search = SearchConfig(provider, answer_mode=True, **search_options)
-        self._answer = AnswerConfig(**answer_options)
+    def __init__(
+        self,
+        provider: Any = None,
+        *,
+        max_results: int | None = None,
+        similarity_top_k: int | None = None,
+        api_key: str | SecretStr | None = None,
+        base_url: str | None = None,
+        provider_timeout_ms: int | None = None,
+        deadline_ms: int | None = None,
+        fallback_on: str | Sequence[str] | None = None,
+        cache_ttl_s: float | None = None,
+        cache_single_flight: bool | None = None,
+        budget_usd: float | None = None,
+        strategy: Literal["sequential", "hedged", "merge"] | None = None,
+        hedge_after_ms: int | Literal["auto"] | None = None,
+        merge_providers: int | None = None,
+        min_hits: int | None = None,
+        accept: Callable[[Result], bool | str | None] | None = None,
+        include_domains: Sequence[str] | None = None,
+        exclude_domains: Sequence[str] | None = None,
+        recency: Literal["day", "week", "month", "year"] | None = None,
+        published_after: date | str | None = None,
+        published_before: date | str | None = None,
+        language: str | None = None,
+        country: str | None = None,
+        safe_search: Literal["off", "moderate", "strict"] | None = None,
+        fetch_provider: Any = None,
+        allow_private: Any = None,
+        fetch_options: dict[str, Any] | None = None,
+        **options: Any,
+    ) -> None:
+        settings = {"max_results": max_results, "similarity_top_k": similarity_top_k, "api_key": api_key,
+                    "base_url": base_url, **named_settings(locals())}
+        self._search, self._answer = answer_configs("PerplexedToolSpec", provider, settings, options)
+        # perplexed_fetch: the fetch chain and its options (a private address only with allow_private)
+        self._fetch_provider = fetch_provider
+        self._fetch_options = {"max_chars": 8000, **(fetch_options or {})}
+        if allow_private is not None:
+            self._fetch_options["allow_private"] = allow_private
+        perplexed.prepare_fetch("https://example.com/", fetch_provider, **self._fetch_options)
 
     def __repr__(self) -> str:
         settings = ", ".join(p for p in (self._search.describe(), self._answer.describe()) if p)
         names = ", ".join(repr(f if isinstance(f, str) else f[0]) for f in self.spec_functions)
         return f"PerplexedToolSpec({settings}; tools: {names})"
 
+    def get_metadata_from_fn_name(self, fn_name: str, spec_functions: Any = None) -> Any:
+        """The tool's name, its description in plain words (the function's docstring) and the JSON schema of its
+        arguments, portable (a closed object, no ``anyOf`` with ``null``: what strict tool callers accept)."""
+        func = getattr(self, fn_name)
+        description = " ".join((func.__doc__ or "").split())
+        return PortableToolMetadata(name=fn_name, description=description,
+                                    fn_schema=create_schema_from_function(fn_name, func))
+
     # The docstrings below are the tools' descriptions: they are written for the model.
 
     @dispatcher.span
     def perplexed_search(self, query: Query) -> str:
-        """Search the web for `query`. Returns numbered results: "[n] title — url" and a snippet each."""
+        """Search the web for the query. Returns numbered results, each as "[n] title — url" followed by a
+        snippet. Use it for recent events, facts you are not sure of and anything that needs a source; cite
+        the results you use by their [n]."""
         with dispatching():
             result: Result = perplexed.search(query, **self._search.search_kwargs())
         return format_hits(result.hits)
 
     @dispatcher.span
     async def aperplexed_search(self, query: Query) -> str:
-        """Search the web for `query`. Returns numbered results: "[n] title — url" and a snippet each."""
+        """Search the web for the query. Returns numbered results, each as "[n] title — url" followed by a
+        snippet. Use it for recent events, facts you are not sure of and anything that needs a source; cite
+        the results you use by their [n]."""
         with dispatching():
             result: Result = await perplexed.asearch(query, **self._search.search_kwargs())
         return format_hits(result.hits)
 
     @dispatcher.span
     def perplexed_answer(self, query: Query) -> str:
-        """Answer the question `query` from web sources. Returns the answer with [n] citation markers, then the numbered sources ("[n] title — url") they refer to."""
+        """Answer the question in the query from web sources. Returns the answer with [n] citation markers,
+        then the numbered sources ("[n] title — url") they refer to."""
         with dispatching():
             ans = _answer(self._answer.plan(query, self._search, prefer_async=False))
         return format_answer(ans)
 
     @dispatcher.span
     async def aperplexed_answer(self, query: Query) -> str:
-        """Answer the question `query` from web sources. Returns the answer with [n] citation markers, then the numbered sources ("[n] title — url") they refer to."""
+        """Answer the question in the query from web sources. Returns the answer with [n] citation markers,
+        then the numbered sources ("[n] title — url") they refer to."""
         with dispatching():
             ans = await _aanswer(self._answer.plan(query, self._search, prefer_async=True))
         return format_answer(ans)
+
+    def _fetch_kwargs(self, max_chars: int, start_index: int) -> dict[str, Any]:
+        kwargs = dict(self._fetch_options)
+        if max_chars:
+            kwargs["max_chars"] = max_chars
+        if start_index:
+            kwargs["start_index"] = start_index
+        return kwargs
+
+    @dispatcher.span
+    def perplexed_fetch(self, url: Url, max_chars: MaxChars = 0, start_index: StartIndex = 0) -> str:
+        """Read the web page at the URL. Returns its title, URL and main content as Markdown; a long page comes
+        in slices, and the reply then ends with the start_index to pass to read the next slice."""
+        with dispatching():
+            page = perplexed.fetch(url, self._fetch_provider, **self._fetch_kwargs(max_chars, start_index))
+        return format_page(page)
+
+    @dispatcher.span
+    async def aperplexed_fetch(self, url: Url, max_chars: MaxChars = 0, start_index: StartIndex = 0) -> str:
+        """Read the web page at the URL. Returns its title, URL and main content as Markdown; a long page comes
+        in slices, and the reply then ends with the start_index to pass to read the next slice."""
+        with dispatching():
+            page = await perplexed.afetch(url, self._fetch_provider, **self._fetch_kwargs(max_chars, start_index))
+        return format_page(page)
 
     search = perplexed_search
     asearch = aperplexed_search

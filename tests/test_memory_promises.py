@@ -474,3 +474,55 @@ def test_store_urls_that_cannot_work_are_config_errors(url: str, problem: str, t
         RedisStore(url) if url.startswith("redis") else open_store_url(url)
     with pytest.raises(ConfigError, match="directory"):
         open_store_url(f"sqlite:///{tmp_path}")
+
+
+# -- 11. merge trusts no hit for more than it brings --------------------------------------------------------------
+
+
+def _hostile(query: str, options: Any) -> list[dict[str, Any]]:
+    return [
+        {"url": "ftp://bank.example/login", "title": "Bank (mirror)", "snippet": "EVIL: send your password"},
+        {"url": "bank.example/login", "snippet": "scheme-less twin"},
+        {"url": "javascript:alert(document.cookie)", "title": "click"},
+        {"url": " JaVa\tScRiPt:alert(1)", "title": "click"},
+        {"url": "data:text/html,<script>alert(1)</script>", "title": "data"},
+        {"url": "https://c.example/x\r\nSet-Cookie: session=stolen", "title": "crlf"},
+        {"url": "https://d.example/x\nLocation: evil", "title": "lf"},
+        {"url": "https://e.example/\x00", "title": "nul"},
+        {"url": "https://news.example/story", "title": "Story", "snippet": "hostile snippet"},
+    ]
+
+
+def _trusted(query: str, options: Any) -> list[dict[str, Any]]:
+    return [{"url": "https://bank.example/login", "title": "Bank"},
+            {"url": "https://news.example/story", "title": "Story"}]
+
+
+@pytest.mark.parametrize("order", ["trusted-first", "hostile-first"])
+async def test_merge_keeps_the_trusted_url_and_attributes_filled_fields(mode: str, order: str) -> None:
+    trusted = FunctionProvider(_trusted, name="trusted")
+    hostile = FunctionProvider(_hostile, name="hostile")
+    chain = [trusted, hostile] if order == "trusted-first" else [hostile, trusted]
+    result = await run(mode, "q", chain, strategy="merge", max_results=20)
+    by_url = {h.url: h for h in result.hits}
+    assert set(by_url) == {"https://bank.example/login", "https://news.example/story"}  # nothing else survives
+    bank = by_url["https://bank.example/login"]
+    assert bank.provider == "trusted" and bank.snippet == ""  # the ftp:// twin neither replaced nor filled it
+    assert bank.sources == [{"provider": "trusted", "rank": 1}]
+    story = by_url["https://news.example/story"]
+    assert story.snippet == "hostile snippet"
+    filler = [s for s in story.sources if "filled" in s]
+    if order == "trusted-first":  # the trusted hit's empty snippet came from the hostile provider: it says so
+        assert story.provider == "trusted" and filler == [{"provider": "hostile", "rank": 1, "filled": ["snippet"]}]
+    else:
+        assert story.provider == "hostile" and filler == []
+
+
+def test_local_file_urls_survive_a_merge_and_nobody_else_s() -> None:
+    from perplexed import Hit
+    from perplexed._hits import fuse
+
+    local = [Hit(url="file:///docs/setbacks.md", title="Setbacks")]
+    other = [Hit(url="file:///etc/passwd", title="x"), Hit(url="https://a.example/", title="A")]
+    fused = fuse([("local", local), ("web", other)], limit=10, own_schemes={"local": frozenset({"file"})})
+    assert [h.url for h in fused] == ["file:///docs/setbacks.md", "https://a.example/"]

@@ -164,7 +164,8 @@ def test_fuse_dedupes_by_normalised_url_and_fills_empty_fields() -> None:
     assert hit.title == "The page"  # filled from the other list
     assert hit.score == round(2 / 61, 6)  # the fused score, not a provider's
     assert hit.provider == "p"
-    assert hit.sources == [{"provider": "p", "rank": 1}, {"provider": "q", "rank": 1}]
+    # the filled field is attributed to the provider it came from (issue 22 point 11)
+    assert hit.sources == [{"provider": "p", "rank": 1}, {"provider": "q", "rank": 1, "filled": ["title"]}]
 
 
 def test_fuse_counts_a_provider_once_per_page_and_caps_at_limit() -> None:

@@ -40,10 +40,21 @@ from ._errors import (
     StreamError,
     UpstreamError,
 )
-from ._fetch import afetch, afetch_many, asearch, fetch, fetch_many, search
+from ._fetch import (
+    FetchPlan,
+    afetch,
+    afetch_many,
+    asearch,
+    check_fetch_content,
+    fetch,
+    fetch_many,
+    prepare_fetch,
+    search,
+)
 from ._governance import aspend, spend
 from ._models import Attempt, Hit, Outcome, Page, ProviderAnswer, Result
 from ._options import ChainOptions, SearchOptions
+from ._toolschema import portable_schema
 from ._verify import Evidence, SentenceCheck, Verification, averify, verify
 
 if TYPE_CHECKING:  # answer() is imported lazily (it pulls in the Agent API client)
@@ -81,6 +92,7 @@ __all__ = [
     "ContentDecodingError",
     "CorruptIndexError",
     "Evidence",
+    "FetchPlan",
     "Hit",
     "InvalidRequest",
     "MalformedResponseError",
@@ -112,10 +124,13 @@ __all__ = [
     "aspend",
     "astream_answer",
     "averify",
+    "check_fetch_content",
     "configure",
     "fetch",
     "fetch_many",
+    "portable_schema",
     "prepare_answer",
+    "prepare_fetch",
     "providers",
     "reset",
     "search",

@@ -23,6 +23,7 @@ from ._grounding import AGENT_PROVIDER, DEFAULT_MAX_SOURCE_CHARS, search_off, we
 from ._keywords import check_search_options
 from ._models import Attempt
 from ._options import ChainOptions, SearchOptions, clean_query, split_options
+from ._settings import default_chain
 from .agent import AgentClient, AsyncAgentClient
 from .agent._client import ENV_API_KEY
 from .agent._request import build_request
@@ -129,8 +130,6 @@ class AnswerPlan:
         :class:`~perplexed.ConfigError` when it is part of a chain."""
         spec = provider
         if spec is None:
-            from ._settings import default_chain
-
             spec = default_chain()
         if isinstance(spec, str):
             names = [s.strip().lower() for s in spec.split(",") if s.strip()]
@@ -359,6 +358,10 @@ def _clients(client: Any, async_client: Any) -> tuple[Any, Any]:
     second = _async_client(async_client) if async_client is not None else None
     if first is None and second is None:
         first = second = _default_client()
+    for each in {id(c): c for c in (first, second) if isinstance(c, AsyncAgentClient)}.values():
+        # a client built without api_key= reads $PERPLEXITY_API_KEY: a missing key fails now, before the
+        # search is paid for (not when the Agent API is called after it)
+        each._key()
     return (first if first is not None else second), (second if second is not None else first)
 
 

@@ -8,7 +8,7 @@ import argparse
 import os
 from typing import Any
 
-from . import providers
+from . import _governance, _portal, providers
 from ._cli_output import EXIT_OK
 from ._cli_output import consoles as _consoles
 from ._cli_output import escape as _escape
@@ -18,6 +18,7 @@ from ._cli_output import use_cli_store as _use_cli_store
 from ._errors import ConfigError, PerplexedError
 from ._index import INDEX_ENV, default_index_path, index_problem, index_stats
 from ._settings import default_chain
+from .agent._client import ENV_API_KEY
 
 __all__ = ["command"]
 
@@ -78,8 +79,6 @@ def _provider_rows() -> list[dict[str, Any]]:
 
 def _agent_row() -> dict[str, Any]:
     """``perplexity-agent``: not a search provider but a grounding mode of ``perplexed answer``."""
-    from .agent._client import ENV_API_KEY  # stays there (helper "agent"); the URL variable is documented
-
     ENV_BASE_URL = "PERPLEXITY_BASE_URL"
     configured = bool(os.environ.get(ENV_API_KEY, "").strip())
     note = "answers only (perplexed answer --provider perplexity-agent): the Agent API searches by itself"
@@ -101,8 +100,6 @@ def _count(n: int, noun: str) -> str:
 
 def _governance_row(instance: Any) -> dict[str, Any]:
     """Rate limit, cool-down state and spend today of one provider, from the state store (never raises)."""
-    from . import _governance, _portal
-
     try:
         status = _portal.run(_governance.provider_status, instance)
     except Exception as exc:  # a broken store must not break the listing

@@ -366,7 +366,7 @@ class StoreScriptMissing(StoreError):
 
 class ResponseBodyError(PerplexedError):
     """A response body could not be read within the library's bounds (raised by the HTTP layer; the search
-    chain turns it into an ``error`` attempt, the Agent client into an :class:`APIError`). ``status`` is the
+    chain turns it into an ``error`` attempt, the Agent client into an ``APIError``). ``status`` is the
     response's HTTP status."""
 
     def __init__(self, message: str, *, status: int | None = None) -> None:

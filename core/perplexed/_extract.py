@@ -103,21 +103,20 @@ class Extracted:
 
 # --- interstitials ------------------------------------------------------------------------------------
 
-#: markers of a bot challenge or "enable JavaScript" page, in the raw HTML (lower case)
+#: markers of a bot challenge page, in the raw HTML (lower case): a page with little text and one of these
 _CHALLENGE_MARKERS = (
     "/cdn-cgi/challenge-platform",
     "cf-browser-verification",
     "cf_chl_opt",
-    "cf-turnstile",
     "captcha-delivery.com",  # DataDome
     "px-captcha",  # PerimeterX / HUMAN
     "_incapsula_resource",
-    "g-recaptcha",
-    "h-captcha",
-    "hcaptcha.com/1/api.js",
-    "recaptcha/api.js",
     "awswaf",
 )
+#: captcha widgets also found in the comment and login forms of real articles: they count only on a page with
+#: (almost) no text
+_WIDGET_MARKERS = ("g-recaptcha", "h-captcha", "hcaptcha.com/1/api.js", "recaptcha/api.js", "cf-turnstile")
+_WIDGET_TEXT = 200
 _CHALLENGE_TITLES = re.compile(
     r"^\s*(just a moment\.*|attention required!?.*cloudflare.*|access denied|pardon our interruption|"
     r"are you a robot\??|security check|verify(ing)? (you are|that you are) (a )?human.*|robot check|"
@@ -145,6 +144,10 @@ def interstitial(raw_html: str, text: str, title: str = "") -> str | None:
     for marker in _CHALLENGE_MARKERS:
         if marker in head:
             return f"a bot challenge page ({marker})"
+    if len(text) < _WIDGET_TEXT:
+        for marker in _WIDGET_MARKERS:
+            if marker in head:
+                return f"a captcha page ({marker})"
     page_title = title or _html_title(raw_html)
     if page_title and _CHALLENGE_TITLES.match(page_title):
         return f"a bot challenge page (title {page_title.strip()[:60]!r})"
@@ -165,6 +168,38 @@ _HTML_LANG = re.compile(r"<html[^>]{0,500}?\blang\s*=\s*[\"']?([A-Za-z]{2,3}(?:[
 def _html_title(raw_html: str) -> str:
     match = _TITLE.search(raw_html[:100_000])
     return re.sub(r"\s+", " ", html_lib.unescape(match.group(1))).strip() if match else ""
+
+
+_OG_TITLE = re.compile(r"<meta[^>]{0,300}?property\s*=\s*[\"']og:title[\"'][^>]{0,600}?content\s*=\s*[\"']([^\"']{1,500})", re.I)
+_DATE_META = re.compile(
+    r"<meta[^>]{0,300}?(?:property|name|itemprop)\s*=\s*[\"'](?:article:published_time|og:published_time|"
+    r"datePublished|pubdate|publishdate|date|dc\.date|dc\.date\.issued|dcterms\.created|sailthru\.date|"
+    r"parsely-pub-date)[\"'][^>]{0,300}?content\s*=\s*[\"']([^\"']{6,40})",
+    re.I,
+)
+_DATE_JSONLD = re.compile(r"\"datePublished\"\s*:\s*\"([^\"]{6,40})\"")
+_DATE_TIME = re.compile(r"<time[^>]{0,200}?datetime\s*=\s*[\"']([^\"']{6,40})", re.I)
+
+
+def html_title(raw_html: str) -> str:
+    """The page's title: ``og:title``, else ``<title>``."""
+    match = _OG_TITLE.search(raw_html[:100_000])
+    if match:
+        return re.sub(r"\s+", " ", html_lib.unescape(match.group(1))).strip()
+    return _html_title(raw_html)
+
+
+def html_date(raw_html: str) -> date | None:
+    """The publication date a page declares (meta tags, JSON-LD ``datePublished``, the first ``<time>``)."""
+    head = raw_html[:300_000]
+    for pattern in (_DATE_META, _DATE_JSONLD, _DATE_TIME):
+        match = pattern.search(head)
+        if match:
+            try:
+                return date.fromisoformat(match.group(1).strip()[:10])
+            except ValueError:
+                continue
+    return None
 
 
 def _noscript_text(raw_html: str) -> str:
@@ -198,33 +233,23 @@ def extract_html(raw_html: str, url: str | None, fmt: Format) -> Extracted:
     from trafilatura.core import determine_returnstring
     from trafilatura.settings import Extractor
 
+    # trafilatura's own metadata extraction (htmldate and friends) costs more than the extraction itself: the
+    # title, date and language are read here from the page's head instead (html_title/html_date/html_language)
     options = Extractor(
         output_format="markdown" if fmt == "markdown" else "txt",
         formatting=fmt == "markdown",
         comments=False,
         tables=True,
-        with_metadata=True,
-        date_params={"extensive_search": False, "original_date": True},  # type: ignore[dict-item]
         url=url,
     )
     document = trafilatura.bare_extraction(raw_html, url=url, options=options)
-    if document is None:
-        return Extracted(text="", format=fmt, title=_html_title(raw_html), language=html_language(raw_html))
-    options.with_metadata = False  # the metadata goes to Page fields, not into a front matter in the text
-    text = determine_returnstring(document, options) or ""
-    published = None
-    raw_date = getattr(document, "date", None)
-    if raw_date:
-        try:
-            published = date.fromisoformat(str(raw_date)[:10])
-        except ValueError:
-            published = None
+    text = "" if document is None else determine_returnstring(document, options) or ""
     return Extracted(
         text=text.strip(),
         format=fmt,
-        title=(getattr(document, "title", None) or _html_title(raw_html) or "").strip(),
-        published=published,
-        language=getattr(document, "language", None) or html_language(raw_html),
+        title=html_title(raw_html),
+        published=html_date(raw_html),
+        language=html_language(raw_html),
     )
 
 

@@ -57,6 +57,7 @@ __all__ = [
     "afetch",
     "afetch_many",
     "asearch",
+    "check_fetch_content",
     "fetch",
     "fetch_many",
     "fetch_plan",
@@ -172,8 +173,10 @@ def parse_fallback_on(value: Any) -> frozenset[str]:
 
 
 def prepare_fetch(url: object, provider: Any = None, **options: Any) -> FetchPlan:
-    """Validate everything before any call: the URL, the provider spec, fetch and chain options. Unknown
-    keywords are :class:`~perplexed.InvalidRequest` naming the closest valid one."""
+    """Validate everything :func:`fetch` needs before any call: the URL (a literal private address in any
+    spelling is refused here), the provider spec, fetch and chain options. Unknown keywords are
+    :class:`~perplexed.InvalidRequest` naming the closest valid one. Returns the plan (for adapters and
+    services that check their settings once)."""
     cleaned = clean_url(url)
     providers, is_chain = resolve(provider)
     extra_names = {name for p in providers for name in type(p).extra_options}
@@ -185,6 +188,8 @@ def prepare_fetch(url: object, provider: Any = None, **options: Any) -> FetchPla
     chain_kw["fallback_on"] = parse_fallback_on(chain_kw.get("fallback_on"))
     chain = ChainOptions.build(**chain_kw)
     opts = build_options(options, providers)
+    if cleaned[:7].lower() != "file://":  # a literal private address (any spelling) is refused now
+        check_literal(cleaned, split_url(cleaned).hostname or "", opts.allow_private)
     return FetchPlan(cleaned, providers, is_chain, opts, chain)
 
 
@@ -222,7 +227,7 @@ async def afetch_many(
     the :class:`~perplexed.UpstreamError` of that URL (its attempts and cost kept). Bad input (a URL that is not
     http(s), a literal private address, an unknown option) fails before anything is fetched. ``on_result(i,
     page_or_error)`` is called as each URL finishes (progress)."""
-    plans = _plan_many(urls, provider, concurrency, options)
+    plans = plan_many(urls, provider, concurrency, options)
     semaphore = asyncio.Semaphore(concurrency)
     results: list[PageOrError | None] = [None] * len(plans)
 
@@ -256,11 +261,12 @@ def fetch_many(
     **options: Any,
 ) -> list[PageOrError]:
     """Synchronous :func:`afetch_many`."""
-    _plan_many(urls, provider, concurrency, dict(options))  # bad input fails here, in the caller's thread
+    plan_many(urls, provider, concurrency, dict(options))  # bad input fails here, in the caller's thread
     return _portal.run(afetch_many, urls, provider, concurrency, on_result=on_result, **options)
 
 
-def _plan_many(urls: Any, provider: Any, concurrency: Any, options: dict[str, Any]) -> list[FetchPlan]:
+def plan_many(urls: Any, provider: Any, concurrency: Any, options: dict[str, Any]) -> list[FetchPlan]:
+    """Validate :func:`fetch_many`'s arguments (URLs, literal private addresses, options) into plans."""
     if isinstance(urls, str | bytes) or not isinstance(urls, Sequence):
         raise InvalidRequest("urls must be a list of URLs (for one URL use fetch())", param="urls")
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
@@ -571,6 +577,12 @@ def fetch_plan(fetch_content: Any, fetch_provider: Any, options: dict[str, Any])
     fetchers, _ = resolve(fetch_provider)
     build_options(dict(fetch_kw), fetchers)
     return count, fetch_provider, fetch_kw
+
+
+def check_fetch_content(fetch_content: Any = None, fetch_provider: Any = None, **options: Any) -> None:
+    """Validate search's ``fetch_content``, ``fetch_provider`` and fetch options (``allow_private``,
+    ``max_chars``, ...) without searching: for components configured once and used later (the adapters)."""
+    fetch_plan(fetch_content, fetch_provider, dict(options))
 
 
 async def asearch(query: str, provider: Any = None, *, fetch_content: Any = None, fetch_provider: Any = None,

@@ -8,7 +8,7 @@ A duplicate (the same page under another URL spelling) fills the fields its firs
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -16,7 +16,30 @@ from urllib.parse import urlsplit
 from ._models import Hit
 from ._options import SearchOptions
 
-__all__ = ["FILLED_FIELDS", "RRF_K", "finalize_hits", "fuse"]
+__all__ = ["FILLED_FIELDS", "RRF_K", "WEB_SCHEMES", "finalize_hits", "fuse", "unsafe_url"]
+
+WEB_SCHEMES = frozenset({"http", "https"})
+"""The URL schemes a merged result holds (besides a provider's own, e.g. ``file://`` from ``local``)."""
+
+_UNSAFE_CHARS = frozenset("\r\n\x00")
+_SCRIPT_SCHEMES = ("javascript:", "vbscript:", "data:")
+
+
+def unsafe_url(url: str) -> bool:
+    """A URL no result ever holds, whatever the strategy: one holding CR, LF or NUL (header and log injection)
+    or a script URL (``javascript:``, ``vbscript:``, ``data:``)."""
+    if not _UNSAFE_CHARS.isdisjoint(url):
+        return True
+    head = url[:12].lstrip().lower()
+    if head.startswith(_SCRIPT_SCHEMES):
+        return True
+    return head[:1] in ("j", "v", "d") and "".join(head.split()).startswith(_SCRIPT_SCHEMES)
+
+
+def _scheme(url: str) -> str:
+    """The URL's scheme, lower-cased, when it is written ``scheme://`` (else "")."""
+    head, sep, _ = url.strip()[:40].partition("://")
+    return head.lower() if sep and head.isascii() and head[:1].isalpha() else ""
 
 
 _DEFAULT_PORTS = {"http": ":80", "https": ":443"}
@@ -123,7 +146,7 @@ def _finalize(hits: list[Hit], provider: str, options: SearchOptions, owned: boo
     seen_key = merged.get
     for hit in hits:
         url = hit.url
-        if not url or url.isspace():
+        if not url or url.isspace() or unsafe_url(url):
             continue
         if include and not _domain_match(url, include):
             continue
@@ -192,7 +215,12 @@ class _Fused:
         return (-self.score, self.best_rank, self.first_list, self.first_pos)
 
 
-def fuse(ranked: Sequence[tuple[str, Sequence[Hit]]], limit: int, k: int = RRF_K) -> list[Hit]:
+def fuse(
+    ranked: Sequence[tuple[str, Sequence[Hit]]],
+    limit: int,
+    k: int = RRF_K,
+    own_schemes: Mapping[str, frozenset[str]] | None = None,
+) -> list[Hit]:
     """Reciprocal rank fusion of several providers' hit lists (given in chain order).
 
     A hit's score is the sum over the lists that hold it of ``1 / (k + rank)`` (rank = its 1-based position
@@ -201,11 +229,22 @@ def fuse(ranked: Sequence[tuple[str, Sequence[Hit]]], limit: int, k: int = RRF_K
     order. The top ``limit`` hits come back as copies numbered from 1, with ``score`` the fused score (the
     providers' own scores are not comparable) and ``sources`` listing every ``{"provider": ..., "rank": ...}``
     that returned them (in chain order). The inputs are not modified.
+
+    A merge mixes providers, so it trusts no hit for more than it brings: only ``http(s)`` URLs are kept (and
+    the schemes a provider mints itself, ``own_schemes[label]``: ``file://`` from ``local``), never one holding
+    CR, LF or NUL; the first list's URL is kept (a duplicate never changes it, nor its scheme); and a field
+    filled from a duplicate is attributed to the provider it came from: its ``sources`` entry lists it under
+    ``"filled"``.
     """
     entries: dict[str, _Fused] = {}
     for list_no, (provider, hits) in enumerate(ranked):
         seen: set[str] = set()
-        for rank, hit in enumerate(hits, start=1):
+        allowed = WEB_SCHEMES | own_schemes.get(provider, frozenset()) if own_schemes else WEB_SCHEMES
+        rank = 0
+        for hit in hits:
+            if _scheme(hit.url) not in allowed or unsafe_url(hit.url):
+                continue  # not a web page (ftp:, a bare host, a script URL) or an injection: dropped
+            rank += 1
             key = _norm_url(hit.url)
             if key in seen:  # a provider listing the same page twice: its best rank counts
                 continue
@@ -216,11 +255,16 @@ def fuse(ranked: Sequence[tuple[str, Sequence[Hit]]], limit: int, k: int = RRF_K
                 continue
             entry.score += 1.0 / (k + rank)
             entry.best_rank = min(entry.best_rank, rank)
-            entry.sources.append({"provider": provider, "rank": rank})
+            source: dict[str, Any] = {"provider": provider, "rank": rank}
+            entry.sources.append(source)
             base, fill = entry.base, entry.fill
-            for name in FILLED_FIELDS:
-                if not getattr(base, name) and name not in fill and getattr(hit, name):
-                    fill[name] = getattr(hit, name)
+            filled = [name for name in FILLED_FIELDS
+                      if not getattr(base, name) and name not in fill and getattr(hit, name)]
+            for name in filled:
+                fill[name] = getattr(hit, name)
+            filled = [name for name in filled if name != "score"]  # the fused score replaces every score
+            if filled:
+                source["filled"] = filled
     ordered = sorted(entries.values(), key=_Fused.sort_key)
     out: list[Hit] = []
     for n, entry in enumerate(ordered[:limit], start=1):

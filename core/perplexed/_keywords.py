@@ -17,7 +17,7 @@ from typing import Any
 from ._errors import InvalidRequest
 from ._options import CHAIN_OPTION_NAMES, COMMON_OPTIONS, SearchOptions
 
-__all__ = ["check_search_options", "declared_options", "unknown_keyword"]
+__all__ = ["check_names", "check_search_options", "declared_options", "suggestion", "unknown_keyword"]
 
 
 def declared_options(providers: Sequence[Any]) -> set[str] | None:
@@ -47,8 +47,13 @@ def suggestion(name: str, candidates: Iterable[str]) -> str | None:
         for count in ("max_results", "k", "similarity_top_k"):
             if count in pool and count != lowered:
                 return count
+    plain = lowered.replace("-", "_")
     for candidate in pool:  # same word in another case or with dashes
-        if candidate.lower().replace("-", "_") == lowered.replace("-", "_"):
+        if candidate.lower().replace("-", "_") == plain:
+            return candidate
+    for candidate in pool:  # the same word in the singular or the plural (``providers`` → ``provider``)
+        other = candidate.lower().replace("-", "_")
+        if plain in (other + "s", other + "es") or other in (plain + "s", plain + "es"):
             return candidate
     close = difflib.get_close_matches(lowered, pool, n=1, cutoff=0.6)
     if close:
@@ -97,7 +102,8 @@ def check_search_options(
         hint = f"{mode} takes no provider-specific options" if mode else (
             f"not a search or chain option, nor one of {labels}'s own options" if labels else ""
         )
-        raise unknown_keyword(name, [*COMMON_OPTIONS, *CHAIN_OPTION_NAMES, *declared, *also], hint=hint)
+        pool = ["provider", *COMMON_OPTIONS, *CHAIN_OPTION_NAMES, *declared, *also]
+        raise unknown_keyword(name, pool, hint=hint)
 
 
 def check_names(given: Mapping[str, Any] | Iterable[str], known: Iterable[str], *, what: str = "argument") -> None:

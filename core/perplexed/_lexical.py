@@ -35,17 +35,20 @@ _ABBREVIATIONS = frozenset(
     "col lt sgt rev mt ft al ca cf jan feb mar apr jun jul aug sep sept oct nov dec u.s u.k u.n p.m a.m".split()
 )
 # a sentence end: terminators, closing quotes/brackets, then (optionally) citation markers that belong to it
-_END = re.compile(r"[.!?\u2026]+[\"'\u201d\u2019)\]]*((?:\s*\[\s*\d[\d\s,\-\u2013]*\])*)")
+_END = re.compile(
+    r"[.!?\u2026]+[\"'\u201d\u2019)\]]{0,4}((?:[ \t]{0,4}\[[ \t]{0,4}\d[\d \t,\-\u2013]{0,40}\]){0,20})"
+)
 _MARKER = re.compile(
     r"\[\s*\d{1,4}(?:\s*[-\u2013]\s*\d{1,4})?(?:\s*,\s*\d{1,4}(?:\s*[-\u2013]\s*\d{1,4})?)*\s*\]"
 )
 _SPACED_MARKER = re.compile(r"[ \t]*" + _MARKER.pattern)
-_WORD_BEFORE = re.compile(r"([A-Za-z][A-Za-z.]*)$")
+_WORD_BEFORE = re.compile(r"([A-Za-z][A-Za-z.]{0,10})$")
+_NEXT = re.compile(r"\s*(\S)")
 
 
 def _is_abbreviation(text: str, dot: int) -> bool:
-    m = _WORD_BEFORE.search(text, 0, dot)
-    if m is None:
+    m = _WORD_BEFORE.search(text, max(0, dot - 12), dot)  # bounded: no scan from the start of the text
+    if m is None or (m.start() > 0 and text[m.start() - 1].isalpha()):
         return False
     word = m.group(1).rstrip(".").lower()
     if word in _ABBREVIATIONS:
@@ -80,8 +83,9 @@ def _split_line(line: str, offset: int, spans: list[tuple[int, int]]) -> None:
             and _is_abbreviation(line, m.start())
         ):
             continue
-        rest = line[end:].lstrip()
-        if rest and not (rest[0].isupper() or rest[0].isdigit() or rest[0] in "\"'\u201c([*-#>|"):
+        following = _NEXT.match(line, end)
+        first = following.group(1) if following else ""
+        if first and not (first.isupper() or first.isdigit() or first in "\"'\u201c([*-#>|"):
             continue  # "... approx. three", a lower-case continuation
         _add(line, offset, start, end, spans)
         start = end
@@ -580,6 +584,8 @@ def best_window(claim: Claim, passage: Passage) -> Window:
     for i in range(n):
         if not per[i]:
             continue
+        if best is not None and best[0] >= total - 1e-9:
+            break  # everything is covered: no later window can do better
         union: frozenset[str] = frozenset()
         for j in range(i, min(i + MAX_WINDOW, n)):
             if j > i and not per[j]:

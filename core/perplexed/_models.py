@@ -33,7 +33,8 @@ class Hit(BaseModel):
     ``id`` is 1-based and stable within a result: it is what an answer's ``[n]`` marker points at.
     ``raw`` keeps the provider's own fields. ``published`` is a publication date; ``updated`` a last-update or
     crawl date when the provider reports one. ``sources`` is filled by the ``merge`` strategy: every provider
-    that returned the hit and its rank there (``[{"provider": "exa", "rank": 1}, ...]``); empty otherwise.
+    that returned the hit and its rank there (``[{"provider": "exa", "rank": 1}, ...]``; an entry whose provider
+    filled fields the first one lacked names them: ``"filled": ["snippet"]``); empty otherwise.
     """
 
     model_config = ConfigDict(extra="forbid")

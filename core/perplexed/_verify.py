@@ -50,7 +50,6 @@ __all__ = [
     "Verification",
     "averify",
     "check",
-    "format_verification",
     "verify",
 ]
 
@@ -147,6 +146,24 @@ class Verification(BaseModel):
     def count(self, label: Label) -> int:
         """How many sentences carry ``label``."""
         return sum(1 for s in self.sentences if s.label == label)
+
+    def report(self, *, width: int = 100) -> str:
+        """Plain text: each sentence that is not supported, marked ``✗ [label]`` with why (cut to ``width``
+        characters), then citation recall and precision (what ``perplexed answer --verify`` prints, and what
+        the adapters' answer tools add for the model)."""
+        lines: list[str] = []
+        for s in self.unsupported:
+            text = " ".join(s.text.split())
+            if len(text) > width:
+                text = text[: width - 1] + "…"
+            why = f" ({s.reason})" if s.reason else ""
+            lines.append(f"✗ [{s.label}] {text}{why}")
+        if not lines and self.sentences:
+            lines.append("✓ every claim is supported by its citations")
+        recall = "n/a" if self.citation_recall is None else f"{self.citation_recall:.2f}"
+        precision = "n/a" if self.citation_precision is None else f"{self.citation_precision:.2f}"
+        lines.append(f"citation recall {recall}, citation precision {precision} ({self.checker} checker)")
+        return "\n".join(lines)
 
 
 # --- inputs ----------------------------------------------------------------------------------------------
@@ -655,21 +672,3 @@ def _fetch_options(fetch: object) -> Mapping[str, Any] | None:
         f"fetch must be True, False or a dict of fetch options (provider=..., max_chars=...), got {fetch!r}",
         param="fetch",
     )
-
-
-def format_verification(v: Verification, *, width: int = 100) -> str:
-    """The sentences that are not supported, each marked with its label and why, then recall and precision
-    (the CLI's ``perplexed answer --verify``)."""
-    lines: list[str] = []
-    for s in v.unsupported:
-        text = " ".join(s.text.split())
-        if len(text) > width:
-            text = text[: width - 1] + "…"
-        why = f" ({s.reason})" if s.reason else ""
-        lines.append(f"✗ [{s.label}] {text}{why}")
-    if not lines and v.sentences:
-        lines.append("✓ every claim is supported by its citations")
-    recall = "n/a" if v.citation_recall is None else f"{v.citation_recall:.2f}"
-    precision = "n/a" if v.citation_precision is None else f"{v.citation_precision:.2f}"
-    lines.append(f"citation recall {recall}, citation precision {precision} ({v.checker} checker)")
-    return "\n".join(lines)

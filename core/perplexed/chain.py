@@ -38,7 +38,7 @@ from ._engine import AttemptCallback
 from ._errors import BodyTooLargeError, ContentDecodingError
 from ._hits import _finalize, _norm_url, finalize_hits, fuse
 from ._http import get_client, origin, read_capped, redirect_origin
-from ._keywords import check_search_options
+from ._keywords import check_names, check_search_options
 from ._logs import get_logger
 from ._models import Attempt, Hit, ProviderAnswer, Result
 from ._options import _DEFAULT_SEARCH_OPTIONS, ChainOptions, SearchOptions, clean_query, split_options
@@ -52,6 +52,7 @@ __all__ = [
     "Search",
     "SearchOperation",
     "asearch",
+    "check_names",
     "check_options",
     "drive_flow",
     "finalize_hits",
@@ -267,7 +268,8 @@ class SearchOperation:
         return list(stored)
 
     def combine(self, answers: Sequence[tuple[str, list[Hit]]]) -> list[Hit]:
-        return fuse(answers, self.options.max_results)
+        own = {m.label: m.url_schemes for m in self.members if m.url_schemes}  # file:// from local, ...
+        return fuse(answers, self.options.max_results, own_schemes=own)
 
     def result(self, provider: str, answer: list[Hit], attempts: list[Attempt]) -> Result:
         # validated: pydantic's compiled validator is faster here than model_construct (a Python loop)

@@ -647,10 +647,8 @@ def _print_verification(out: Console, verification: Any) -> None:
     """Each sentence that is not supported, marked with its label and why, then recall and precision."""
     from rich.text import Text
 
-    from ._verify import format_verification
-
     out.print()
-    for line in format_verification(verification, width=max(out.width - 20, 40)).splitlines():
+    for line in verification.report(width=max(out.width - 20, 40)).splitlines():
         style = "yellow" if line.startswith("✗") else "dim" if line.startswith("citation") else "green"
         out.print(Text(line, style=style), soft_wrap=True)
 

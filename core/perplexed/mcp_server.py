@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ._errors import ConfigError, InvalidRequest, PerplexedError, UpstreamError, redact
 from ._models import Attempt, Hit, Result
+from ._toolschema import portable_schema
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
@@ -265,25 +266,6 @@ def _failure_message(exc: PerplexedError) -> str:
 
 
 # --- the tools ----------------------------------------------------------------------------------------------
-
-
-def _portable(schema: dict[str, Any]) -> dict[str, Any]:
-    """The input schema in the subset strict tool callers accept: typed properties, no titles, closed objects."""
-    schema = json.loads(json.dumps(schema))
-
-    def clean(node: Any) -> Any:
-        if isinstance(node, dict):
-            node.pop("title", None)
-            if node.get("type") == "object":
-                node["additionalProperties"] = False
-            for value in node.values():
-                clean(value)
-        elif isinstance(node, list):
-            for value in node:
-                clean(value)
-        return node
-
-    return clean(schema)  # type: ignore[no-any-return]
 
 
 WEB_SEARCH_SCHEMA: dict[str, Any] = {
@@ -534,7 +516,7 @@ def create_server(
                               "return": Annotated[CallToolResult, output]}
         tool = Tool.from_function(fn, name=name, title=title, description=description, annotations=read_only,
                                   context_kwarg="ctx" if context else None)
-        tool.parameters = _portable(schema)
+        tool.parameters = portable_schema(json.loads(json.dumps(schema)))
         tools.append(tool)
 
     async def web_search(query: Any = None, max_results: Any = 5, include_domains: Any = None,

@@ -57,19 +57,16 @@ def test_content_is_a_numbered_list_and_the_artifact_is_documents(searxng_env: A
         assert doc.metadata["id"] == n
 
 
-async def test_async_gives_the_same_content(searxng_env: Any) -> None:
-    tool = PerplexedSearchTool(provider="searxng", max_results=4)
+async def test_async_gives_the_same_content() -> None:
+    # a deterministic upstream: a real SearXNG merges its engines in arrival order and, on a loaded machine,
+    # may drop a slow engine from one of the two searches (the real server is covered by the tests above)
+    tool = PerplexedSearchTool(provider=mock_searxng(searxng_results(6)), max_results=4)
 
     sync_message = tool.invoke(call({"query": QUERY}))
     async_message = await tool.ainvoke(call({"query": QUERY}))
 
-    # same results (SearXNG merges its engines in arrival order, so compare them unordered)
-    assert sorted(sync_message.content.split("\n\n")[i].split("\n", 1)[1] for i in range(4)) == sorted(
-        async_message.content.split("\n\n")[i].split("\n", 1)[1] for i in range(4)
-    )
-    assert sorted(d.metadata["url"] for d in sync_message.artifact) == sorted(
-        d.metadata["url"] for d in async_message.artifact
-    )
+    assert sync_message.content == async_message.content
+    assert [d.metadata["url"] for d in sync_message.artifact] == [d.metadata["url"] for d in async_message.artifact]
     for message in (sync_message, async_message):
         assert [d.metadata["id"] for d in message.artifact] == [1, 2, 3, 4]
 

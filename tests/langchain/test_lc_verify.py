@@ -98,3 +98,13 @@ def test_verify_citations_options_and_bad_input() -> None:
     with pytest.raises(InvalidRequest) as info:
         VerifyCitations(threshold=2.0).invoke({"text": "x [1].", "documents": docs})
     assert info.value.param == "threshold"
+
+
+def test_answer_tool_with_verify_tells_the_model_which_sentences_are_unsupported() -> None:
+    api = FakeAgentAPI(reply=ok(response_json("Front setbacks are 90 feet [2].")))
+    tool = PerplexedAnswerTool(provider=provider(), client=api.client(), verify=True)
+    content = tool.invoke({"query": QUERY})
+    assert "Citation check:\n✗ [unsupported] Front setbacks are 90 feet [2]." in content
+    assert content.rstrip().endswith("citation recall 0.00, citation precision 0.00 (lexical checker)")
+    plain = PerplexedAnswerTool(provider=provider(), client=api.client()).invoke({"query": QUERY})
+    assert "Citation check" not in plain

@@ -39,10 +39,12 @@ def test_spec_lists_sync_and_async_pairs(agent_api: LoopbackAgentAPI) -> None:
     assert PerplexedToolSpec.spec_functions == [
         ("perplexed_search", "aperplexed_search"),
         ("perplexed_answer", "aperplexed_answer"),
+        ("perplexed_fetch", "aperplexed_fetch"),  # issue 24: reading a page (tests/llama_index/test_li_fetch.py)
     ]
     spec = PerplexedToolSpec(web, client=agent_api.client())
-    assert {tool.metadata.name for tool in spec.to_tool_list()} == {"perplexed_search", "perplexed_answer"}
-    tools = tools_by_name(spec)
+    assert {tool.metadata.name for tool in spec.to_tool_list()} == {"perplexed_search", "perplexed_answer",
+                                                                     "perplexed_fetch"}
+    tools = {name: tool for name, tool in tools_by_name(spec).items() if name != "fetch"}
     for tool in tools.values():
         assert tool.fn is not None and tool.async_fn is not None
         params = tool.metadata.get_parameters_dict()

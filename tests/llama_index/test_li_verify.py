@@ -47,3 +47,15 @@ def test_verify_takes_retriever_nodes() -> None:
     assert [s.label for s in v.sentences] == ["supported", "unsupported"]
     assert v == perplexed.verify(text, HITS)
     assert perplexed.verify(text, [n.node for n in nodes]) == v
+
+
+def test_tool_spec_with_verify_reports_the_check_to_the_agent() -> None:
+    from llama_index_perplexed import PerplexedToolSpec
+
+    api = FakeAgentAPI()
+    spec = PerplexedToolSpec(provider=provider(), client=api.client(), verify=True)
+    content = spec.perplexed_answer(QUERY)
+    assert content.endswith(
+        "Citation check:\n✓ every claim is supported by its citations\n"
+        "citation recall 1.00, citation precision 1.00 (lexical checker)"
+    )

@@ -74,6 +74,9 @@ class Provider:
     default_base_url: ClassVar[str | None] = None
     default_price: ClassVar[float] = 0.0
     native_options: ClassVar[frozenset[str]] = frozenset()
+    #: URL schemes besides http(s) this provider mints for its own hits (``file`` for ``local``): a merge keeps
+    #: them from this provider only and drops every other non-web URL
+    url_schemes: ClassVar[frozenset[str]] = frozenset()
     #: options done on the hits by the engine for every provider
     client_side_options: ClassVar[frozenset[str]] = frozenset(
         {"max_results", "include_domains", "exclude_domains"}

@@ -22,6 +22,7 @@ from pydantic import SecretStr
 
 from .._errors import ConfigError
 from ._base import CallableProvider, Provider
+from ._registry import masked, resolve
 
 __all__ = ["describe", "missing_setup", "with_credentials"]
 
@@ -77,8 +78,6 @@ def with_credentials(
 ) -> Any:
     """``spec`` with ``api_key``/``base_url`` folded into its one provider, checked as the module docstring
     says (``owner`` names the component in messages). Returns the spec to use."""
-    from . import resolve
-
     spec = _fold(spec, api_key, base_url, owner)
     members, is_chain = resolve(spec)
     problems = [found for p in members if (found := missing_setup(p)) is not None]
@@ -109,9 +108,7 @@ def describe(spec: Any) -> str:
     if isinstance(spec, str):
         return spec
     if isinstance(spec, Mapping):
-        from . import _masked
-
-        return _masked(spec)
+        return masked(spec)
     if isinstance(spec, Sequence):
         return " → ".join(describe(item) for item in spec)
     if isinstance(spec, Provider):

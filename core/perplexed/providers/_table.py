@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .._options import COMMON_OPTIONS
+from ._registry import get
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._base import Provider
@@ -39,8 +40,6 @@ _MARK = {"native": "API", "client": "client", "ignored": "-"}
 
 
 def _classes() -> list[tuple[str, type[Provider]]]:
-    from . import get
-
     return [(name, get(name)) for name in WEB_PROVIDERS]
 
 

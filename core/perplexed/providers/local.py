@@ -74,6 +74,7 @@ class Local(CallableProvider):
 
     name = "local"
     default_price = 0.0
+    url_schemes = frozenset({"file"})
     native_options: ClassVar[frozenset[str]] = frozenset({"recency", "published_after", "published_before"})
     extra_options: ClassVar[tuple[str, ...]] = ()  # none: an unknown call-time keyword is an error
 

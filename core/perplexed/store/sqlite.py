@@ -6,6 +6,16 @@ is free at once (``busy_timeout`` 0, on a per-thread connection that never check
 microseconds); otherwise, and whenever a record of this store is still queued, it goes to the store's one
 worker thread, which waits for the lock and also checkpoints the WAL. A search waiting on the database never
 delays other coroutines by more than one such transaction.
+
+Bounded: the WAL is checkpointed by the worker every few hundred commits and truncated when it grows past
+:data:`WAL_LIMIT_BYTES` (``journal_size_limit`` too); a thread's inline connection is closed once that thread
+has ended. A database locked by another process (a ``BEGIN EXCLUSIVE`` held, a stuck writer) is a store
+*outage* bounded by ``busy_timeout_ms`` (the store timeout, default 1 s): the decision that waited that
+long, and every decision for the next second, is made in-process without waiting: limits shared with other
+processes fail closed (a rate-limited provider is skipped ``rate_limited``, a paid provider under spend
+limits ``over_budget``), other providers are called (cool-downs on in-process state), the cache is not
+consulted; one ``("perplexed", "store", "unavailable")`` event and one warning per outage,
+an info log when a decision gets the lock again.
 """
 
 from __future__ import annotations
@@ -18,9 +28,11 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from .. import telemetry
 from .._logs import get_logger
 from .._policy import (
     LATENCY_SAMPLES,
@@ -42,6 +54,7 @@ from ._base import (
     decode_answer,
     encode_answer,
 )
+from .memory import MemoryStore
 
 __all__ = ["SQLiteStore"]
 
@@ -49,6 +62,10 @@ T = TypeVar("T")
 logger = get_logger("perplexed.governance")
 
 _KEEP_SPEND_S = max(SPEND_WINDOWS.values()) + 3600.0
+WAL_LIMIT_BYTES = 16 * 1024 * 1024
+"""The WAL is truncated (checkpoint TRUNCATE on the worker) when it grows past this."""
+DEFAULT_BUSY_TIMEOUT_MS = 1000
+_RETRY_S = 1.0
 _PRUNE_EVERY = 256
 _CHECKPOINT_EVERY = 200
 _FILL_POLL_S = 0.02
@@ -84,10 +101,15 @@ def _log_failure(future: Any) -> None:
         logger.warning("state store record failed (%s: %s); going on without it", type(exc).__name__, exc)
 
 
+def _locked(exc: BaseException) -> bool:
+    return isinstance(exc, TimeoutError) or (
+        isinstance(exc, sqlite3.OperationalError) and ("locked" in str(exc) or "busy" in str(exc)))
+
+
 class SQLiteStore(Store):
     """State in the SQLite file ``path`` (created with its directory when missing), for every process on
-    this machine that opens the same file. ``busy_timeout_ms`` bounds how long a transaction waits for
-    another process's lock (default 10 s)."""
+    this machine that opens the same file. ``busy_timeout_ms`` (the store timeout, default 1 s) bounds how
+    long a decision waits for another process's lock; past it the store is in an outage (module docstring)."""
 
     shared = True
 
@@ -96,7 +118,7 @@ class SQLiteStore(Store):
         path: str | os.PathLike[str],
         *,
         clock: Callable[[], float] | None = None,
-        busy_timeout_ms: int = 10_000,
+        busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
     ) -> None:
         self.path = Path(path)
         self.clock = clock or time.time
@@ -109,7 +131,13 @@ class SQLiteStore(Store):
         self._pending = 0  # records queued on the worker and not yet applied
         self._local = threading.local()  # each event-loop thread's own connection for inline admits
         self._inline_conns: list[sqlite3.Connection] = []
+        self._inline_owner: dict[sqlite3.Connection, threading.Thread] = {}
         self._inline_commits = itertools.count(1)
+        self._worker_commits = itertools.count(1)
+        self._locked_until = 0.0  # monotonic: an outage (the database locked) skips waiting until then
+        self._outage: MemoryStore | None = None
+        self.outages = 0
+        """How many outages (the database locked past the store timeout) this store has seen."""
 
     def __repr__(self) -> str:
         return f"SQLiteStore({str(self.path)!r})"
@@ -128,6 +156,7 @@ class SQLiteStore(Store):
             conn.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_ms)}")
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute(f"PRAGMA journal_size_limit={WAL_LIMIT_BYTES}")
             conn.executescript(_SCHEMA)  # idempotent; concurrent openers wait on busy_timeout
             self._conn = conn
         return conn
@@ -149,6 +178,11 @@ class SQLiteStore(Store):
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
+        if next(self._worker_commits) % _CHECKPOINT_EVERY == 0:
+            try:
+                self._checkpoint()
+            except sqlite3.Error:  # best effort: the next one tries again
+                logger.debug("WAL checkpoint failed", exc_info=True)
         return out
 
     # -- the two decisions --------------------------------------------------------------------------------
@@ -158,12 +192,59 @@ class SQLiteStore(Store):
         # of ours is still queued (so decisions stay in order). An admit is a few hundred microseconds of
         # SQLite and never checkpoints (wal_autocheckpoint off on this connection), so the event loop is not
         # held up; when another connection holds the lock, the worker thread waits for it instead.
+        if self._locked_until:
+            if time.monotonic() < self._locked_until:
+                return self._admit_degraded(request)
+            self._locked_until = time.monotonic() + _RETRY_S  # this one tries; the others wait for it
         if self._pending == 0 and self._conn is not None and not self._closed:
             try:
-                return self._admit_inline(request)
+                return self._recovered(self._admit_inline(request))
             except _Busy:
                 pass
-        return await self._run(self._admit, request)
+        try:
+            async with asyncio.timeout(self.busy_timeout_ms / 1000 + 0.25):  # the worker waits busy_timeout
+                return self._recovered(await self._run(self._admit, request))
+        except (TimeoutError, sqlite3.OperationalError) as exc:
+            if not _locked(exc):
+                raise
+            self._lock_outage(exc)
+            return self._admit_degraded(request)
+
+    # -- outages: the database locked past the store timeout ----------------------------------------------
+
+    def _lock_outage(self, exc: BaseException) -> None:
+        with self._lock:
+            self._locked_until = time.monotonic() + _RETRY_S
+            if self._outage is not None:
+                return
+            self._outage = MemoryStore(clock=self.clock)
+            self.outages += 1
+        error = f"{type(exc).__name__}: {exc}" if str(exc) else f"locked for over {self.busy_timeout_ms} ms"
+        logger.warning("perplexed: the sqlite state store %s is locked (%s); deciding in-process until it is "
+                       "free (paid providers skipped while spend limits apply)", self.path.name, error)
+        telemetry.emit(("perplexed", "store", "unavailable"), {}, {"store": "sqlite", "error": error})
+
+    def _recovered(self, decision: Decision) -> Decision:
+        if self._locked_until:
+            with self._lock:
+                self._locked_until = 0.0
+                outage, self._outage = self._outage, None
+            if outage is not None:
+                logger.info("perplexed: the sqlite state store %s is free again", self.path.name)
+        return decision
+
+    def _admit_degraded(self, request: Admission) -> Decision:
+        if request.rate_limit is not None:  # shared by processes this one cannot see: fail closed
+            return Decision("rate_limited", detail="the sqlite state store is locked: rate-limited providers are "
+                            "skipped while their shared window cannot be checked")
+        local = self._outage or MemoryStore(clock=self.clock)
+        closed = request.price > 0 and bool(request.spend_limits) and not request.over_call_budget
+        decision = local.admit_now(replace(request, cache_key=None, claim_fill=False,
+                                           over_call_budget=request.over_call_budget or closed))
+        if closed and decision.verdict == "over_budget":
+            return Decision("over_budget", detail="the sqlite state store is locked: paid providers are skipped "
+                            "while spend limits cannot be checked")
+        return replace(decision, ticket=None, trial=False) if decision.verdict == "call" else decision
 
     def _inline_conn(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
@@ -172,9 +253,21 @@ class SQLiteStore(Store):
             conn.execute("PRAGMA busy_timeout=0")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA wal_autocheckpoint=0")  # checkpoints happen on the worker thread only
+            conn.execute(f"PRAGMA journal_size_limit={WAL_LIMIT_BYTES}")
             self._local.conn = conn
             with self._lock:
+                owner = self._inline_owner
+                gone = [c for c in self._inline_conns if not owner[c].is_alive()]
+                for old in gone:
+                    del owner[old]
+                self._inline_conns = [c for c in self._inline_conns if c in owner]
                 self._inline_conns.append(conn)
+                owner[conn] = threading.current_thread()
+            for old in gone:  # threads that ended: their connections are no one's any more
+                try:
+                    old.close()
+                except sqlite3.Error:  # pragma: no cover - closing is best effort
+                    pass
         return conn
 
     def _admit_inline(self, request: Admission) -> Decision:
@@ -378,6 +471,10 @@ class SQLiteStore(Store):
         queued). Failures are logged."""
         if self._closed:
             return False
+        if self._locked_until and time.monotonic() < self._locked_until:
+            if self._outage is not None:  # the database is locked: keep what it means in-process
+                self._outage.record_now(replace(record, ticket=None))
+            return True
         if self._pending == 0 and self._conn is not None:
             try:  # inline, like admit: the lock is free at once and nothing of ours is queued
                 self._record_inline(record)
@@ -412,11 +509,22 @@ class SQLiteStore(Store):
             self._executor.submit(self._checkpoint).add_done_callback(_log_failure)
 
     def _checkpoint(self) -> None:
-        self._connect().execute("PRAGMA wal_checkpoint(PASSIVE)")
+        conn = self._connect()
+        conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        try:
+            size = os.stat(f"{self.path}-wal").st_size
+        except OSError:
+            return
+        if size > WAL_LIMIT_BYTES:  # readers kept it from restarting: wait (busy_timeout) for them and truncate
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def _record_done(self, future: Any) -> None:
         with self._lock:
             self._pending -= 1
+        exc = None if future.cancelled() else future.exception()
+        if exc is not None and _locked(exc):
+            self._lock_outage(exc)  # one warning per outage, not one per queued record
+            return
         _log_failure(future)
 
     def _record_tx(self, conn: sqlite3.Connection, now: float, record: Record) -> None:
@@ -542,6 +650,7 @@ class SQLiteStore(Store):
             conn.close()
         with self._lock:
             inline, self._inline_conns = self._inline_conns, []
+            self._inline_owner = {}
         for other in inline:
             try:
                 other.close()

@@ -1,0 +1,218 @@
+"""LangChain over :func:`perplexed.fetch`: :class:`PerplexedLoader` (a document loader) and
+:class:`PerplexedFetchTool` (the ``perplexed_fetch`` tool): page content through a chain of fetch providers."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any, Literal
+
+import perplexed
+from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackManagerForToolRun
+from langchain_core.document_loaders import BaseLoader
+from langchain_core.documents import Document
+from langchain_core.tools import BaseTool, ToolException
+from perplexed import InvalidRequest, Page, PerplexedError, UpstreamError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ._portable import PORTABLE, PortableToolSchema
+from ._run import arun_core, run_core
+
+__all__ = ["PerplexedFetchInput", "PerplexedFetchTool", "PerplexedLoader", "page_document"]
+
+
+def page_document(page: Page) -> Document:
+    """A :class:`Page` as a Document: ``page_content`` is the content; metadata ``source`` (the URL asked),
+    ``final_url``, ``title``, ``provider``, ``cost``, ``attempts`` (provider, outcome, cost, duration_ms each),
+    and ``published`` (ISO date), ``language``, ``content_type``, ``truncated``, ``total_chars``, ``next_index``
+    when known."""
+    metadata: dict[str, Any] = {
+        "source": page.url,
+        "final_url": page.final_url,
+        "title": page.title,
+        "provider": page.provider,
+        "cost": page.cost,
+        "attempts": [a.summary() for a in page.attempts],
+        "truncated": page.truncated,
+        "total_chars": page.total_chars,
+    }
+    for name in ("language", "content_type", "next_index", "status"):
+        value = getattr(page, name)
+        if value is not None:
+            metadata[name] = value
+    if page.published is not None:
+        metadata["published"] = page.published.isoformat()
+    return Document(page_content=page.content, metadata=metadata)
+
+
+class PerplexedLoader(BaseLoader):
+    """Web pages as Documents through a chain of fetch providers (:func:`perplexed.fetch_many`).
+
+    Setup::
+
+        from langchain_perplexed import PerplexedLoader
+
+        loader = PerplexedLoader(["https://example.com/a", "https://example.com/b"],
+                                 provider=["http", "jina"], max_chars=20_000)
+        docs = loader.load()               # or: async for doc in loader.alazy_load(): ...
+
+    ``provider`` and ``**options`` are :func:`perplexed.fetch`'s (``format``, ``max_chars``, ``start_index``,
+    ``min_chars``, ``allow_private``, ``respect_robots``, ``deadline_ms``, ...), validated here. ``concurrency``
+    pages are fetched at once. A URL that cannot be fetched raises its :class:`perplexed.UpstreamError` when
+    its turn comes (the Documents before it were yielded); ``continue_on_failure=True`` skips it instead.
+    """
+
+    def __init__(self, urls: str | Sequence[str], provider: Any = None, *, concurrency: int = 8,
+                 continue_on_failure: bool = False, **options: Any) -> None:
+        self.urls = [urls] if isinstance(urls, str) else list(urls)
+        if not self.urls:
+            raise InvalidRequest("urls is empty: give at least one URL", param="urls")
+        self.provider = provider
+        self.concurrency = concurrency
+        self.continue_on_failure = continue_on_failure
+        self.options = options
+        for url in self.urls:  # every URL and option checked now, not at the first load
+            perplexed.prepare_fetch(url, provider, **options)
+
+    def _documents(self, results: list[Page | UpstreamError]) -> Iterator[Document]:
+        for item in results:
+            if isinstance(item, Page):
+                yield page_document(item)
+            elif not self.continue_on_failure:
+                raise item
+
+    def lazy_load(self) -> Iterator[Document]:
+        results = perplexed.fetch_many(self.urls, self.provider, self.concurrency, **self.options)
+        yield from self._documents(results)
+
+    async def alazy_load(self) -> AsyncIterator[Document]:
+        results = await perplexed.afetch_many(self.urls, self.provider, self.concurrency, **self.options)
+        for document in self._documents(results):
+            yield document
+
+
+FETCH_DESCRIPTION = (
+    "Read a web page. Returns the page's main content as Markdown (title and URL first). Long pages come in "
+    "slices: when the content is cut, the reply ends with the start_index to pass to read the next slice. Use "
+    "it on URLs from search results or the user to read the full text before answering."
+)
+
+
+class PerplexedFetchInput(BaseModel):
+    """Arguments of the ``perplexed_fetch`` tool."""
+
+    model_config = PORTABLE
+
+    url: str = Field(description="The page's http(s) URL, e.g. 'https://example.com/article'.")
+    max_chars: int | None = Field(default=None, ge=100, le=100_000,
+                                  description="How many characters of content to return (default: the tool's).")
+    start_index: int | None = Field(default=None, ge=0,
+                                    description="Where the content starts, to read the next slice of a long page.")
+
+
+_ALLOWED = {
+    "url": "an http or https URL",
+    "max_chars": "a whole number from 100 to 100000",
+    "start_index": "a whole number, 0 or more (the start_index a previous reply gave)",
+}
+
+
+def fetch_tool_error(exc: PerplexedError) -> ToolException:
+    """A :class:`ToolException` written for the model: why the page could not be read, and what to try."""
+    if isinstance(exc, UpstreamError) and exc.attempts:
+        parts = [f"{a.provider}: {a.reason or a.outcome.value}" + (f" ({a.error})" if a.error else "")
+                 for a in exc.attempts]
+        return ToolException("Could not read the page: " + "; ".join(parts) +
+                             ". Try another URL (for example another search result).")
+    if isinstance(exc, InvalidRequest):
+        if getattr(exc, "reason", None) == "private_address":
+            return ToolException(f"Refused: {exc}. Only public web pages can be read.")
+        return ToolException(f"Invalid input: {exc}")
+    return ToolException(f"Could not read the page: {exc}")
+
+
+def format_page(page: Page) -> str:
+    """The model's view of a page: title, URL, content, and where the next slice starts when it was cut."""
+    head = f"{page.title}\nURL: {page.final_url}\n\n" if page.title else f"URL: {page.final_url}\n\n"
+    text = head + page.content
+    if page.truncated and page.next_index is not None:
+        text += (f"\n\n[Content cut: {page.total_chars - page.next_index} more characters. "
+                 f"Call again with start_index={page.next_index} to read on.]")
+    return text
+
+
+class PerplexedFetchTool(PortableToolSchema, BaseTool):
+    """Reading a web page as a LangChain tool (``perplexed_fetch``), with ``content_and_artifact``: the model
+    sees the title, URL and content (a slice, with the ``start_index`` of the next one when cut); the artifact
+    is the page as a Document (metadata as :class:`PerplexedLoader`'s).
+
+    Setup::
+
+        from langchain_perplexed import PerplexedFetchTool
+
+        tool = PerplexedFetchTool(provider=["http", "jina"], max_chars=8000)
+
+    The model passes ``url`` and may pass ``max_chars`` and ``start_index``. The tool's settings (``provider``,
+    ``format``, ``min_chars``, ``allow_private``, ``respect_robots``, ``deadline_ms``, ``provider_timeout_ms``,
+    and ``fetch_options`` for any other :func:`perplexed.fetch` option) are not the model's to change: a private
+    or loopback address is refused unless the tool was built with ``allow_private``. A failure raises
+    :class:`~langchain_core.tools.ToolException` written for the model (with the typed core error as its
+    ``__cause__``, attempts and cost included).
+    """
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    name: str = "perplexed_fetch"
+    description: str = FETCH_DESCRIPTION
+    args_schema: type[BaseModel] = PerplexedFetchInput
+    response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
+
+    provider: Any = None
+    """A fetch-provider name, dict, instance, function, or a list of these (default ``["http"]``)."""
+    max_chars: int = Field(default=8000, ge=1)
+    """Characters of content per call unless the model asks for another number."""
+    format: Literal["markdown", "text"] = "markdown"
+    min_chars: int | None = None
+    allow_private: bool | list[str] = False
+    respect_robots: bool = True
+    provider_timeout_ms: int | None = None
+    deadline_ms: int | None = None
+    fetch_options: dict[str, Any] | None = None
+    """Other :func:`perplexed.fetch` options (a provider's own, ``max_age_s``, governance)."""
+
+    def model_post_init(self, context: Any) -> None:
+        perplexed.prepare_fetch("https://example.com/", self.provider, **self._options(None, None))
+
+    def _options(self, max_chars: int | None, start_index: int | None) -> dict[str, Any]:
+        options = {**(self.fetch_options or {}), "format": self.format, "max_chars": max_chars or self.max_chars,
+                   "min_chars": self.min_chars, "allow_private": self.allow_private,
+                   "respect_robots": self.respect_robots, "provider_timeout_ms": self.provider_timeout_ms,
+                   "deadline_ms": self.deadline_ms, "start_index": start_index}
+        return {k: v for k, v in options.items() if v is not None}
+
+    def _parse_input(self, tool_input: str | dict[str, Any], tool_call_id: str | None) -> Any:
+        try:
+            return super()._parse_input(tool_input, tool_call_id)
+        except ValidationError as exc:
+            parts = []
+            for error in exc.errors():
+                name = str(error["loc"][0]) if error.get("loc") else "arguments"
+                parts.append(f"{name}={error.get('input')!r} is not allowed (use {_ALLOWED[name]})"
+                             if name in _ALLOWED else f"{name}: {error['msg']}")
+            raise ToolException("Invalid arguments: " + "; ".join(parts) + ". Call the tool again.") from exc
+
+    def _run(self, url: str, max_chars: int | None = None, start_index: int | None = None,
+             run_manager: CallbackManagerForToolRun | None = None) -> tuple[str, list[Document]]:
+        try:
+            page = run_core(perplexed.fetch, run_manager, url, self.provider, **self._options(max_chars, start_index))
+        except (UpstreamError, InvalidRequest) as exc:
+            raise fetch_tool_error(exc) from exc
+        return format_page(page), [page_document(page)]
+
+    async def _arun(self, url: str, max_chars: int | None = None, start_index: int | None = None,
+                    run_manager: AsyncCallbackManagerForToolRun | None = None) -> tuple[str, list[Document]]:
+        try:
+            page = await arun_core(perplexed.afetch, run_manager, url, self.provider,
+                                   **self._options(max_chars, start_index))
+        except (UpstreamError, InvalidRequest) as exc:
+            raise fetch_tool_error(exc) from exc
+        return format_page(page), [page_document(page)]

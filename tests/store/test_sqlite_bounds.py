@@ -1,0 +1,115 @@
+"""The SQLite store is bounded (issue 23): a database locked by another process is an outage bounded by the
+store timeout (the search goes on within its deadline, money fails closed), the WAL stays bounded under
+sustained writes, and threads that ended leave no connections behind."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import perplexed
+import pytest
+from perplexed import Hit, telemetry
+from perplexed.providers import FunctionProvider
+from perplexed.store import Admission, CachedAnswer, Record, SQLiteStore
+from perplexed.store.sqlite import WAL_LIMIT_BYTES
+
+HOLD = r"""
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("BEGIN EXCLUSIVE")
+print("locked", flush=True)
+time.sleep(float(sys.argv[2]))
+conn.execute("ROLLBACK")
+"""
+
+
+def hold_lock(path: Path, seconds: float) -> subprocess.Popen[str]:
+    proc = subprocess.Popen([sys.executable, "-c", HOLD, str(path), str(seconds)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "locked"
+    return proc
+
+
+@pytest.fixture
+def events() -> Any:
+    seen: list[tuple[tuple[str, ...], dict[str, Any], dict[str, Any]]] = []
+    handle = telemetry.attach(lambda e, m, md: seen.append((e, m, md)) if e[:2] == ("perplexed", "store") else None)
+    yield seen
+    telemetry.detach(handle)
+
+
+async def test_a_locked_database_is_a_bounded_outage_and_money_fails_closed(tmp_path: Path, events: Any) -> None:
+    path = tmp_path / "state.db"
+    store = SQLiteStore(path)
+    await store.admit(Admission("warm", "warm", rate_limit=(10, 1.0)))  # the file and schema exist
+    calls: list[str] = []
+
+    def paid(query: str, options: Any) -> list[Hit]:
+        calls.append("paid")
+        return [Hit(id=1, url="https://paid.example/1")]
+
+    def free(query: str, options: Any) -> list[Hit]:
+        calls.append("free")
+        return [Hit(id=1, url="https://free.example/1")]
+
+    chain = [FunctionProvider(paid, name="paid", cost=0.05),
+             FunctionProvider(free, name="free", cooldown_after=3)]
+    perplexed.configure(store=store, spend_limits={"day": 10.0})
+    holder = hold_lock(path, 15)
+    try:
+        started = time.monotonic()
+        result = await perplexed.asearch("locked store", chain, deadline_ms=3000)
+        took = time.monotonic() - started
+        assert result.provider == "free" and calls == ["free"]  # the paid provider was not called
+        assert result.attempts[0].reason == "over_budget"
+        assert took < 3.0  # within its deadline (the store timeout is 1 s), not the 10 s it used to wait
+        for i in range(3):  # later searches during the same outage: no wait, no new event
+            await perplexed.asearch(f"locked store {i}", chain, deadline_ms=3000)
+        assert store.outages == 1 and len(events) == 1
+        assert events[0][2]["store"] == "sqlite"
+        holder.kill()
+        holder.wait()
+        await asyncio.sleep(1.1)
+        assert (await store.admit(Admission("p", "p", rate_limit=(10, 1.0)))).verdict == "call"  # free again
+        assert store._outage is None  # type: ignore[attr-defined]
+    finally:
+        holder.kill()
+        holder.wait()
+        perplexed.reset()
+
+
+async def test_the_wal_stays_bounded_under_sustained_writes(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    store = SQLiteStore(path)
+    big = CachedAnswer([Hit(id=1, url="https://example.com/a", snippet="x" * 200_000)])
+    reader = SQLiteStore(path)  # another connection reading now and then
+    for i in range(600):
+        await store.record(Record("p", "p", cache_key=f"k{i}", answer=big, ttl_s=1))
+        if i % 50 == 0:
+            await reader.admit(Admission("p", "p", cache_key=f"k{i}"))
+    await asyncio.sleep(0.2)
+    wal = os.stat(f"{path}-wal").st_size
+    assert wal <= 2 * WAL_LIMIT_BYTES  # 600 x 200 KB written: 120 MB without checkpoints
+    await store.aclose()
+    await reader.aclose()
+
+
+def test_threads_that_ended_leave_no_inline_connections(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "state.db")
+    asyncio.run(store.admit(Admission("p", "p", rate_limit=(100000, 1.0))))
+
+    def one() -> None:
+        asyncio.run(store.admit(Admission("p", "p", rate_limit=(100000, 1.0))))
+
+    for _ in range(80):
+        thread = threading.Thread(target=one)
+        thread.start()
+        thread.join()
+    assert len(store._inline_conns) <= 2  # type: ignore[attr-defined]
+    store.close()
