@@ -37,8 +37,8 @@ def scripted_llm(search_tool: str, answer_tool: str) -> MockFunctionCallingLLM:
 
 
 async def main() -> None:
-    tools = PerplexedToolSpec(["local", "searxng"], max_results=3).to_tool_list()
-    search_tool, answer_tool = (t.metadata.name for t in tools)
+    tools = PerplexedToolSpec(["local", "searxng"], max_results=3).to_tool_list()  # search, answer and fetch
+    search_tool, answer_tool = "perplexed_search", "perplexed_answer"
     agent = FunctionAgent(tools=tools, llm=scripted_llm(search_tool, answer_tool))
     handler = agent.run("What is a front yard setback?")
     async for event in handler.stream_events():
