@@ -19,7 +19,7 @@ from typing import Any
 import perplexed
 import pytest
 import redis
-from perplexed import ConfigError, Hit, telemetry
+from perplexed import ConfigError, Hit
 from perplexed.providers import FunctionProvider
 from perplexed.store import Admission, MemoryStore, RedisStore
 from perplexed.store._resilient import RETRY_S, ResilientStore
@@ -51,11 +51,8 @@ def info(server: ValkeyServer, field: str) -> int:
 
 
 @pytest.fixture
-def events() -> Any:
-    seen: list[tuple[tuple[str, ...], dict[str, Any], dict[str, Any]]] = []
-    handle = telemetry.attach(lambda e, m, md: seen.append((e, m, md)) if e[:2] == ("perplexed", "store") else None)
-    yield seen
-    telemetry.detach(handle)
+def events(store_events: Any) -> Any:
+    return store_events
 
 
 class FakeRedis:
