@@ -21,27 +21,9 @@ __all__ = ["PerplexedFetchInput", "PerplexedFetchTool", "PerplexedLoader", "page
 
 
 def page_document(page: Page) -> Document:
-    """A :class:`Page` as a Document: ``page_content`` is the content; metadata ``source`` (the URL asked),
-    ``final_url``, ``title``, ``provider``, ``cost``, ``attempts`` (provider, outcome, cost, duration_ms each),
-    and ``published`` (ISO date), ``language``, ``content_type``, ``truncated``, ``total_chars``, ``next_index``
-    when known."""
-    metadata: dict[str, Any] = {
-        "source": page.url,
-        "final_url": page.final_url,
-        "title": page.title,
-        "provider": page.provider,
-        "cost": page.cost,
-        "attempts": [a.summary() for a in page.attempts],
-        "truncated": page.truncated,
-        "total_chars": page.total_chars,
-    }
-    for name in ("language", "content_type", "next_index", "status"):
-        value = getattr(page, name)
-        if value is not None:
-            metadata[name] = value
-    if page.published is not None:
-        metadata["published"] = page.published.isoformat()
-    return Document(page_content=page.content, metadata=metadata)
+    """A :class:`Page` as a Document: ``page_content`` is the content, ``metadata`` is :meth:`Page.metadata`
+    (``source`` = the URL asked, ``final_url``, ``title``, ``provider``, ``cost``, ``attempts``, ...)."""
+    return Document(page_content=page.content, metadata=page.metadata())
 
 
 class PerplexedLoader(BaseLoader):
@@ -130,16 +112,6 @@ def fetch_tool_error(exc: PerplexedError) -> ToolException:
     return ToolException(f"Could not read the page: {exc}")
 
 
-def format_page(page: Page) -> str:
-    """The model's view of a page: title, URL, content, and where the next slice starts when it was cut."""
-    head = f"{page.title}\nURL: {page.final_url}\n\n" if page.title else f"URL: {page.final_url}\n\n"
-    text = head + page.content
-    if page.truncated and page.next_index is not None:
-        text += (f"\n\n[Content cut: {page.total_chars - page.next_index} more characters. "
-                 f"Call again with start_index={page.next_index} to read on.]")
-    return text
-
-
 class PerplexedFetchTool(PortableToolSchema, BaseTool):
     """Reading a web page as a LangChain tool (``perplexed_fetch``), with ``content_and_artifact``: the model
     sees the title, URL and content (a slice, with the ``start_index`` of the next one when cut); the artifact
@@ -206,7 +178,7 @@ class PerplexedFetchTool(PortableToolSchema, BaseTool):
             page = run_core(perplexed.fetch, run_manager, url, self.provider, **self._options(max_chars, start_index))
         except (UpstreamError, InvalidRequest) as exc:
             raise fetch_tool_error(exc) from exc
-        return format_page(page), [page_document(page)]
+        return page.for_model(), [page_document(page)]
 
     async def _arun(self, url: str, max_chars: int | None = None, start_index: int | None = None,
                     run_manager: AsyncCallbackManagerForToolRun | None = None) -> tuple[str, list[Document]]:
@@ -215,4 +187,4 @@ class PerplexedFetchTool(PortableToolSchema, BaseTool):
                                    **self._options(max_chars, start_index))
         except (UpstreamError, InvalidRequest) as exc:
             raise fetch_tool_error(exc) from exc
-        return format_page(page), [page_document(page)]
+        return page.for_model(), [page_document(page)]

@@ -11,31 +11,14 @@ from llama_index.core.readers.base import BaseReader
 from llama_index.core.schema import Document
 from perplexed import InvalidRequest, Page, UpstreamError
 
-__all__ = ["PerplexedReader", "format_page", "page_document"]
+__all__ = ["PerplexedReader", "page_document"]
 
 
 def page_document(page: Page) -> Document:
-    """A :class:`perplexed.Page` as a LlamaIndex Document (``text`` = content; metadata ``source``, ``final_url``,
-    ``title``, ``provider``, ``cost``, ``published``, ``truncated``, ``total_chars``, ``next_index``; the
-    attempts are kept out of the text the embeddings and the LLM see)."""
-    metadata: dict[str, Any] = {
-        "source": page.url,
-        "final_url": page.final_url,
-        "title": page.title,
-        "provider": page.provider,
-        "cost": page.cost,
-        "truncated": page.truncated,
-        "total_chars": page.total_chars,
-        "attempts": [a.summary() for a in page.attempts],
-    }
-    for name in ("language", "content_type", "next_index"):
-        value = getattr(page, name)
-        if value is not None:
-            metadata[name] = value
-    if page.published is not None:
-        metadata["published"] = page.published.isoformat()
-    hidden = ["attempts", "cost", "provider", "truncated", "total_chars", "next_index", "final_url"]
-    return Document(text=page.content, metadata=metadata, excluded_embed_metadata_keys=hidden,
+    """A :class:`perplexed.Page` as a LlamaIndex Document (``text`` = content, ``metadata`` =
+    :meth:`perplexed.Page.metadata`; the bookkeeping keys are kept out of what the embeddings and the LLM see)."""
+    hidden = ["attempts", "cost", "provider", "truncated", "total_chars", "next_index", "final_url", "status"]
+    return Document(text=page.content, metadata=page.metadata(), excluded_embed_metadata_keys=hidden,
                     excluded_llm_metadata_keys=hidden)
 
 
@@ -84,14 +67,3 @@ class PerplexedReader(BaseReader):
     async def aload_data(self, urls: str | Sequence[str], continue_on_failure: bool | None = None) -> list[Document]:
         results = await perplexed.afetch_many(self._urls(urls), self.provider, self.concurrency, **self.options)
         return self._documents(results, continue_on_failure)
-
-
-def format_page(page: Page) -> str:
-    """What the ``perplexed_fetch`` tool returns: title, URL, content, and the ``start_index`` of the next
-    slice when the content was cut."""
-    head = f"{page.title}\nURL: {page.final_url}\n\n" if page.title else f"URL: {page.final_url}\n\n"
-    text = head + page.content
-    if page.truncated and page.next_index is not None:
-        text += (f"\n\n[Content cut: {page.total_chars - page.next_index} more characters. "
-                 f"Call again with start_index={page.next_index} to read on.]")
-    return text

@@ -22,7 +22,6 @@ from pydantic import Field, SecretStr
 from ._config import answer_configs, named_settings
 from ._portable import PortableToolMetadata
 from .events import dispatching
-from .fetch import format_page
 
 __all__ = ["PerplexedToolSpec"]
 
@@ -195,7 +194,7 @@ class PerplexedToolSpec(BaseToolSpec):
         in slices, and the reply then ends with the start_index to pass to read the next slice."""
         with dispatching():
             page = perplexed.fetch(url, self._fetch_provider, **self._fetch_kwargs(max_chars, start_index))
-        return format_page(page)
+        return page.for_model()
 
     @dispatcher.span
     async def aperplexed_fetch(self, url: Url, max_chars: MaxChars = 0, start_index: StartIndex = 0) -> str:
@@ -203,7 +202,7 @@ class PerplexedToolSpec(BaseToolSpec):
         in slices, and the reply then ends with the start_index to pass to read the next slice."""
         with dispatching():
             page = await perplexed.afetch(url, self._fetch_provider, **self._fetch_kwargs(max_chars, start_index))
-        return format_page(page)
+        return page.for_model()
 
     search = perplexed_search
     asearch = aperplexed_search

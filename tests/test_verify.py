@@ -400,3 +400,12 @@ def test_answer_verify_must_be_a_bool_and_fails_before_any_call() -> None:
     assert info.value.param == "verify" and calls == [] and api.requests == []
     plan = perplexed.prepare_answer(QUERY, provider=provider(), client=api.client(), verify=True)
     assert plan.verify is True and "verify" in perplexed.AnswerPlan.ARGUMENTS
+
+
+def test_chinese_and_japanese_text_is_split_and_matched_by_character_pairs() -> None:
+    passage = "東京タワーは1958年に完成した。高さは333メートルである。"
+    hits = [Hit(id=1, url="https://example.jp/tower", snippet=passage)]
+    v = perplexed.verify("東京タワーは1958年に完成した[1]。高さは400メートルである[1]。大阪城は古い城である。", hits)
+    assert [s.text for s in v.sentences] == ["東京タワーは1958年に完成した[1]。", "高さは400メートルである[1]。", "大阪城は古い城である。"]
+    assert [s.label for s in v.sentences] == ["supported", "unsupported", "uncited"]
+    assert "333" in v.sentences[1].reason

@@ -43,21 +43,33 @@ def add_parser(sub: Any, parser_class: type[argparse.ArgumentParser], positive_i
     p.add_argument("--timeout-ms", type=positive_int, metavar="MS", help="time limit per provider")
     p.add_argument("--deadline-ms", type=positive_int, metavar="MS", help="time limit per URL")
     p.add_argument("--concurrency", type=positive_int, metavar="N", default=8, help="URLs fetched at once (8)")
+    add_access_flags(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object per URL (JSON Lines)")
+    p.set_defaults(command="fetch", run=command)
+
+
+def add_access_flags(p: argparse.ArgumentParser) -> None:
+    """``--allow-private``, ``--allow-network CIDR`` and ``--no-robots``: what a fetch may read (also used by
+    ``perplexed mcp`` for its ``web_fetch`` tool)."""
     p.add_argument("--allow-private", action="store_true",
                    help="allow private, loopback and link-local addresses (intranet use; off by default)")
     p.add_argument("--allow-network", action="append", metavar="CIDR",
                    help="allow only this private network (repeatable), e.g. --allow-network 10.0.0.0/8")
     p.add_argument("--no-robots", action="store_true", help="do not check robots.txt (http provider)")
-    p.add_argument("--json", action="store_true", help="print one JSON object per URL (JSON Lines)")
-    p.set_defaults(command="fetch", run=command)
 
 
-def _options(args: argparse.Namespace) -> dict[str, Any]:
+def access_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The fetch options of :func:`add_access_flags`' flags (only those given)."""
     allow: Any = None
     if args.allow_private:
         allow = True
     elif args.allow_network:
         allow = [c.strip() for item in args.allow_network for c in item.split(",") if c.strip()]
+    options = {"allow_private": allow, "respect_robots": False if args.no_robots else None}
+    return {k: v for k, v in options.items() if v is not None}
+
+
+def _options(args: argparse.Namespace) -> dict[str, Any]:
     options = {
         "format": args.format,
         "max_chars": args.max_chars,
@@ -65,10 +77,8 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
         "min_chars": args.min_chars,
         "provider_timeout_ms": args.timeout_ms,
         "deadline_ms": args.deadline_ms,
-        "allow_private": allow,
-        "respect_robots": False if args.no_robots else None,
     }
-    return {k: v for k, v in options.items() if v is not None}
+    return {**{k: v for k, v in options.items() if v is not None}, **access_options(args)}
 
 
 def _spec(raw: str | None) -> Any:

@@ -28,8 +28,6 @@ import httpx
 
 from . import _engine, _portal, telemetry
 from ._errors import (
-    BodyTooLargeError,
-    ContentDecodingError,
     InvalidRequest,
     PerplexedError,
     UpstreamError,
@@ -37,13 +35,13 @@ from ._errors import (
 from ._extract import cut, markdown_to_text
 from ._failures import classify_exception
 from ._fetch_net import check_url, guarded_client, robots_verdict, split_url
-from ._http import get_client, read_capped
+from ._http import get_client
 from ._keywords import unknown_keyword
 from ._logs import get_logger
 from ._models import Attempt, Hit, Outcome, Page, Result
 from ._options import ChainOptions
 from ._ssrf import Allowed, check_literal, parse_allow_private
-from .chain import _in_thread, drive_flow
+from .chain import _in_thread, drive_flow, read_body
 from .chain import asearch as _chain_asearch
 from .chain import search as _chain_search
 from .fetchers import FetchAnswer, FetchOptions, FetchProvider, FunctionFetcher, resolve
@@ -384,11 +382,17 @@ async def run_fetch(plan: FetchPlan, *, on_attempt: AttemptCallback | None = Non
     if plan.url[:7].lower() == "file://":
         return await _local_page(plan, on_attempt)
     resolver = next((p.resolver for p in plan.providers if isinstance(p, Http) and p.resolver is not None), None)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
     try:
         async with asyncio.timeout(plan.chain.deadline_ms / 1000):
             await check_url(plan.url, plan.options.allow_private, resolver)
     except TimeoutError:
         pass  # the resolver did not answer in time: the providers' attempts say what happened
+    spent_ms = int((loop.time() - started) * 1000)
+    if spent_ms > 0:  # the check is part of the fetch's deadline
+        chain = plan.chain.model_copy(update={"deadline_ms": max(1, plan.chain.deadline_ms - spent_ms)})
+        plan = FetchPlan(plan.url, plan.providers, plan.is_chain, plan.options, chain)
     page: Page = await _engine.run(FetchOperation(plan), on_attempt)
     return page
 
@@ -464,12 +468,7 @@ async def _fetch_direct(provider: Http, plan: FetchPlan, client: httpx.AsyncClie
                 url = _next_hop(provider, response, hops, allowed)
                 continue
             provider.check_page(response)
-            try:
-                body = await read_capped(response, provider.max_body_bytes)
-            except BodyTooLargeError as exc:
-                raise provider.fail("body_too_large", exc.message, response) from None
-            except ContentDecodingError as exc:
-                raise provider.fail("malformed", exc.message, response) from None
+            body = await read_body(provider, response)
         finally:
             await response.aclose()
         return await _in_thread(provider.parse_page, response, body, url, options)

@@ -36,7 +36,7 @@ _ABBREVIATIONS = frozenset(
 )
 # a sentence end: terminators, closing quotes/brackets, then (optionally) citation markers that belong to it
 _END = re.compile(
-    r"[.!?\u2026]+[\"'\u201d\u2019)\]]{0,4}((?:[ \t]{0,4}\[[ \t]{0,4}\d[\d \t,\-\u2013]{0,40}\]){0,20})"
+    r"[.!?\u2026\u3002\uff01\uff1f]+[\"'\u201d\u2019)\]\u300d\u300f]{0,4}((?:[ \t]{0,4}\[[ \t]{0,4}\d[\d \t,\-\u2013]{0,40}\]){0,20})"
 )
 _MARKER = re.compile(
     r"\[\s*\d{1,4}(?:\s*[-\u2013]\s*\d{1,4})?(?:\s*,\s*\d{1,4}(?:\s*[-\u2013]\s*\d{1,4})?)*\s*\]"
@@ -44,6 +44,7 @@ _MARKER = re.compile(
 _SPACED_MARKER = re.compile(r"[ \t]*" + _MARKER.pattern)
 _WORD_BEFORE = re.compile(r"([A-Za-z][A-Za-z.]{0,10})$")
 _NEXT = re.compile(r"\s*(\S)")
+_CJK_ENDS = "\u3002\uff01\uff1f"  # the CJK full stop, exclamation and question marks
 
 
 def _is_abbreviation(text: str, dot: int) -> bool:
@@ -75,8 +76,8 @@ def _split_line(line: str, offset: int, spans: list[tuple[int, int]]) -> None:
     start = 0
     for m in _END.finditer(line):
         end = m.end()
-        if end < len(line) and not line[end].isspace():
-            continue  # "3.5", "example.com", "U.S.-based"
+        if end < len(line) and not line[end].isspace() and line[m.start()] not in _CJK_ENDS:
+            continue  # "3.5", "example.com", "U.S.-based" (a CJK full stop needs no space after it)
         if (
             line[m.start()] == "."
             and m.end() - m.start() - len(m.group(1)) == 1
@@ -85,7 +86,7 @@ def _split_line(line: str, offset: int, spans: list[tuple[int, int]]) -> None:
             continue
         following = _NEXT.match(line, end)
         first = following.group(1) if following else ""
-        if first and not (first.isupper() or first.isdigit() or first in "\"'\u201c([*-#>|"):
+        if first and not (first.isupper() or first.isdigit() or first in "\"'\u201c([*-#>|" or _CJK.match(first)):
             continue  # "... approx. three", a lower-case continuation
         _add(line, offset, start, end, spans)
         start = end
@@ -277,8 +278,11 @@ _PERCENT_WORDS = frozenset({"percent", "per cent", "percentage"})
 _CURRENCY = "$€£¥"
 
 _TOKEN = re.compile(
-    r"(?P<num>[$€£¥]?\d+(?:,\d{3})*(?:\.\d+)?(?:st|nd|rd|th)?%?)|(?P<word>[^\W\d_]+(?:['\u2019][^\W\d_]+)?)",
+    r"(?P<num>[$€£¥]?\d+(?:,\d{3})*(?:\.\d+)?(?:st|nd|rd|th)?%?)|(?P<cjk>[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+)"
+    r"|(?P<word>[^\W\d_]+(?:['\u2019][^\W\d_]+)?)",
 )
+# Chinese, Japanese and Korean runs have no spaces between words: they are matched as character bigrams
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 _SUFFIXES = (
     "ational", "ization", "ations", "ation", "ition", "ments", "ment", "ness", "ities", "ity", "ously", "ously",
     "ingly", "ings", "ing", "edly", "ies", "ied", "ers", "er", "est", "ed", "ly", "es", "s", "e", "y",
@@ -352,6 +356,12 @@ def tokens(text: str, *, names: bool = True) -> tuple[list[Token], frozenset[str
     while i < len(raw):
         m = raw[i]
         i += 1
+        if m.group("cjk") is not None:
+            run = m.group("cjk")
+            for k in range(max(len(run) - 1, 1)):
+                out.append(Token(run[k : k + 2], WORD, m.start() + k, m.start() + min(k + 2, len(run))))
+            sentence_start = False
+            continue
         if m.group("num") is not None:
             parsed = _number_value(m.group("num"))
             sentence_start = False

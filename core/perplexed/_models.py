@@ -163,5 +163,38 @@ class Page(BaseModel):
         """Total USD cost: the sum over all attempts."""
         return float(sum(a.cost for a in self.attempts))
 
+    def metadata(self) -> dict[str, Any]:
+        """What the framework adapters keep beside the content: ``source`` (the URL asked), ``final_url``,
+        ``title``, ``provider``, ``cost``, ``attempts`` (provider, outcome, cost, duration_ms each), ``truncated``,
+        ``total_chars``, and ``language``, ``content_type``, ``next_index``, ``status``, ``published`` (ISO date)
+        when known."""
+        meta: dict[str, Any] = {
+            "source": self.url,
+            "final_url": self.final_url,
+            "title": self.title,
+            "provider": self.provider,
+            "cost": self.cost,
+            "attempts": [a.summary() for a in self.attempts],
+            "truncated": self.truncated,
+            "total_chars": self.total_chars,
+        }
+        for name in ("language", "content_type", "next_index", "status"):
+            value = getattr(self, name)
+            if value is not None:
+                meta[name] = value
+        if self.published is not None:
+            meta["published"] = self.published.isoformat()
+        return meta
+
+    def for_model(self) -> str:
+        """The page as a tool shows it to a model: title, URL, content, and where the next slice starts when
+        the content was cut."""
+        head = f"{self.title}\nURL: {self.final_url}\n\n" if self.title else f"URL: {self.final_url}\n\n"
+        text = head + self.content
+        if self.truncated and self.next_index is not None:
+            text += (f"\n\n[Content cut: {self.total_chars - self.next_index} more characters. "
+                     f"Call again with start_index={self.next_index} to read on.]")
+        return text
+
 
 Hit.model_rebuild()

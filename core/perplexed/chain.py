@@ -301,6 +301,17 @@ async def _call(
     return answer, True
 
 
+async def read_body(provider: Provider, response: httpx.Response) -> bytes:
+    """A streamed response's body, decoded and capped at ``provider.max_body_bytes``: a body past the cap is a
+    ``body_too_large`` ProviderError, a corrupt or undecodable one ``malformed``."""
+    try:
+        return await read_capped(response, provider.max_body_bytes)
+    except BodyTooLargeError as exc:
+        raise provider.fail("body_too_large", exc.message, response) from None
+    except ContentDecodingError as exc:
+        raise provider.fail("malformed", exc.message, response) from None
+
+
 async def drive_flow(
     provider: Provider, flow: Generator[httpx.Request, httpx.Response, T], client: httpx.AsyncClient | None = None
 ) -> T:
@@ -321,11 +332,7 @@ async def drive_flow(
                     request = _redirect(provider, request, response, target, hops)
                     hops += 1
                     continue
-                await read_capped(response, provider.max_body_bytes)
-            except BodyTooLargeError as exc:
-                raise provider.fail("body_too_large", exc.message, response) from None
-            except ContentDecodingError as exc:
-                raise provider.fail("malformed", exc.message, response) from None
+                await read_body(provider, response)
             finally:
                 await response.aclose()
             try:

@@ -215,6 +215,7 @@ def _build_parser() -> _Parser:
                           "that are not supported, then citation recall and precision")
     p_answer.set_defaults(command="answer", run=_cmd_answer)
 
+    from ._cli_fetch import add_access_flags
     from ._cli_fetch import add_parser as add_fetch
 
     add_fetch(sub, _Parser, _positive_int, _whole_number)
@@ -255,6 +256,7 @@ def _build_parser() -> _Parser:
     p_mcp.add_argument("--max-chars", type=_positive_int, metavar="N",
                        help="cut each text result at N characters (default 8000)")
     p_mcp.add_argument("--preset", metavar="NAME", help="Agent API preset of the answer tool")
+    add_access_flags(p_mcp)
     p_mcp.add_argument("--http", action="store_true", help="serve streamable HTTP (stateless) at /mcp")
     p_mcp.add_argument("--host", default="127.0.0.1", help="with --http: address to bind (default 127.0.0.1)")
     p_mcp.add_argument("--port", type=_port, default=8000, help="with --http: port (default 8000; 0 = any free)")
@@ -289,12 +291,14 @@ def _port(text: str) -> int:
 
 def _cmd_mcp(args: argparse.Namespace) -> int:
     from . import mcp_server
+    from ._cli_fetch import access_options
 
     answer_options = {"preset": args.preset} if args.preset else {}
+    fetch_options = access_options(args)
     max_chars = args.max_chars or mcp_server.DEFAULT_MAX_CHARS
     server = mcp_server.create_server(
         _chain_spec(args), fetch_provider=_provider_spec(args.fetch_provider), max_chars=max_chars,
-        answer_options=answer_options, **_chain_kwargs(args),
+        answer_options=answer_options, fetch_options=fetch_options, **_chain_kwargs(args),
     )
     if not args.http:
         if args.token or args.allow_origin:

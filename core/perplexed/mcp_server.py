@@ -136,10 +136,6 @@ class AnswerOutput(_Out):
 # --- arguments: lenient in what they accept, precise in what they say ------------------------------------
 
 
-class ToolArgumentError(ValueError):
-    """A tool argument a model sent wrongly; the message says what to send instead."""
-
-
 def _int_arg(name: str, value: Any, low: int, high: int | None = None) -> int:
     allowed = f"a whole number from {low} to {high}" if high is not None else f"a whole number, at least {low}"
     number: Any = value
@@ -151,15 +147,15 @@ def _int_arg(name: str, value: Any, low: int, high: int | None = None) -> int:
             try:
                 number = float(text)
             except ValueError:
-                raise ToolArgumentError(f"{name} must be {allowed}; got {value!r}") from None
+                raise InvalidRequest(f"{name} must be {allowed}; got {value!r}", param=name) from None
     if isinstance(number, bool) or not isinstance(number, int | float):
-        raise ToolArgumentError(f"{name} must be {allowed}; got {value!r}")
+        raise InvalidRequest(f"{name} must be {allowed}; got {value!r}", param=name)
     if isinstance(number, float):
         if not math.isfinite(number) or number != int(number):
-            raise ToolArgumentError(f"{name} must be {allowed}; got {value!r}")
+            raise InvalidRequest(f"{name} must be {allowed}; got {value!r}", param=name)
         number = int(number)
     if number < low or (high is not None and number > high):
-        raise ToolArgumentError(f"{name} must be {allowed}; got {number}")
+        raise InvalidRequest(f"{name} must be {allowed}; got {number}", param=name)
     return int(number)
 
 
@@ -173,13 +169,13 @@ def _list_arg(name: str, value: Any) -> list[str] | None:
             try:
                 value = json.loads(text)
             except ValueError:
-                raise ToolArgumentError(
-                    f"{name} must be a list of domains such as [\"example.com\"]; got {value!r}"
+                raise InvalidRequest(
+                    f"{name} must be a list of domains such as [\"example.com\"]; got {value!r}", param=name
                 ) from None
         else:
             value = [part for part in (p.strip() for p in text.split(",")) if part]
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise ToolArgumentError(f"{name} must be a list of domains such as [\"example.com\"]; got {value!r}")
+        raise InvalidRequest(f"{name} must be a list of domains such as [\"example.com\"]; got {value!r}", param=name)
     return [item for item in value if item.strip()] or None
 
 
@@ -189,12 +185,12 @@ def _choice_arg(name: str, value: Any, choices: Sequence[str]) -> str | None:
     if isinstance(value, str) and value.strip().lower() in choices:
         return value.strip().lower()
     allowed = ", ".join(repr(c) for c in choices)
-    raise ToolArgumentError(f"{name} must be one of {allowed} (or left out); got {value!r}")
+    raise InvalidRequest(f"{name} must be one of {allowed} (or left out); got {value!r}", param=name)
 
 
 def _text_arg(name: str, value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise ToolArgumentError(f"{name} must be a non-empty string; got {value!r}")
+        raise InvalidRequest(f"{name} must be a non-empty string; got {value!r}", param=name)
     return value
 
 
@@ -260,6 +256,8 @@ def _failure_message(exc: PerplexedError) -> str:
             parts.append(f"{a.provider}: {a.outcome.value}" + (f" ({why})" if why != a.outcome.value else ""))
         return ("Every provider in the chain failed; nothing was found. " + "; ".join(parts)
                 + ". Try again later, or rephrase the query.")
+    if isinstance(exc, InvalidRequest) and exc.param is not None and exc.reason is None:
+        return str(exc)  # a tool argument: the message says what to send instead
     if isinstance(exc, InvalidRequest | ConfigError):
         return f"The request was not accepted: {exc}"
     return f"The call failed: {exc}"
@@ -330,9 +328,10 @@ class _Chain:
     """The chain the server runs: provider specs and options fixed at start, as ``perplexed search`` takes them."""
 
     def __init__(self, provider: Any, fetch_provider: Any, options: Mapping[str, Any], max_chars: int,
-                 answer_options: Mapping[str, Any]) -> None:
+                 answer_options: Mapping[str, Any], fetch_options: Mapping[str, Any]) -> None:
         self.provider = provider
         self.fetch_provider = fetch_provider
+        self.extra_fetch_options = dict(fetch_options)
         self.options = dict(options)
         self.max_chars = max_chars
         self.answer_options = dict(answer_options)
@@ -347,8 +346,6 @@ class _Chain:
             text_query = _text_arg("query", query)
             options = {**self.options, **_search_options(args)}
             result: Result = await chain.asearch(text_query, self.provider, **options)
-        except ToolArgumentError as exc:
-            return _error(str(exc))
         except PerplexedError as exc:
             return _error(_failure_message(exc))
         attempts = _attempts(result.attempts)
@@ -368,8 +365,6 @@ class _Chain:
             start = _int_arg("start_index", start_index, 0)
             page = await perplexed.afetch(target, self.fetch_provider, max_chars=limit, start_index=start,
                                           **self.fetch_options())
-        except ToolArgumentError as exc:
-            return _error(str(exc))
         except PerplexedError as exc:
             return _error(_failure_message(exc))
         published = getattr(page, "published", None)
@@ -388,7 +383,7 @@ class _Chain:
     def fetch_options(self) -> dict[str, Any]:
         """The governance and time options the fetch chain shares with search (not the search-only ones)."""
         shared = ("provider_timeout_ms", "deadline_ms", "cache_ttl_s", "budget_usd")
-        return {k: v for k, v in self.options.items() if k in shared}
+        return {**{k: v for k, v in self.options.items() if k in shared}, **self.extra_fetch_options}
 
     async def answer(self, ctx: Any, question: Any = None, max_results: Any = 5, include_domains: Any = None,
                      exclude_domains: Any = None, recency: Any = None) -> Any:
@@ -408,8 +403,6 @@ class _Chain:
                     await _progress(ctx, chars, "writing the answer")
                 else:
                     final = item
-        except ToolArgumentError as exc:
-            return _error(str(exc))
         except PerplexedError as exc:
             return _error(_failure_message(exc))
         if final is None:
@@ -482,6 +475,7 @@ def create_server(
     fetch_provider: Any = None,
     max_chars: int = DEFAULT_MAX_CHARS,
     answer_options: Mapping[str, Any] | None = None,
+    fetch_options: Mapping[str, Any] | None = None,
     **options: Any,
 ) -> Any:
     """An MCP server (``mcp.server.mcpserver.MCPServer``) whose tools run this chain.
@@ -489,7 +483,8 @@ def create_server(
     ``provider`` and ``options`` are those of :func:`perplexed.search` (the chain, ``budget_usd``,
     ``cache_ttl_s``, ``deadline_ms``, ...), checked now; ``fetch_provider`` is the chain of ``web_fetch``;
     ``max_chars`` caps each text result; ``answer_options`` go to :func:`perplexed.answer` only (``preset``,
-    ``client``). Raises :class:`~perplexed.ConfigError` when the ``mcp`` extra is missing.
+    ``client``), ``fetch_options`` to :func:`perplexed.fetch` only (``allow_private``, ``respect_robots``,
+    ``format``). Raises :class:`~perplexed.ConfigError` when the ``mcp`` extra is missing.
     """
     try:
         from mcp.server.mcpserver import Context, MCPServer
@@ -503,7 +498,11 @@ def create_server(
         raise InvalidRequest(f"max_chars must be a whole number >= 100, got {max_chars!r}", param="max_chars")
     chain.prepare("check", provider, **options)  # every option and provider checked before serving
     extra = dict(answer_options or {})
-    state = _Chain(provider, fetch_provider, options, max_chars, extra)
+    state = _Chain(provider, fetch_provider, options, max_chars, extra, dict(fetch_options or {}))
+    if _has_fetch():
+        from ._fetch import prepare_fetch
+
+        prepare_fetch("https://example.com/", fetch_provider, **state.fetch_options())  # checked now too
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=True, destructive_hint=False,
                                 idempotent_hint=True)
     tools: list[Any] = []
@@ -629,27 +628,8 @@ class _Guard:
             except ValueError:
                 await _plain(send, 400, "Bad Content-Length")
                 return
-        received = 0
-        too_large = False
-
-        async def capped_receive() -> Any:
-            nonlocal received, too_large
-            message = await receive()
-            if message.get("type") == "http.request":
-                received += len(message.get("body", b""))
-                if received > self.max_body:
-                    too_large = True
-                    raise _BodyTooLarge
-            return message
-
-        try:
-            await self.app(scope, capped_receive, send)
-        except _BodyTooLarge:
-            await _plain(send, 413, "Request body too large")
-
-
-class _BodyTooLarge(Exception):
-    pass
+        # a body without Content-Length (chunked) is capped by the SDK's own limit, set to the same size
+        await self.app(scope, receive, send)
 
 
 async def _plain(send: Any, status: int, text: str, extra: list[tuple[bytes, bytes]] | None = None) -> None:

@@ -51,3 +51,20 @@ class HugeHtml:
                 return False
             sent += len(block)
         return bool(send(b"0\r\n\r\n"))
+
+
+class DripHtml:
+    """HTML headers at once, then a few bytes every ``interval`` seconds, for ever (a slow drip)."""
+
+    def __init__(self, interval: float = 0.05) -> None:
+        self.interval = interval
+
+    def write(self, conn: object, request: object) -> bool:
+        from testkit.loopback import _head
+
+        send, pause = conn.send, conn.pause  # type: ignore[attr-defined]
+        if not send(_head(200, None, Content_Type="text/html", Transfer_Encoding="chunked")):
+            return False
+        while True:
+            if not send(b"5\r\n<p>a \r\n") or not pause(self.interval):
+                return False

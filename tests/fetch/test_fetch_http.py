@@ -309,3 +309,19 @@ async def test_governance_one_engine_cache_and_budget(site: LoopbackServer) -> N
     with pytest.raises(UpstreamError) as info:
         await perplexed.afetch(site.url_for("/article"), paid, allow_private=LOOP, budget_usd=0.001)
     assert info.value.attempts[0].outcome is Outcome.SKIPPED and info.value.attempts[0].reason == "over_budget"
+
+
+@pytest.mark.timing
+async def test_a_slow_drip_stops_at_the_deadline(site: LoopbackServer) -> None:
+    import time
+
+    from pages import DripHtml
+    from testkit.loopback import SLACK
+
+    site.route("/drip", DripHtml())
+    started = time.perf_counter()
+    with pytest.raises(UpstreamError) as info:
+        await perplexed.afetch(site.url_for("/drip"), allow_private=LOOP, deadline_ms=500)
+    elapsed = time.perf_counter() - started
+    assert info.value.attempts[0].outcome is Outcome.TIMEOUT
+    assert elapsed < 0.5 + SLACK

@@ -253,3 +253,51 @@ async def test_searxng_shaped_upstream(loopback: LoopbackServer) -> None:
         f"https://example.com/page{i}" for i in (1, 2, 3)
     ]
     assert result.structured_content["provider"] == "searxng"
+
+
+ARTICLE = (
+    "<html><head><title>Zoning setbacks explained</title></head><body><article><h1>Zoning setbacks explained</h1>"
+    + "".join(f"<p>Paragraph {i}: a setback is the minimum distance between a building and the property line, "
+              f"and codes set separate minimums for the front, side and rear of a lot.</p>" for i in range(30))
+    + "</article></body></html>"
+)
+
+
+@pytest.mark.skipif(not callable(getattr(perplexed, "afetch", None)), reason="this version has no fetch chain")
+async def test_web_fetch_pages_through_a_long_page(loopback: LoopbackServer) -> None:
+    from testkit.loopback import Html
+
+    loopback.route("/article", Html(ARTICLE))
+    server = create_server(hits_provider(), fetch_options={"allow_private": True})
+    tool = (await tools_of(server))["web_fetch"]
+    assert set(tool.input_schema["properties"]) == {"url", "max_chars", "start_index"}
+    assert tool.annotations.read_only_hint is True
+    first = await call(server, "web_fetch", {"url": loopback.url + "/article", "max_chars": 500})
+    check_structured(tool, first)
+    data = first.structured_content
+    assert data["provider"] == "http" and data["status"] == 200 and data["title"] == "Zoning setbacks explained"
+    assert len(data["content"]) == 500 and data["truncated"] is True and data["next_index"] == 500
+    assert data["total_chars"] > 1000
+    assert "start_index=500" in first.content[0].text  # the model is told how to read on
+    second = await call(server, "web_fetch", {"url": loopback.url + "/article", "max_chars": "500",
+                                              "start_index": data["next_index"]})
+    check_structured(tool, second)
+    assert second.structured_content["content"] != data["content"]
+    assert second.structured_content["next_index"] in (None, 1000)
+
+
+@pytest.mark.skipif(not callable(getattr(perplexed, "afetch", None)), reason="this version has no fetch chain")
+@pytest.mark.parametrize(
+    ("url", "words"),
+    [
+        ("http://169.254.169.254/latest/meta-data/", "private"),
+        ("http://127.0.0.1:9/", "private"),
+        ("ftp://example.com/file", "http"),
+        ("", "url must be a non-empty string"),
+    ],
+)
+async def test_web_fetch_refusals_are_error_results(url: str, words: str) -> None:
+    result = await call(create_server(hits_provider()), "web_fetch", {"url": url})
+    assert result.is_error
+    assert words in result.content[0].text
+    assert "Traceback" not in result.content[0].text

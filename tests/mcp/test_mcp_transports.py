@@ -135,6 +135,8 @@ def test_http_guard(tmp_path: Path, upstream: LoopbackServer) -> None:
             assert ok.status_code not in (401, 403, 413), (good_origin, ok.status_code)
         big = httpx.post(url, content=b"{" + b" " * (1024 * 1024 + 10) + b"}", headers=auth)
         assert big.status_code == 413
+        chunked = httpx.post(url, content=iter([b"{" + b" " * 65536] * 20 + [b"}"]), headers=auth)
+        assert chunked.status_code == 413  # no Content-Length: capped while read
         localhost = httpx.post(url.replace("127.0.0.1", "localhost"), json=INIT, headers=auth)
         assert localhost.status_code not in (401, 403, 413)
 

@@ -19,7 +19,7 @@ from typing import Any
 import perplexed
 import pytest
 import redis
-from perplexed import ConfigError, Hit, telemetry
+from perplexed import ConfigError, Hit
 from perplexed.providers import FunctionProvider
 from perplexed.store import Admission, MemoryStore, RedisStore
 from perplexed.store._resilient import RETRY_S, ResilientStore
@@ -51,11 +51,8 @@ def info(server: ValkeyServer, field: str) -> int:
 
 
 @pytest.fixture
-def events() -> Any:
-    seen: list[tuple[tuple[str, ...], dict[str, Any], dict[str, Any]]] = []
-    handle = telemetry.attach(lambda e, m, md: seen.append((e, m, md)) if e[:2] == ("perplexed", "store") else None)
-    yield seen
-    telemetry.detach(handle)
+def events(store_events: Any) -> Any:
+    return store_events
 
 
 class FakeRedis:
@@ -135,6 +132,28 @@ def test_many_event_loops_and_threads_leave_no_connections(valkey: ValkeyServer,
     assert len(store._remote._clients) <= 1  # type: ignore[attr-defined]
     assert store.outages == 0
     store.close()
+
+
+def test_asyncio_run_per_search_releases_connections_and_keeps_the_records(valkey: ValkeyServer,
+                                                                         redis_prefix: str) -> None:
+    store = RedisStore(valkey.url, prefix=redis_prefix, timeout_ms=5000)
+    perplexed.configure(store=store)
+    provider = FunctionProvider(lambda q, options: [Hit(id=1, url="https://example.com/1")], name="fn",
+                                rate_limit="100000/s")
+    try:
+        asyncio.run(perplexed.asearch("q-warm", [provider], cache_ttl_s=600))
+        fds, clients = open_fds(), info(valkey, "connected_clients")
+        for i in range(100):
+            assert not asyncio.run(perplexed.asearch(f"q{i}", [provider], cache_ttl_s=600)).attempts[0].cached
+        # each run's record (sent without waiting) was answered before its loop's connection closed
+        for i in (0, 50, 99):
+            assert asyncio.run(perplexed.asearch(f"q{i}", [provider], cache_ttl_s=600)).attempts[0].cached
+        time.sleep(0.3)
+        assert store.outages == 0
+        assert open_fds() <= fds + 3
+        assert info(valkey, "connected_clients") <= clients + 2
+    finally:
+        perplexed.reset()
 
 
 # -- 2. a hung server costs one connection; a hostile one bounded memory and CPU ---------------------------------

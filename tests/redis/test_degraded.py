@@ -11,7 +11,7 @@ from typing import Any
 import perplexed
 import pytest
 import redis
-from perplexed import Hit, telemetry
+from perplexed import Hit
 from perplexed.store import Admission, CachedAnswer, Record, RedisStore
 from perplexed.store._resilient import RETRY_S
 from testkit import loopback as lb
@@ -25,11 +25,8 @@ def dead_url() -> str:
 
 
 @pytest.fixture
-def events() -> Any:
-    seen: list[tuple[tuple[str, ...], dict[str, Any], dict[str, Any]]] = []
-    handle = telemetry.attach(lambda e, m, md: seen.append((e, m, md)) if e[:2] == ("perplexed", "store") else None)
-    yield seen
-    telemetry.detach(handle)
+def events(store_events: Any) -> Any:
+    return store_events
 
 
 async def test_dead_store_degrades_once_with_one_event_and_one_warning(events: Any, caplog: Any) -> None:

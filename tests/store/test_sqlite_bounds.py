@@ -15,7 +15,7 @@ from typing import Any
 
 import perplexed
 import pytest
-from perplexed import Hit, telemetry
+from perplexed import Hit
 from perplexed.providers import FunctionProvider
 from perplexed.store import Admission, CachedAnswer, Record, SQLiteStore
 from perplexed.store.sqlite import WAL_LIMIT_BYTES
@@ -37,11 +37,8 @@ def hold_lock(path: Path, seconds: float) -> subprocess.Popen[str]:
 
 
 @pytest.fixture
-def events() -> Any:
-    seen: list[tuple[tuple[str, ...], dict[str, Any], dict[str, Any]]] = []
-    handle = telemetry.attach(lambda e, m, md: seen.append((e, m, md)) if e[:2] == ("perplexed", "store") else None)
-    yield seen
-    telemetry.detach(handle)
+def events(store_events: Any) -> Any:
+    return store_events
 
 
 async def test_a_locked_database_is_a_bounded_outage_and_money_fails_closed(tmp_path: Path, events: Any) -> None:

@@ -532,6 +532,17 @@ _prefixes = itertools.count(1)
 
 
 @pytest.fixture
+def store_events() -> Iterator[list[tuple[tuple[str, ...], dict[str, Any], dict[str, Any]]]]:
+    """The ``("perplexed", "store", ...)`` telemetry events emitted during the test."""
+    from perplexed import telemetry
+
+    seen: list[tuple[tuple[str, ...], dict[str, Any], dict[str, Any]]] = []
+    handle = telemetry.attach(lambda e, m, md: seen.append((e, m, md)) if e[:2] == ("perplexed", "store") else None)
+    yield seen
+    telemetry.detach(handle)
+
+
+@pytest.fixture
 def redis_prefix() -> str:
     """A key prefix no other test in this session uses."""
     return f"perplexed-test-{os.getpid()}-{next(_prefixes)}:"

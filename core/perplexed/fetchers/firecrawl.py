@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import httpx
 
-from .._errors import ConfigError, Reason
+from .._errors import Reason
 from .._extract import markdown_to_text
 from .._options import SearchOptions
 from ..providers._base import parse_published
@@ -37,12 +37,7 @@ class FirecrawlScrape(FetchProvider, Firecrawl):
         return configured if configured is not None else self.credits_per_scraped_page * self.usd_per_credit()
 
     def build_fetch_request(self, url: str, options: FetchOptions) -> httpx.Request:
-        headers = self.headers()
-        try:
-            headers["Authorization"] = f"Bearer {self.api_key()}"
-        except ConfigError:
-            if not self.self_hosted:
-                raise
+        headers = self.auth_headers()
         body: dict[str, Any] = {
             "url": url,
             "formats": ["markdown"],

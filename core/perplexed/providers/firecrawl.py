@@ -152,8 +152,8 @@ class Firecrawl(Provider):
     def _scraping(cls, extra: dict[str, Any]) -> bool:
         return cls._scrape_options(extra) is not None
 
-    def build_request(self, query: str, options: SearchOptions) -> httpx.Request:
-        """``POST {base}/v2/search``; ``scrapeOptions`` (markdown) when scraping is asked for."""
+    def auth_headers(self) -> dict[str, str]:
+        """The JSON headers with ``Authorization``; none for a self-hosted instance without a key."""
         headers = self.headers()
         try:
             headers["Authorization"] = f"Bearer {self.api_key()}"
@@ -161,6 +161,11 @@ class Firecrawl(Provider):
             if not self.self_hosted:
                 raise
             # a self-hosted instance without authentication: no header
+        return headers
+
+    def build_request(self, query: str, options: SearchOptions) -> httpx.Request:
+        """``POST {base}/v2/search``; ``scrapeOptions`` (markdown) when scraping is asked for."""
+        headers = self.auth_headers()
         extra = merged_extra(self.options, options)
         body: dict[str, Any] = {"query": query, "limit": max(1, min(options.max_results, 100))}
         # includeDomains and excludeDomains are mutually exclusive: send the allow-list, the engine applies

@@ -40,7 +40,7 @@ from .. import telemetry
 from .._errors import redact
 from .._logs import get_logger
 from ._base import Admission, CachedAnswer, Decision, ProviderState, Record, Store
-from ._resp import NoScript
+from ._resp import ClientClosed, NoScript
 from .memory import MemoryStore
 
 __all__ = ["RETRY_S", "ResilientStore"]
@@ -318,7 +318,8 @@ class ResilientStore(Store):
         if reply.cancelled():
             return
         exc = reply.exception()
-        if exc is not None and not isinstance(exc, NoScript):  # NOSCRIPT: the remote re-sends it with EVAL
+        # NOSCRIPT: the remote re-sends it with EVAL; ClientClosed: its event loop ended, not the server's doing
+        if exc is not None and not isinstance(exc, NoScript | ClientClosed):
             self._failed(exc)
 
     # -- reads and the rest ---------------------------------------------------------------------------------

@@ -45,6 +45,7 @@ __all__ = [
     "MAX_ELEMENTS",
     "MAX_LINE",
     "MAX_REPLY_BYTES",
+    "ClientClosed",
     "NoScript",
     "ProtocolError",
     "Reader",
@@ -71,6 +72,10 @@ CLOSE_ON: Final = ("READONLY", "LOADING", "MASTERDOWN")
 """Error replies after which the connection is closed (the next command connects again)."""
 
 _KEEPALIVE: Final = (("TCP_KEEPIDLE", 10), ("TCP_KEEPINTVL", 5), ("TCP_KEEPCNT", 3))
+
+
+class ClientClosed(ConnectionError):
+    """The client was closed (its event loop ended) with commands in flight: not the server's failure."""
 
 
 class ProtocolError(ConnectionError):
@@ -461,7 +466,7 @@ class RespClient:
         if connecting is not None and not connecting.done():
             connecting.cancel()
         if proto is not None:
-            proto._fail(ConnectionError("the store client was closed"))
+            proto._fail(ClientClosed("the store client was closed"))
             if proto.transport is not None:
                 with contextlib.suppress(RuntimeError):  # the loop is closed: the socket is closed below
                     proto.transport.abort()
@@ -472,7 +477,15 @@ class RespClient:
         """Release the socket of a client whose event loop is closed (nothing else can run there any more)."""
         self.close_now()
 
-    async def aclose(self) -> None:
+    async def aclose(self, drain_s: float = 0.0) -> None:
+        """Close; with ``drain_s``, first send what is queued and wait (at most that long) for the replies in
+        flight (records sent without waiting, when the loop ends)."""
+        proto = self._proto
+        if drain_s > 0 and proto is not None and not proto.closed:
+            proto.flush()
+            if proto.pending:
+                with contextlib.suppress(Exception, asyncio.CancelledError):
+                    await asyncio.wait_for(asyncio.shield(proto.pending[-1]), drain_s)
         self.close_now()
 
 

@@ -132,7 +132,7 @@ class _RedisBackend(Store):
             if entry is None:
                 self._sweep()
                 entry = self._clients[loop] = _PerLoop(self._new_client())
-                entry.guard_loop(self._forget)
+                entry.guard_loop(self._forget, self._timeout_s)
             self._last = (weakref.ref(loop), entry)
         return entry
 
@@ -459,14 +459,16 @@ class _RedisBackend(Store):
             entry.close_elsewhere(loop)
 
 
-async def _loop_guard(entry: _PerLoop, forget: Callable[[_PerLoop], None]) -> AsyncIterator[None]:
+async def _loop_guard(entry: _PerLoop, forget: Callable[[_PerLoop], None],
+                      drain_s: float) -> AsyncIterator[None]:
     """Lives as long as its event loop: ``asyncio.run`` (any loop's ``shutdown_asyncgens``) closes it, and
-    with it the loop's client (a process calling ``asyncio.run(asearch(...))`` 500 times holds no socket)."""
+    with it the loop's client (a process calling ``asyncio.run(asearch(...))`` 500 times holds no socket),
+    after the records still in flight are answered (at most ``drain_s``)."""
     try:
         yield
     finally:
         forget(entry)
-        await entry.aclose()
+        await entry.aclose(drain_s)
 
 
 class _PerLoop:
@@ -479,10 +481,10 @@ class _PerLoop:
         self.answered = False
         self.guard: AsyncIterator[None] | None = None
 
-    def guard_loop(self, forget: Callable[[_PerLoop], None]) -> None:
+    def guard_loop(self, forget: Callable[[_PerLoop], None], drain_s: float) -> None:
         """Start the guard on the running loop (it registers with the loop's async-generator hooks on its first
         step, which runs to its ``yield`` at once); the entry keeps it alive (the loop's set is weak)."""
-        guard = _loop_guard(self, forget)
+        guard = _loop_guard(self, forget, drain_s)
         step = guard.__anext__()
         try:
             step.send(None)  # type: ignore[attr-defined]
@@ -491,10 +493,12 @@ class _PerLoop:
         else:  # pragma: no cover - the guard never waits before its yield
             step.close()  # type: ignore[attr-defined]
 
-    async def aclose(self) -> None:
-        closer = getattr(self.client, "aclose", None) or self.client.close
+    async def aclose(self, drain_s: float = 0.0) -> None:
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(closer(), 2.0)
+            if isinstance(self.client, RespClient):
+                await self.client.aclose(drain_s)
+            else:
+                await asyncio.wait_for(self.client.aclose(), 2.0)
 
     def close_dead(self) -> None:
         """The loop is closed: release what can be released without it (the RESP client's socket)."""
