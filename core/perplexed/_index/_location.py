@@ -149,7 +149,8 @@ def rebuild_command(path: Path) -> str:
 def hint(path: Path) -> str:
     if os.environ.get(INDEX_ENV, "").strip():
         return f"run `perplexed index PATH` (the index path comes from {INDEX_ENV}={path})"
-    return f"run `perplexed index PATH{index_option(path)}` to index a folder of documents"
+    option = index_option(path).strip()
+    return "run `perplexed index PATH`" + (f" with `{option}`" if option else "") + " to index a folder of documents"
 
 
 def shown(path: str | os.PathLike[str]) -> str:
