@@ -6,7 +6,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from perplexed import AnswerPlan, ChainOptions, InvalidRequest, SearchOptions, chain, prepare_answer
+from perplexed import (
+    AnswerPlan,
+    ChainOptions,
+    ConfigError,
+    InvalidRequest,
+    SearchOptions,
+    chain,
+    prepare_answer,
+)
 from perplexed.providers import describe, with_credentials
 from pydantic import SecretStr
 
@@ -155,5 +163,13 @@ def answer_configs(
     ``settings`` are its named keywords (``max_results``, ``api_key``, the chain and search options),
     ``options`` the rest (answer options, the chain members' own options)."""
     answer_options, search_options = split_answer_options(options)
-    search = SearchConfig(provider, answer_mode=True, owner=owner, **settings, **search_options)
+    try:
+        search = SearchConfig(provider, answer_mode=True, owner=owner, **settings, **search_options)
+    except ConfigError as exc:
+        if settings.get("api_key") is None:
+            raise
+        raise ConfigError(
+            f"{exc}. api_key= here is the search provider's key; the Agent API that answers reads "
+            "PERPLEXITY_API_KEY, or pass client=AgentClient(api_key=...)"
+        ) from None
     return search, AnswerConfig(**search.agent_credentials, **answer_options)

@@ -66,7 +66,7 @@ def test_min_hits_text_output_explains_the_floor(cli, indexed: Path) -> None:  #
               extra_env={"COLUMNS": "200"})
     assert run.code == 0, run.both
     assert "insufficient" in run.out
-    assert "below the quality floor: min_hits" in run.out
+    assert "below the quality floor: fewer hits than --min-hits" in run.out  # issue 26: no Python names
 
 
 @pytest.mark.parametrize(
@@ -77,7 +77,7 @@ def test_min_hits_text_output_explains_the_floor(cli, indexed: Path) -> None:  #
         (["--hedge-after", "-3"], "negative"),
         (["--merge-providers", "0"], "at least 1"),
         (["--min-hits", "0"], "at least 1"),
-        (["--min-hits", "20", "--max-results", "5"], "min_hits"),
+        (["--min-hits", "20", "--max-results", "5"], "--min-hits 20 can never be met with --max-results 5"),
     ],
 )
 def test_bad_values_exit_2(cli, args: list[str], message: str) -> None:  # type: ignore[no-untyped-def]  # noqa: F811

@@ -28,15 +28,56 @@ def checks(diagnosis: doctor.Diagnosis) -> dict[str, doctor.Check]:
     return {c.name: c for c in diagnosis.checks}
 
 
-def test_nothing_configured_is_exit_0_and_says_what_is_missing(capsys: pytest.CaptureFixture[str]) -> None:
+def test_nothing_configured_is_not_ready_and_says_what_to_set(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 26: "Ready" only when at least one member of the chain can answer now (no SEARXNG_URL, no index:
+    nothing can)."""
     diagnosis = doctor.diagnose()
     assert diagnosis.chain == ("local", "searxng") and diagnosis.chain_source == "default"
     found = checks(diagnosis)
     assert found["searxng"].status == "missing" and not found["searxng"].needed
     assert found["key:tavily"].status == "info" and "TAVILY_API_KEY" in found["key:tavily"].detail
-    assert diagnosis.exit_code == 0
+    assert diagnosis.exit_code == 1 and not diagnosis.ready and not diagnosis.problems
+    members = {m.name: m for m in diagnosis.members}
+    assert not members["local"].can_run and "perplexed index" in str(members["local"].fix)
+    assert not members["searxng"].can_run and "SEARXNG_URL" in str(members["searxng"].fix)
     code, out, _ = run_cli(capsys)
-    assert code == 0 and "Chain: local → searxng (from default)" in out
+    assert code == 1 and "Chain: local → searxng (from default)" in out
+    assert "Not ready: no member of the chain can answer now" in out and "set SEARXNG_URL" in out
+    code, out, _ = run_cli(capsys, "--json")
+    doc = json.loads(out)
+    assert code == 1 and doc["ok"] is False and doc["ready"] is False
+    assert [(m["name"], m["can_run"]) for m in doc["members"]] == [("local", False), ("searxng", False)]
+    assert all(m["fix"] for m in doc["members"])
+
+
+def test_one_member_that_can_answer_is_ready(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                                            tmp_path: Path) -> None:
+    from perplexed._index import build_index
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# Setbacks\n\nFront yard setbacks are 20 feet.\n", encoding="utf-8")
+    build_index(docs, tmp_path / "mine.db")
+    code, out, _ = run_cli(capsys, "--index", str(tmp_path / "mine.db"), "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["ready"] is True, doc
+    assert doc["index"]["path"] == str(tmp_path / "mine.db") and doc["index"]["source"] == "argument"
+    assert {m["name"]: m["can_run"] for m in doc["members"]} == {"local": True, "searxng": False}
+    code, out, _ = run_cli(capsys, "--index", str(tmp_path / "mine.db"))
+    assert code == 0 and "Ready: local can answer now." in out
+
+
+def test_an_empty_index_is_not_ready(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                                     tmp_path: Path) -> None:
+    from perplexed._index import build_index
+
+    (tmp_path / "empty").mkdir()
+    build_index(tmp_path / "empty", tmp_path / "empty.db")
+    diagnosis = doctor.diagnose("local", index=tmp_path / "empty.db")
+    index = checks(diagnosis)["index"]
+    assert index.status == "missing" and "no documents" in index.detail and diagnosis.exit_code == 1
+    code, out, _ = run_cli(capsys, "--index", str(tmp_path / "empty.db"))
+    assert code == 1 and "no documents" in out
 
 
 @pytest.mark.parametrize(
@@ -173,7 +214,7 @@ def test_unknown_chain_member_and_bad_price_override(monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("EXA_API_KEY", KEYS["exa"])
     found = checks(doctor.diagnose())
     assert found["price:exa"].status == "error" and "PERPLEXED_PRICE_EXA" in found["price:exa"].detail
-    assert not found["price:exa"].needed and doctor.diagnose().exit_code == 0  # exa is not in the chain
+    assert not found["price:exa"].needed and not doctor.diagnose().problems  # exa is not in the chain
     in_chain = doctor.diagnose("exa")
     assert checks(in_chain)["price:exa"].needed and in_chain.exit_code == 1
 

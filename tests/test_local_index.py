@@ -264,6 +264,7 @@ def test_querying_a_missing_or_empty_index_says_to_run_perplexed_index(tmp_path:
 
 
 def test_the_environment_overrides_the_default_index_location(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)  # no project .perplexed/ folder here or above
     monkeypatch.setenv(INDEX_ENV, str(tmp_path / "mine.sqlite3"))
     assert default_index_path() == tmp_path / "mine.sqlite3"
     monkeypatch.delenv(INDEX_ENV)
@@ -412,6 +413,7 @@ def test_the_index_works_without_platformdirs(tmp_path: Path) -> None:
         "print('ok')\n"
     )
     env = {k: v for k, v in os.environ.items() if k != INDEX_ENV}
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env,
+                          cwd=tmp_path)  # not the clone: its .perplexed/ (the quickstart's index) would be found
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "ok"

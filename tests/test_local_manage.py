@@ -281,3 +281,33 @@ def test_an_index_from_a_newer_perplexed_is_refused_with_the_remedy(tmp_path: Pa
     with pytest.raises(ConfigError, match=r"newer perplexed.*perplexed index --rebuild"):
         query_index(index, "setback")
     assert not check_index(index).ok
+
+
+def test_reset_on_a_missing_index_says_so(tmp_path: Path) -> None:
+    """Issue 26: --reset on an index that does not exist does not claim to have deleted one."""
+    run = cli("index", "--reset", "--index", "none.db", cwd=tmp_path, home=tmp_path)
+    assert run.returncode == 0 and "No index at" in run.stdout and "nothing to delete" in run.stdout
+    assert "Deleted" not in run.stdout
+    doc = json.loads(cli("index", "--reset", "--index", "none.db", "--json", cwd=tmp_path, home=tmp_path).stdout)
+    assert doc["existed"] is False and doc["reset"] is False
+
+
+@pytest.mark.parametrize("what", ["missing folder", "unsupported file"])
+def test_a_failed_run_leaves_no_index_file_it_created(tmp_path: Path, what: str) -> None:
+    """Issue 26: a run that indexes nothing (a folder that is not there, a file type that is not indexed)
+    leaves no index file, nor the folder it made for it (an empty .perplexed/ would change which index is used)."""
+    target = tmp_path / "nope"
+    if what == "unsupported file":
+        target = tmp_path / "image.png"
+        target.write_bytes(b"\x89PNG")
+    index = tmp_path / "new" / ".perplexed" / "index.db"
+    run = cli("index", str(target), "--index", str(index), cwd=tmp_path, home=tmp_path)
+    assert run.returncode == 2 and "no index was created" in run.stdout, run.stdout + run.stderr
+    assert not index.exists() and not (tmp_path / "new").exists()
+    # an index that was there before is kept as it was
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# A\n\nalpha\n", encoding="utf-8")
+    assert cli("index", str(docs), "--index", str(index), cwd=tmp_path, home=tmp_path).returncode == 0
+    assert cli("index", str(target), "--index", str(index), cwd=tmp_path, home=tmp_path).returncode == 2
+    assert index.exists() and check_index(index).documents == 1

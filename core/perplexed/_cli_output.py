@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import _governance
 from ._configure import configure
-from ._index import default_index_path
+from ._index import locate_index
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.console import Console
@@ -69,10 +69,12 @@ def money(cost: float) -> str:
     return f"${cost:.4f}"
 
 
-def use_cli_store() -> None:
-    """The CLI's state store: ``PERPLEXED_STORE`` when set, else ``state.db`` beside the local index."""
+def use_cli_store(index: str | None = None) -> None:
+    """The CLI's state store: ``PERPLEXED_STORE`` when set, else ``state.db`` beside the local index in use
+    (``--index FILE``'s, else the one :func:`perplexed.providers.local.locate_index` finds)."""
     if os.environ.get(_governance.STORE_ENV, "").strip() or _governance._settings.store is not None:
         return
     from .store import SQLiteStore
 
-    configure(store=SQLiteStore(default_index_path().parent / STATE_FILE))
+    path = locate_index(os.path.expanduser(index) if index else None).path
+    configure(store=SQLiteStore(os.path.abspath(path.parent / STATE_FILE)))

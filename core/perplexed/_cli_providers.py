@@ -9,6 +9,7 @@ import os
 from typing import Any
 
 from . import _governance, _portal, providers
+from ._cli_options import configure_governance
 from ._cli_output import EXIT_OK
 from ._cli_output import consoles as _consoles
 from ._cli_output import escape as _escape
@@ -16,7 +17,7 @@ from ._cli_output import money as _money
 from ._cli_output import print_json as _print_json
 from ._cli_output import use_cli_store as _use_cli_store
 from ._errors import ConfigError, PerplexedError
-from ._index import INDEX_ENV, default_index_path, index_problem, index_stats
+from ._index import INDEX_ENV, index_problem, index_stats, locate_index
 from ._settings import default_chain
 from .agent._client import ENV_API_KEY
 
@@ -47,15 +48,21 @@ def _provider_rows() -> list[dict[str, Any]]:
         row["price"] = price
         row["paid"] = None if price is None else price > 0
         if name == "local":
-            path = default_index_path()
+            location = locate_index()
+            path = location.path
             row["env"] = [INDEX_ENV]
+            row["index"] = location.to_dict()
             try:
                 stats = index_stats(path)
             except ConfigError as exc:
                 row["note"] = index_problem(path) or str(exc)
+                shown = "the index below" if path.exists() else "no index yet"
+                row["_table_note"] = row["note"].replace(f"no local index at {path}", shown).replace(
+                    str(path), "the index below")
             else:
                 row["configured"] = stats.documents > 0
                 row["note"] = f"{_count(stats.documents, 'document')} in {path}"
+                row["_table_note"] = f"{_count(stats.documents, 'document')} in the index below"
             rows.append(row)
             continue
         row["configured"] = bool(instance.configured)
@@ -111,6 +118,34 @@ def _governance_row(instance: Any) -> dict[str, Any]:
             "window_calls": status["window_calls"]}
 
 
+#: from this many columns, ``perplexed providers`` also shows each provider's environment variables and limits
+WIDE_COLUMNS = 150
+
+
+def _all_env(rows: list[dict[str, Any]]) -> list[str]:
+    return [name for row in rows for name in row.get("env") or ()]
+
+
+def _limits_set(row: dict[str, Any]) -> bool:
+    cooldown = str(row.get("cooldown") or "off")
+    return bool(row.get("rate_limit")) or cooldown != "off" or float(row.get("spend_today") or 0.0) > 0
+
+
+def _limits_text(row: dict[str, Any]) -> Any:
+    from rich.text import Text
+
+    if row["name"] == "perplexity-agent":
+        return Text("-", style="dim")
+    rate = row.get("rate_limit") or "no limit"
+    if row.get("window_calls") is not None and row.get("rate_limit"):
+        rate = f"{rate} ({row['window_calls']} in window)"
+    cooldown = str(row.get("cooldown") or "off")
+    state = Text(f"{rate} · ")
+    state.append(f"cool-down {cooldown}", style="yellow" if cooldown.startswith(("cooling", "trial")) else "")
+    state.append(f" · {_money(float(row.get('spend_today') or 0.0))}")
+    return state
+
+
 def command(args: argparse.Namespace) -> int:
     """``perplexed providers [--json]``."""
     from rich import box
@@ -118,33 +153,38 @@ def command(args: argparse.Namespace) -> int:
     from rich.text import Text
 
     _use_cli_store()
+    configure_governance()  # PERPLEXED_RATE_LIMITS and friends: their limits show in the table
     rows = _provider_rows()
     if args.json:
-        _print_json(rows)
+        _print_json([{k: v for k, v in row.items() if not k.startswith("_")} for row in rows])
         return EXIT_OK
     out, _ = _consoles()
+    wide = out.width >= WIDE_COLUMNS
     table = Table(box=box.SIMPLE_HEAD)
     table.add_column("Provider", no_wrap=True, style="bold")
     table.add_column("Configured", no_wrap=True)
     table.add_column("Price / call", justify="right", no_wrap=True)
-    table.add_column("Environment", overflow="fold")
-    table.add_column("Rate limit · cool-down · spent today", overflow="fold", min_width=22)
-    table.add_column("Note", overflow="fold")
+    if wide:  # the variables are also in the Note when one is missing, and in --json
+        table.add_column("Environment", overflow="fold", min_width=len(max(_all_env(rows), key=len, default="")))
+    if wide:  # narrower: a provider's limits, cool-down and spend are in its Note when there is any
+        table.add_column("Rate limit · cool-down · spent today", overflow="fold", min_width=22)
+    table.add_column("Note", overflow="fold", min_width=len(max(_all_env(rows), key=len, default="")), ratio=1)
     for row in rows:
         configured = Text("yes", style="green") if row["configured"] else Text("no", style="red")
         price = row["price"]
         price_text = row.get("billing") or ("?" if price is None else ("free" if price == 0 else _money(price)))
-        rate = row.get("rate_limit") or "no limit"
-        if row.get("window_calls") is not None and row.get("rate_limit"):
-            rate = f"{rate} ({row['window_calls']} in window)"
-        cooldown = str(row.get("cooldown") or "off")
-        state = Text(f"{rate} · ")
-        state.append(f"cool-down {cooldown}", style="yellow" if cooldown.startswith(("cooling", "trial")) else "")
-        state.append(f" · {_money(float(row.get('spend_today') or 0.0))}")
-        if row["name"] == "perplexity-agent":
-            state = Text("-", style="dim")
-        table.add_row(row["name"], configured, price_text, ", ".join(row["env"]), state, Text(row["note"]))
+        cells: list[Any] = [row["name"], configured, price_text]
+        note = Text(row.get("_table_note", row["note"]))
+        if wide:
+            cells += [", ".join(row["env"]), _limits_text(row)]
+        elif _limits_set(row):
+            note = Text.assemble(note, "\n" if row["note"] else "", _limits_text(row))
+        cells.append(note)
+        table.add_row(*cells)
     out.print(table)
+    local = next((row["index"] for row in rows if row["name"] == "local" and "index" in row), None)
+    if local is not None:
+        out.print(Text(f"Local index: {local['path']} ({local['why']})"))
     try:
         chain_names = default_chain()
         shown = " → ".join(chain_names) if isinstance(chain_names, list) else str(chain_names)

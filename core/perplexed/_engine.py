@@ -279,11 +279,12 @@ class Engine:
                 client = self.op.client(member)
             except Exception:  # the call sets it up again and records the failure
                 client = None
+            admitted_from = time.perf_counter()  # a wait for a rate-limit slot is part of the attempt
             gate = await gov.admit(member, budget, capped, early=early)
             if gate.done is not None:
                 return gate.done
             try:
-                called = await self.call(member, gov.remaining(gate), capped, client)
+                called = await self.call(member, gov.remaining(gate), capped, client, started=admitted_from)
             except BaseException:
                 gov.abandon(gate)
                 raise
@@ -293,26 +294,36 @@ class Engine:
                 self.in_flight_n -= 1
                 self.in_flight = self.in_flight - price if self.in_flight_n else 0.0
 
-    async def call(self, member: Provider, budget: float, capped: bool = False, client: Any = None) -> Called:
-        """Call one member within ``budget`` seconds and classify what happened.
+    async def call(
+        self, member: Provider, budget: float, capped: bool = False, client: Any = None,
+        started: float | None = None,
+    ) -> Called:
+        """Call one member within ``budget`` seconds and classify what happened. The attempt's duration runs
+        from ``started`` (its admission, when governed) or the call, never counting process warm-up (the
+        first span, the client's set-up).
 
         Everything that depends on the member's answer (normalisation, pricing) happens inside the guarded
         block, so a provider bug or a malformed answer is an ``error`` attempt, never a crashed chain.
         """
         op = self.op
-        start = time.perf_counter()
         answer = op.nothing
         detail: str | None = None
         failure: BaseException | None = None
         charged: float | None
+        opening = time.perf_counter()
         with telemetry.span(
             f"perplexed.{op.name}.provider",
             {"perplexed.provider": member.label, "perplexed.budget_ms": int(budget * 1000)},
         ) as call_span:
             timer = asyncio.timeout(budget)
+            now = time.perf_counter()  # the span is open: its set-up (process warm-up) is not the provider's time
+            start = now if started is None else started + (now - opening)
             try:
                 if client is None:  # set up outside the budget: the first call in a loop must not pay for it
                     client = op.client(member)
+                    setup = time.perf_counter() - now  # a process's first TLS context and pool: not the
+                    start += setup  # provider's time nor its budget (the chain's deadline holds)
+                    timer = asyncio.timeout(max(0.0, budget - setup) if capped else budget)
                 async with timer:
                     raw = await op.call(member, client)
                 answer, charged, detail = op.finish(member, raw)
@@ -326,8 +337,8 @@ class Engine:
                 answer = op.nothing
                 outcome, reason, error, charged, failure = _failed(member, exc, timer, budget, capped)
             cost = float(charged or 0.0)
-            # every field is of its type already (the hot path: construct without validating again)
-            attempt = Attempt.model_construct(
+            # validated (pydantic's compiled validator is faster than model_construct's Python loop)
+            attempt = Attempt(
                 provider=member.label,
                 outcome=outcome,
                 cost=cost,
@@ -335,8 +346,7 @@ class Engine:
                 billable=cost > 0,
                 error=None if error is None else redact(error),
                 detail=detail,
-                reason=reason if reason is None else str(reason),
-                cached=False,
+                reason=reason,
             )
             if call_span is not None:
                 call_span.set_attribute("perplexed.outcome", attempt.outcome.value)
@@ -355,7 +365,8 @@ class Engine:
             reason = self.op.insufficient(label, answer, lambda: [*self.attempts, *pending, attempt])
         except Exception as exc:
             self.last_error = exc
-            logger.error("accept raised:\n%s", redact("".join(traceback.format_exception(exc)).rstrip()))
+            logger.warning("accept raised: %s", redact(_one_line(exc)))
+            logger.debug("accept raised:\n%s", redact("".join(traceback.format_exception(exc)).rstrip()))
             return attempt.model_copy(update={
                 "outcome": Outcome.ERROR, "reason": "accept",
                 "error": redact(f"accept raised {type(exc).__name__}: {exc}".rstrip(": ")),
@@ -591,7 +602,7 @@ def _failed(
     The outcome and reason come from the failure map (``_failures.classify_exception``): ``timeout`` (the
     budget, or the provider's own timeout), the provider's classified reasons, ``config`` / ``bad_request``
     for perplexed's own errors, ``connection`` for transport errors, and ``unexpected`` for a provider bug
-    (logged with its redacted traceback).
+    (one warning line; its redacted traceback at DEBUG).
     """
     failure = classify_exception(exc)
     reason = failure.reason
@@ -609,13 +620,16 @@ def _failed(
         return Outcome.ERROR, reason, f"config: invalid URL: {exc}", None, exc
     if reason == "connection":
         return Outcome.ERROR, reason, f"connection: {type(exc).__name__}: {_exc_text(exc)}".rstrip(": "), None, exc
-    # a provider bug must not break the chain
-    logger.error(
-        "provider %s raised unexpectedly:\n%s",
-        member.label,
-        redact("".join(traceback.format_exception(exc)).rstrip()),
-    )
+    # a provider bug must not break the chain: one line (the search goes on); the traceback at DEBUG
+    logger.warning("provider %s raised unexpectedly: %s", member.label, redact(_one_line(exc)))
+    logger.debug("provider %s raised:\n%s", member.label, redact("".join(traceback.format_exception(exc)).rstrip()))
     return Outcome.ERROR, "unexpected", f"unexpected: {type(exc).__name__}: {exc}".rstrip(": "), None, exc
+
+
+def _one_line(exc: BaseException) -> str:
+    """``Type: message`` on one line (a handled failure is one log line; its traceback is logged at DEBUG)."""
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _exc_text(exc: BaseException) -> str:

@@ -269,11 +269,13 @@ class ConfigError(PerplexedError, ValueError):
 
 
 class CorruptIndexError(ConfigError):
-    """The local index file is damaged; the message names the file and the remedy (``perplexed index --rebuild``)."""
+    """The local index file is damaged; the message (one line) names the file, the first problem and the
+    remedy (``perplexed index --rebuild``); ``details`` holds every problem SQLite reported."""
 
-    def __init__(self, message: str, *, path: str | None = None) -> None:
+    def __init__(self, message: str, *, path: str | None = None, details: Sequence[str] = ()) -> None:
         super().__init__(message)
         self.path = path
+        self.details = list(details)
 
 
 class InvalidRequest(PerplexedError, ValueError):

@@ -22,11 +22,14 @@ import os
 import re
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from . import __version__, chain, telemetry
+from ._cli_options import GOVERNANCE_FLAGS as _GOVERNANCE_FLAGS
+from ._cli_options import cli_words as _cli_words
+from ._cli_options import configure_governance
 from ._cli_output import CLI_CACHE_TTL_S, EXIT_NO_RESULTS, EXIT_OK, EXIT_USAGE
 from ._cli_output import consoles as _consoles
 from ._cli_output import escape as _escape
@@ -36,6 +39,7 @@ from ._cli_output import use_cli_store as _use_cli_store
 from ._errors import (
     AuthenticationError,
     ConfigError,
+    CorruptIndexError,
     InvalidRequest,
     PermissionDeniedError,
     PerplexedError,
@@ -48,10 +52,12 @@ from ._index import (
     build_index,
     default_index_path,
     list_index,
+    locate_index,
     rebuild_index,
     remove_from_index,
     reset_index,
 )
+from ._index._location import index_option
 from ._models import Attempt, Hit, Result
 from ._settings import default_chain
 
@@ -67,6 +73,12 @@ _OUTCOME_STYLE = {"ok": "green", "empty": "yellow", "timeout": "magenta", "deadl
 
 
 class _Parser(argparse.ArgumentParser):
+    commands: Mapping[str, argparse.ArgumentParser]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands = {}
+
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{message} (see `{self.prog} --help`)")
 
@@ -88,9 +100,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _build_parser()
     try:
         try:
-            args = parser.parse_args(args_list)
+            args, extra = parser.parse_known_args(args_list)
         except SystemExit as exc:  # --help, --version
             return exc.code if isinstance(exc.code, int) else 0
+        if extra:
+            raise UsageError(_unrecognized(parser, args.command, extra))
         if args.command is None:
             parser.print_help(sys.stderr)
             return EXIT_USAGE
@@ -114,34 +128,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
 
 
+def _unrecognized(parser: _Parser, command: str | None, extra: list[str]) -> str:
+    """What ``perplexed COMMAND`` says about arguments it does not take: each, with the closest option of that
+    command when one is close, and the command's own --help."""
+    import difflib
+
+    sub = parser.commands.get(command or "")
+    options = [o for action in (sub or parser)._actions for o in action.option_strings if o.startswith("--")]
+    words = []
+    for arg in extra:
+        name = arg.split("=", 1)[0]
+        close = difflib.get_close_matches(name, options, n=1, cutoff=0.6) if name.startswith("-") else []
+        words.append(f"{arg} (did you mean {close[0]}?)" if close else arg)
+    where = f"perplexed {command}" if sub is not None else "perplexed"
+    return f"unrecognized arguments: {' '.join(words)} (see `{where} --help`)"
+
+
 def _fail(exc: PerplexedError, as_json: bool, code: int = EXIT_USAGE) -> int:
     if as_json:
         _print_json({"error": _error_doc(exc)})
     sys.stderr.write(f"perplexed: error: {_cli_words(str(exc), getattr(exc, 'param', None))}\n")
     return code
-
-
-#: The command-line flag of each option an error message can name.
-_FLAGS = {"max_results": "--max-results", "provider_timeout_ms": "--timeout-ms", "deadline_ms": "--deadline-ms"}
-
-#: The Python hints of the library's messages, and what the command line says instead.
-_PYTHON_HINTS = (
-    (re.compile(r" or pass api_key=\.\.\."), ""),
-    (re.compile(r"pass base_url=\.\.\. or set (\w+)"), r"set \1"),
-    (re.compile(r" or pass client=AgentClient\(api_key=\.\.\.\)( \(AsyncAgentClient for the async API\))?"), ""),
-    (re.compile(r"; pass on_empty='answer' to answer without sources"), ""),
-    (re.compile(r"pass provider='perplexity-agent' alone"), "pass --provider perplexity-agent alone"),
-)
-
-
-def _cli_words(text: str, param: str | None = None) -> str:
-    """A library message as the command line says it: no Python hints, flags instead of argument names."""
-    for pattern, replacement in _PYTHON_HINTS:
-        text = pattern.sub(replacement, text)
-    flag = _FLAGS.get(param or "")
-    if flag is not None:
-        text = re.sub(rf"(?<![\w-]){re.escape(param or '')}\b", flag, text)
-    return text
 
 
 def _error_doc(exc: PerplexedError) -> dict[str, Any]:
@@ -164,6 +171,7 @@ def _build_parser() -> _Parser:
     parser.add_argument("--version", action="version", version=f"perplexed {__version__}")
     parser.set_defaults(command=None)
     sub = parser.add_subparsers(title="commands", metavar="COMMAND", parser_class=_Parser)
+    parser.commands = sub.choices
 
     def chain_options(p: argparse.ArgumentParser, query: bool = True) -> None:
         if query:
@@ -189,12 +197,20 @@ def _build_parser() -> _Parser:
                        help="merge: how many providers to ask at once (default 2)")
         p.add_argument("--min-hits", type=_positive_int, metavar="N",
                        help="quality floor: an answer with fewer hits is insufficient and the chain moves on")
-        p.add_argument("--index", metavar="FILE", help=f"local index file for the 'local' provider (${INDEX_ENV})")
+        p.add_argument("--index", metavar="FILE", help=f"local index file for the 'local' provider (default: ${INDEX_ENV}, else "
+                       ".perplexed/index.db in this folder or a parent, else in the user data folder)")
         p.add_argument("--cache-ttl", type=_seconds, metavar="SECONDS", default=CLI_CACHE_TTL_S,
                        help=f"reuse a provider's answer for this long (default {CLI_CACHE_TTL_S:g}; 0 = off)")
         p.add_argument("--no-cache", action="store_true", help="do not use or fill the result cache")
         p.add_argument("--budget", type=_usd, metavar="USD",
                        help="most this search may spend: a paid provider that would exceed it is skipped")
+        limits = p.add_argument_group(
+            "rate limits, cool-downs and spend limits",
+            "each also read from its environment variable when the flag is not given; NAME is a provider's "
+            "registry name or label (see docs/production.md)")
+        for flag, metavar, env, what in _GOVERNANCE_FLAGS:
+            limits.add_argument(flag, action="append", metavar=metavar, help=f"{what} (${env}; repeat or "
+                                "comma-separate)" if "=" in metavar and "|" not in metavar else f"{what} (${env})")
         if query:
             p.add_argument("--json", action="store_true", help="print one JSON document and nothing else")
 
@@ -231,7 +247,8 @@ def _build_parser() -> _Parser:
         "are re-read, deleted files dropped. --list, --remove, --rebuild and --reset manage the index."))
     p_index.add_argument("paths", nargs="*", metavar="PATH", help="folder (or single file) of documents")
     p_index.add_argument("--index", metavar="FILE",
-                         help=f"index file (default: ${INDEX_ENV}, else in the user data folder)")
+                         help=f"index file (default: ${INDEX_ENV}, else .perplexed/index.db in this folder or a "
+                         "parent, else in the user data folder; --list says which)")
     p_index.add_argument("--follow-links", action="store_true",
                          help="also follow symbolic links that lead out of the indexed folders")
     manage = p_index.add_mutually_exclusive_group()
@@ -242,6 +259,8 @@ def _build_parser() -> _Parser:
     manage.add_argument("--rebuild", action="store_true",
                         help="rebuild the index from its indexed folders (and any PATH), e.g. when it is damaged")
     manage.add_argument("--reset", action="store_true", help="delete the index and everything in it")
+    p_index.add_argument("--verbose", "-v", action="store_true",
+                         help="on a damaged index, print everything SQLite reports (else one line)")
     p_index.add_argument("--json", action="store_true", help="print one JSON document and nothing else")
     p_index.set_defaults(command="index", run=_cmd_index)
 
@@ -273,6 +292,7 @@ def _build_parser() -> _Parser:
         "prints the estimated cost and sends nothing without --yes (exit 2). Exit 0 ok, 1 a problem."))
     p_doc.add_argument("providers", nargs="*", metavar="PROVIDER", help="with --live: the providers to call")
     p_doc.add_argument("--provider", "-p", metavar="A,B,C", help="the chain to check (default: $PERPLEXED_PROVIDER)")
+    p_doc.add_argument("--index", metavar="FILE", help="the local index to check (default: the one a search uses)")
     p_doc.add_argument("--live", action="store_true", help="make one real, cheap, paid query per provider")
     p_doc.add_argument("--agent", action="store_true", help="with --live: check the Agent API (cheapest preset)")
     p_doc.add_argument("--yes", action="store_true", help="with --live: agree to the estimated cost")
@@ -442,7 +462,8 @@ def _chain_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         options["cache_ttl_s"] = args.cache_ttl
     if getattr(args, "budget", None) is not None:
         options["budget_usd"] = args.budget
-    _use_cli_store()
+    _use_cli_store(getattr(args, "index", None))
+    configure_governance(lambda flag: getattr(args, flag[2:].replace("-", "_"), None))
     return options
 
 
@@ -581,7 +602,10 @@ def _outcome_text(attempt: Attempt) -> str:
 
 
 def _attempt_note(attempt: Attempt) -> str:
-    floor = f"below the quality floor: {attempt.reason}" if attempt.outcome.value == "insufficient" else None
+    floor = None
+    if attempt.outcome.value == "insufficient":
+        why = "fewer hits than --min-hits" if attempt.reason == "min_hits" else attempt.reason
+        floor = f"below the quality floor: {why}"
     parts = [p for p in (floor, attempt.error, attempt.detail) if p]
     return _cli_words("; ".join(parts))
 
@@ -729,6 +753,19 @@ def _cmd_providers(args: argparse.Namespace) -> int:
 
 
 def _cmd_index(args: argparse.Namespace) -> int:
+    try:
+        return _index_command(args)
+    except CorruptIndexError as exc:  # one line (main prints it); SQLite's whole report only when asked
+        if args.verbose and exc.details:
+            sys.stderr.write("perplexed: what SQLite reports about the index:\n")
+            sys.stderr.writelines(f"  {line}\n" for line in exc.details)
+        elif len(exc.details) > 1 or (exc.details and exc.details[0] not in str(exc)):
+            raise CorruptIndexError(f"{exc} (--verbose shows SQLite's report)", path=exc.path,
+                                    details=exc.details) from None
+        raise
+
+
+def _index_command(args: argparse.Namespace) -> int:
     out, err = _consoles()
     index = os.path.expanduser(args.index) if args.index else None
     if args.list or args.remove or args.reset:
@@ -738,12 +775,15 @@ def _cmd_index(args: argparse.Namespace) -> int:
             return _index_list(out, index, args.json)
         if args.reset:
             path = index or str(default_index_path())
+            existed = os.path.lexists(path)
             count = reset_index(path)
             if args.json:
-                _print_json({"index": path, "reset": True, "documents": count})
-            else:
+                _print_json({"index": path, "reset": existed, "existed": existed, "documents": count})
+            elif existed:
                 out.print(f"Deleted the index {_escape(path)} ({count} document{'s' if count != 1 else ''})",
                           soft_wrap=True)
+            else:
+                out.print(f"No index at {_escape(path)}: nothing to delete", soft_wrap=True)
             return EXIT_OK
         report = remove_from_index(args.remove, index)
     else:
@@ -787,13 +827,16 @@ def _index_progress(err: Console, enabled: bool) -> Iterator[Callable[[int, int,
 def _index_list(out: Console, index: str | None, as_json: bool) -> int:
     from rich import box
     from rich.table import Table
+    from rich.text import Text
 
     listing = list_index(index)
     if as_json:
-        _print_json(listing.to_dict())
+        location = locate_index(index)
+        _print_json({**listing.to_dict(), "source": location.source, "why": location.why})
         return EXIT_OK
-    out.print(f"Index {_escape(str(listing.path))}: {listing.documents} document"
+    out.print(f"Index {_escape(_shown_path(str(listing.path)))}: {listing.documents} document"
               f"{'s' if listing.documents != 1 else ''}, {_size(listing.size)}", soft_wrap=True)
+    out.print(Text(f"Why this index: {locate_index(index).why}", style="dim"))
     if not listing.folders:
         out.print("No folders indexed: run `perplexed index FOLDER`.")
         return EXIT_OK
@@ -860,5 +903,5 @@ def _print_index_report(out: Console, report: IndexReport) -> None:
     for note in report.notes:
         out.print(Text(note, style="dim"), soft_wrap=True)
     if report.documents and report.roots:
-        hint = "" if report.index == default_index_path() else f" --index {report.index}"
+        hint = index_option(report.index)
         out.print(f"Search it: perplexed search QUERY --provider local{_escape(hint)}")

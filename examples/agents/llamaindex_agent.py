@@ -5,7 +5,7 @@ Run it from a clone after the quickstart (the sample corpus is indexed):
     .venv/bin/python examples/agents/llamaindex_agent.py
 
 The scripted LLM stands in for a real one: it calls the search tool, then the answer tool, then replies with
-what the answer tool returned. With a real LLM (``FunctionAgent(tools=..., llm=OpenAI(...))``) the tools are
+what the answer tool returned (the spec's third tool, ``perplexed_fetch``, reads a page). With a real LLM (``FunctionAgent(tools=..., llm=OpenAI(...))``) the tools are
 the same. The answer tool calls the Perplexity Agent API and needs ``PERPLEXITY_API_KEY``.
 """
 
@@ -37,9 +37,8 @@ def scripted_llm(search_tool: str, answer_tool: str) -> MockFunctionCallingLLM:
 
 
 async def main() -> None:
-    tools = PerplexedToolSpec(["local", "searxng"], max_results=3).to_tool_list()
-    search_tool, answer_tool = (t.metadata.name for t in tools)
-    agent = FunctionAgent(tools=tools, llm=scripted_llm(search_tool, answer_tool))
+    tools = PerplexedToolSpec(["local", "searxng"], max_results=3).to_tool_list()  # search, answer, fetch
+    agent = FunctionAgent(tools=tools, llm=scripted_llm("perplexed_search", "perplexed_answer"))
     handler = agent.run("What is a front yard setback?")
     async for event in handler.stream_events():
         if isinstance(event, ToolCallResult):

@@ -1,17 +1,25 @@
-"""The environment documentation samples and examples run in: offline, as after the quickstart.
+"""The environment documentation samples and examples run in: a user's, right after the README's main command.
 
-- a scratch folder holding ``examples/`` (a link to the repository's), as the working directory;
-- the sample corpus already indexed, in a private index (``PERPLEXED_LOCAL_INDEX``);
-- ``SEARXNG_URL``: the real SearXNG the test session starts on 127.0.0.1;
-- ``PERPLEXITY_API_KEY`` (a stand-in) and ``PERPLEXITY_BASE_URL``: a loopback Agent API serving the synthesized
-  cassettes' bodies;
-- no other provider key, so a paid provider in a chain fails as a ``config`` attempt and the chain moves on.
+- the working folder is a copy of the clone (its files linked, not copied) where the README's main command has
+  run (``perplexed index examples/corpus --index .perplexed/index.db``), so the samples find the project's
+  index from the working folder, as they do in a user's clone; the real clone's ``.perplexed/`` is never
+  touched;
+- ``HOME`` is a fresh temporary folder; no ``PERPLEXED_*``, ``XDG_*``, provider key or URL is set (not
+  ``PERPLEXED_LOCAL_INDEX`` either: no user has it);
+- a sample that says ``# needs SEARXNG_URL`` gets the real SearXNG the test session starts on 127.0.0.1; one
+  that says ``# needs PERPLEXITY_API_KEY`` gets a stand-in key and ``PERPLEXITY_BASE_URL`` pointing at a loopback
+  Agent API serving the synthesized cassettes' bodies. Without them, such a sample must fail with a message
+  naming what to set (test_doc_samples.py checks both).
 """
 
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +28,9 @@ import pytest
 import yaml
 from docs_env import AGENT_CASSETTES, ROOT, STAND_IN_KEY, STRIPPED_ENV, DocEnv
 from testkit.loopback import Raw, serve
+
+#: Entries of the clone a sample never needs in its copy (the copy gets its own ``.perplexed/``).
+_NOT_LINKED = {".perplexed", ".git", ".venv", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".tmp", ".site"}
 
 
 def _body(name: str) -> tuple[str, str]:
@@ -44,30 +55,55 @@ def agent_api_stand_in() -> Iterator[str]:
         yield server.url
 
 
-@pytest.fixture(scope="session")
-def sample_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from perplexed.providers.local import build_index
+def readme_index_commands() -> list[list[str]]:
+    """The ``perplexed index ...`` steps of the README's main command (the block after ``<!-- main-command -->``)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    found = re.search(r"<!-- main-command -->\s*```bash\n(.*?)\n```", readme, re.DOTALL)
+    assert found, "README.md has no <!-- main-command --> block"
+    steps = [shlex.split(step) for step in found.group(1).split("&&")]
+    return [step[1:] for step in steps if step[:2] == [".venv/bin/perplexed", "index"]]
 
-    path = tmp_path_factory.mktemp("doc-index") / "index.db"
-    build_index(ROOT / "examples" / "corpus", index=path)
-    return path
+
+def _user_env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(STRIPPED_ENV)}
+    env.update(HOME=str(home), PYTHONUNBUFFERED="1")
+    return env
+
+
+def _clone_copy(where: Path) -> Path:
+    """A folder that looks like the clone: every top-level entry linked (``.perplexed/`` left out)."""
+    where.mkdir()
+    for entry in ROOT.iterdir():
+        if entry.name not in _NOT_LINKED and not entry.name.endswith(".egg-info"):
+            (where / entry.name).symlink_to(entry, target_is_directory=entry.is_dir())
+    return where
+
+
+@pytest.fixture(scope="session")
+def quickstart_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The README's main command's ``perplexed index`` steps, run as a user runs them (the CLI, from a copy of
+    the clone, in a fresh HOME); returns the ``.perplexed/`` folder they made."""
+    base = tmp_path_factory.mktemp("quickstart")
+    clone = _clone_copy(base / "clone")
+    commands = readme_index_commands()
+    assert commands, "the README's main command indexes nothing"
+    for args in commands:
+        proc = subprocess.run([sys.executable, "-m", "perplexed", *args], cwd=clone, env=_user_env(base / "home"),
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, f"perplexed {shlex.join(args)} failed:\n{proc.stdout}\n{proc.stderr}"
+    folder = clone / ".perplexed"
+    assert (folder / "index.db").is_file(), "the README's main command did not create .perplexed/index.db"
+    return folder
 
 
 @pytest.fixture
-def doc_env(tmp_path: Path, searxng: Any, agent_api_stand_in: str, sample_index: Path) -> DocEnv:
-    work = tmp_path / "work"
-    work.mkdir()
-    (work / "examples").symlink_to(ROOT / "examples", target_is_directory=True)
-    index = tmp_path / "index.db"
-    shutil.copyfile(sample_index, index)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(STRIPPED_ENV)}
-    env.update(
-        HOME=str(tmp_path),
-        XDG_DATA_HOME=str(tmp_path / "data"),
-        PERPLEXED_LOCAL_INDEX=str(index),
-        SEARXNG_URL=searxng.base_url,
-        PERPLEXITY_API_KEY=STAND_IN_KEY,
-        PERPLEXITY_BASE_URL=agent_api_stand_in,
-        PYTHONUNBUFFERED="1",
-    )
-    return DocEnv(env=env, cwd=work)
+def doc_env(tmp_path: Path, searxng: Any, agent_api_stand_in: str, quickstart_index: Path) -> DocEnv:
+    clone = _clone_copy(tmp_path / "clone")
+    shutil.copytree(quickstart_index, clone / ".perplexed")
+    home = tmp_path / "home"
+    home.mkdir()
+    provided = {
+        "SEARXNG_URL": {"SEARXNG_URL": searxng.base_url},
+        "PERPLEXITY_API_KEY": {"PERPLEXITY_API_KEY": STAND_IN_KEY, "PERPLEXITY_BASE_URL": agent_api_stand_in},
+    }
+    return DocEnv(env=_user_env(home), cwd=clone, provided=provided)

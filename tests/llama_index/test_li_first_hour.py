@@ -168,6 +168,13 @@ def test_tool_spec_search_uses_its_api_key(monkeypatch: pytest.MonkeyPatch) -> N
     assert seen[0].headers["authorization"] == "Bearer tvly-test-key-abcdef"
 
 
+@pytest.mark.parametrize("component", [PerplexedToolSpec, PerplexedQueryEngine])
+def test_api_key_with_a_chain_says_where_the_agent_key_goes(component: type) -> None:
+    with pytest.raises(ConfigError, match=r"naming one provider.*client=AgentClient\(api_key=") as info:
+        component(["local", "searxng"], api_key="pplx-test-123456")
+    assert "pplx-test-123456" not in str(info.value)
+
+
 def test_agent_mode_api_key_builds_the_agent_client(no_key: None) -> None:
     engine = PerplexedQueryEngine("perplexity-agent", api_key="pplx-test-123456", base_url="https://agent.mock")
     assert engine.client.base_url == "https://agent.mock"

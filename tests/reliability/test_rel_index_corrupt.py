@@ -199,3 +199,26 @@ def test_a_file_that_is_not_an_index_is_never_overwritten(tmp_path: Path, pristi
         proc = cli(*args, "--index", str(notes), cwd=tmp_path)
         assert proc.returncode == 2 and "not a perplexed local index" in proc.stderr
     assert notes.read_text(encoding="utf-8") == "my precious notes\n"
+
+
+def test_a_damaged_index_is_one_line_and_verbose_shows_sqlites_report(
+    pristine: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Issue 26: one line however much SQLite reports (it can be 100+ lines); --verbose prints all of it."""
+    folder, _ = pristine
+    index = damaged(pristine, tmp_path, "docs", pages=len(pages_of(pristine[1], "docs")) // 2)
+    proc = cli("index", str(folder), "--index", str(index), cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stdout == "", proc.stdout + proc.stderr
+    assert proc.stderr.count("\n") == 1 and "perplexed index --rebuild" in proc.stderr, proc.stderr
+    verbose = cli("index", str(folder), "--index", str(index), "--verbose", cwd=tmp_path)
+    assert verbose.returncode == 2 and verbose.stderr.count("\n") > 2, verbose.stderr
+    assert "what SQLite reports" in verbose.stderr
+
+
+def test_the_one_line_summarises_a_long_sqlite_report() -> None:
+    from perplexed._index._db import corrupt
+
+    report = "*** in database main ***\n" + "\n".join(f"Page {n}: btree cell {n} extends past the end" for n in range(150))
+    exc = corrupt(Path("i.db"), report)
+    assert "\n" not in str(exc) and "Page 0:" in str(exc) and "149 more problems" in str(exc)
+    assert len(exc.details) == 150 and exc.details[-1].startswith("Page 149")

@@ -32,7 +32,18 @@ from __future__ import annotations
 
 from ._build import MAX_FILE_BYTES, MAX_PDF_BYTES, build_index
 from ._check import IndexCheck, IndexStats, check_index, index_problem, index_stats
-from ._location import INDEX_ENV, INDEX_FILENAME, default_index_path, platform_data_dir, user_data_dir
+from ._location import (
+    INDEX_ENV,
+    INDEX_FILENAME,
+    PROJECT_DIR,
+    PROJECT_INDEX,
+    IndexLocation,
+    default_index_path,
+    find_project_dir,
+    locate_index,
+    platform_data_dir,
+    user_data_dir,
+)
 from ._manage import IndexedFolder, IndexListing, list_index, rebuild_index, remove_from_index, reset_index
 from ._query import TITLE_WEIGHT, Interrupt, Row, query_index
 from ._report import FileProblem, IndexReport, ProgressCallback
@@ -44,12 +55,15 @@ __all__ = [
     "INDEX_FILENAME",
     "MAX_FILE_BYTES",
     "MAX_PDF_BYTES",
+    "PROJECT_DIR",
+    "PROJECT_INDEX",
     "SCHEMA_VERSION",
     "STOPWORDS",
     "TITLE_WEIGHT",
     "FileProblem",
     "IndexCheck",
     "IndexListing",
+    "IndexLocation",
     "IndexReport",
     "IndexStats",
     "IndexedFolder",
@@ -59,10 +73,12 @@ __all__ = [
     "build_index",
     "check_index",
     "default_index_path",
+    "find_project_dir",
     "fts_query",
     "index_problem",
     "index_stats",
     "list_index",
+    "locate_index",
     "platform_data_dir",
     "query_index",
     "rebuild_index",

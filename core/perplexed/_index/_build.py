@@ -22,7 +22,7 @@ from typing import Any
 from .._doctext import EXTRACTOR_VERSION, Document, DocumentError, cjk_terms, extract, kind_of
 from .._errors import ConfigError
 from ._db import connect_for_write, db_error
-from ._location import IndexPath, PathsArg, as_paths, resolve_index, shown
+from ._location import IndexPath, PathsArg, as_paths, resolve_index, shown, unlink_all
 from ._report import FileProblem, IndexReport, ProgressCallback
 from ._schema import copy_roots, count_under, delete_doc, doc_count, prefix_range, set_meta
 from ._walk import UNSUPPORTED, Candidate, left_out, read, walk
@@ -63,14 +63,41 @@ def build_index(
     targets = as_paths(paths, "paths")
     index_path = resolve_index(index)
     report = IndexReport(index=index_path)
+    made = _missing_parts(index_path)
     conn = connect_for_write(index_path, report)
+    failed = False  # an interrupted run keeps what it indexed: the next run completes it
     try:
         build(conn, targets, report, progress, follow_links)
+        failed = bool(report.missing_roots) and not report.documents
     except sqlite3.Error as exc:
         raise db_error(index_path, exc, "update") from None
     finally:
         conn.close()
+        if failed and made:  # a run that indexed nothing leaves no index file (or folder) it created
+            _remove_created(index_path, made)
+            report.notes.append(f"nothing was indexed, so no index was created at {shown(index_path)}")
     return report
+
+
+def _missing_parts(path: Path) -> list[Path]:
+    """``path`` and its missing parent folders, innermost first, when ``path`` does not exist yet; else []."""
+    if os.path.lexists(path):
+        return []
+    missing = [path]
+    for parent in path.absolute().parents:
+        if os.path.lexists(parent):
+            break
+        missing.append(parent)
+    return missing
+
+
+def _remove_created(index_path: Path, made: list[Path]) -> None:
+    unlink_all(index_path, ("", "-journal", "-wal", "-shm"))
+    for folder in made[1:]:
+        try:
+            folder.rmdir()
+        except OSError:  # not empty (something else was put there) or already gone
+            break
 
 
 def build(

@@ -22,11 +22,22 @@ _SQLITE_HEADER = b"SQLite format 3\x00"
 
 
 def corrupt(path: Path, detail: str) -> CorruptIndexError:
+    """A damaged index, in one line (the first problem SQLite reports); every line SQLite reported is in
+    the error's ``details``."""
+    lines = [line.strip() for line in detail.splitlines() if line.strip() and not line.strip().startswith("***")]
+    first = lines[0] if lines else detail.strip() or "damaged"
+    if len(first) > _SUMMARY_CHARS:
+        first = first[: _SUMMARY_CHARS - 1] + "…"
+    more = f", and {len(lines) - 1} more problem{'s' if len(lines) != 2 else ''}" if len(lines) > 1 else ""
     return CorruptIndexError(
-        f"the local index {path} is damaged ({detail}); rebuild it from the indexed folders with "
+        f"the local index {path} is damaged ({first}{more}); rebuild it from the indexed folders with "
         f"`{rebuild_command(path)}`",
         path=str(path),
+        details=lines,
     )
+
+
+_SUMMARY_CHARS = 120
 
 
 def is_corruption(exc: sqlite3.Error) -> bool:
@@ -64,9 +75,9 @@ def check_header(path: Path) -> None:
 
 def quick_check(conn: sqlite3.Connection, path: Path) -> None:
     """SQLite's structural check of every page (tens of ms for a few thousand documents)."""
-    rows = conn.execute("PRAGMA quick_check").fetchall()
+    rows = conn.execute("PRAGMA quick_check(100)").fetchall()
     if rows != [("ok",)]:
-        raise corrupt(path, "; ".join(str(r[0]) for r in rows[:3]))
+        raise corrupt(path, "\n".join(str(r[0]) for r in rows))
 
 
 def fts_probe(conn: sqlite3.Connection, path: Path) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,12 +53,76 @@ def user_data_dir(app: str = "perplexed") -> Path:
     return Path(platformdirs.user_data_dir(app, appauthor=False))
 
 
-def default_index_path() -> Path:
-    """Where the local index lives: ``$PERPLEXED_LOCAL_INDEX``, else ``local-index.sqlite3`` in the user data folder."""
+PROJECT_DIR = ".perplexed"
+PROJECT_INDEX = "index.db"
+
+
+@dataclass(frozen=True)
+class IndexLocation:
+    """Which index a command or a ``local`` provider uses, and why.
+
+    ``source`` is ``"argument"`` (an explicit ``index=`` / ``--index``), ``"environment"``
+    (``$PERPLEXED_LOCAL_INDEX``), ``"project"`` (``.perplexed/index.db`` in the nearest folder, from the working
+    folder upward, that holds a ``.perplexed/`` folder) or ``"user"`` (the per-user data folder). ``why`` says
+    it in words.
+    """
+
+    path: Path
+    source: str
+    why: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"path": str(self.path), "source": self.source, "why": self.why}
+
+
+def find_project_dir(start: str | os.PathLike[str] | None = None) -> Path | None:
+    """The nearest ``.perplexed/`` folder in ``start`` (default: the working folder) or one of its parents, as
+    git finds ``.git``; None when there is none (or the working folder is gone)."""
+    try:
+        folder = Path(os.path.abspath(start if start is not None else os.getcwd()))
+    except OSError:  # the working folder was deleted
+        return None
+    for candidate in (folder, *folder.parents):
+        project = candidate / PROJECT_DIR
+        try:
+            if project.is_dir():
+                return project
+        except OSError:  # pragma: no cover - an unreadable parent: keep looking further up
+            continue
+    return None
+
+
+def locate_index(index: IndexPath = None) -> IndexLocation:
+    """Which index is in use, and why. The first that applies:
+
+    1. ``index`` (a path given by the caller: ``index=``, ``--index``);
+    2. ``$PERPLEXED_LOCAL_INDEX``;
+    3. ``index.db`` in the nearest ``.perplexed/`` folder, looking from the working folder upward (the
+       quickstart's ``perplexed index examples/corpus --index .perplexed/index.db`` creates one in the clone);
+    4. ``local-index.sqlite3`` in the per-user data folder.
+    """
+    if index is not None:
+        return IndexLocation(Path(index).expanduser(), "argument", "given with --index (index= in Python)")
     override = os.environ.get(INDEX_ENV, "").strip()
     if override:
-        return Path(override).expanduser()
-    return user_data_dir() / INDEX_FILENAME
+        return IndexLocation(Path(override).expanduser(), "environment", f"from {INDEX_ENV}")
+    project = find_project_dir()
+    if project is not None:
+        return IndexLocation(
+            project / PROJECT_INDEX, "project",
+            f"the project's index: {PROJECT_DIR}/ found in {project.parent}, looking from the working folder up",
+        )
+    return IndexLocation(
+        user_data_dir() / INDEX_FILENAME, "user",
+        f"the per-user index: no {PROJECT_DIR}/ folder in the working folder or above it",
+    )
+
+
+def default_index_path() -> Path:
+    """The index used when none is given: ``$PERPLEXED_LOCAL_INDEX``, else ``.perplexed/index.db`` in the
+    nearest ``.perplexed/`` folder from the working folder upward, else ``local-index.sqlite3`` in the user data
+    folder (see :func:`locate_index`)."""
+    return locate_index().path
 
 
 def resolve_index(index: IndexPath) -> Path:
@@ -65,15 +130,15 @@ def resolve_index(index: IndexPath) -> Path:
 
 
 def is_default(path: Path) -> bool:
-    """Whether ``path`` is the per-user index (so that a command needs no ``--index``)."""
+    """Whether ``path`` is the index found without ``--index`` (so that a command about it needs none)."""
     try:
-        return os.path.abspath(path) == os.path.abspath(user_data_dir() / INDEX_FILENAME)
+        return os.path.abspath(path) == os.path.abspath(default_index_path())
     except (OSError, RuntimeError):  # pragma: no cover - no home folder
         return False
 
 
 def index_option(path: Path) -> str:
-    """`` --index PATH`` for a command about ``path``; empty for the per-user index."""
+    """`` --index PATH`` for a command about ``path``; empty for the index found without one."""
     return "" if is_default(path) else f" --index {path}"
 
 
@@ -84,7 +149,7 @@ def rebuild_command(path: Path) -> str:
 def hint(path: Path) -> str:
     if os.environ.get(INDEX_ENV, "").strip():
         return f"run `perplexed index PATH` (the index path comes from {INDEX_ENV}={path})"
-    return "run `perplexed index PATH` to index a folder of documents"
+    return f"run `perplexed index PATH{index_option(path)}` to index a folder of documents"
 
 
 def shown(path: str | os.PathLike[str]) -> str:

@@ -9,7 +9,6 @@ import asyncio
 import importlib
 import json
 import os
-import sqlite3
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -26,7 +25,7 @@ from ..providers._table import WEB_PROVIDERS
 from ._checks import ERROR, FAILING, INFO, MISSING, OK, WARN, check_key_format, check_shape
 from ._shapes import SHAPES
 
-__all__ = ["Check", "Diagnosis", "adiagnose", "diagnose", "split_names"]
+__all__ = ["Check", "Diagnosis", "Member", "adiagnose", "diagnose", "split_names"]
 
 #: seconds allowed to the offline SearXNG probe
 PROBE_TIMEOUT_S = 5.0
@@ -49,12 +48,30 @@ class Check:
 
 
 @dataclass(frozen=True)
+class Member:
+    """One member of the chain: whether it ``can_run`` now (what the offline checks can tell), ``detail``
+    (why, never a secret) and ``fix``, what to do when it cannot (None when it can)."""
+
+    name: str
+    can_run: bool
+    detail: str
+    fix: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class Diagnosis:
-    """The offline report: the chain (``chain_source`` says where it came from) and the checks."""
+    """The offline report: the chain (``chain_source`` says where it came from), the checks, and per member of
+    the chain whether it can run now. Ready (:attr:`exit_code` 0) when no needed check fails and at least one
+    member can answer now."""
 
     chain: tuple[str, ...]
     chain_source: str
     checks: tuple[Check, ...]
+    members: tuple[Member, ...] = ()
+    index: dict[str, str] | None = None
 
     @property
     def problems(self) -> list[Check]:
@@ -62,14 +79,22 @@ class Diagnosis:
         return [c for c in self.checks if c.needed and c.status in FAILING]
 
     @property
+    def ready(self) -> bool:
+        """No needed check fails and at least one member of the chain can answer now."""
+        return not self.problems and any(m.can_run for m in self.members)
+
+    @property
     def exit_code(self) -> int:
-        return 1 if self.problems else 0
+        return 0 if self.ready else 1
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "chain": list(self.chain),
             "chain_source": self.chain_source,
-            "ok": not self.problems,
+            "ok": self.ready,
+            "ready": self.ready,
+            "members": [m.to_dict() for m in self.members],
+            "index": self.index,
             "checks": [c.to_dict() for c in self.checks],
         }
 
@@ -82,15 +107,16 @@ def split_names(text: str) -> list[str]:
     return [p.strip() for p in text.split(",") if p.strip()]
 
 
-def _chain_spec(provider: str | None) -> tuple[list[str], str, dict[str, Provider]]:
-    """The chain to check (registry names), where it came from, and the configured Provider objects by name."""
+def _chain_spec(provider: str | None) -> tuple[list[str], str, dict[str, Provider], list[str]]:
+    """The chain to check (registry names), where it came from, the configured Provider objects by name, and
+    the labels of configured members the doctor cannot check offline (functions, unregistered classes)."""
     from .. import _settings
 
     if provider is not None:
         names, source = split_names(provider), "--provider"
         if not names:
             raise ConfigError("--provider names no provider")
-        return names, source, {}
+        return names, source, {}, []
     overrides: dict[str, Any] = getattr(_settings, "_overrides", {})
     if "provider" in overrides:
         spec = overrides["provider"]
@@ -98,10 +124,16 @@ def _chain_spec(provider: str | None) -> tuple[list[str], str, dict[str, Provide
         instances = {
             i.name: i for i in items if isinstance(i, Provider) and _spec_name(i) is not None
         }
-        return [n for n in (_spec_name(i) for i in items) if n], "configure()", instances
+        opaque = [_opaque_label(i) for i in items if _spec_name(i) is None]
+        return [n for n in (_spec_name(i) for i in items) if n], "configure()", instances, opaque
     if os.environ.get("PERPLEXED_PROVIDER", "").strip():
-        return list(_settings.default_chain()), "PERPLEXED_PROVIDER", {}
-    return list(_settings.default_chain()), "default", {}
+        return list(_settings.default_chain()), "PERPLEXED_PROVIDER", {}, []
+    return list(_settings.default_chain()), "default", {}, []
+
+
+def _opaque_label(item: Any) -> str:
+    label = getattr(item, "label", None) or getattr(item, "name", None) or getattr(item, "__name__", None)
+    return str(label) if label else type(item).__name__
 
 
 def _spec_name(item: Any) -> str | None:
@@ -264,48 +296,72 @@ async def _provider_checks(
 # --- the local index, the store, the prices ------------------------------------------------------------------
 
 
-def _check_index(needed: bool) -> Check:
-    """The local index: the index helper's ``check_index`` when there is one, else a PRAGMA quick_check."""
-    from .. import _index
+def _check_index(needed: bool, index: str | os.PathLike[str] | None = None) -> Check:
+    """The local index in use (``index``, else the one :func:`perplexed.providers.local.locate_index` finds):
+    missing, empty (not ready: a search would fail), damaged, or how many documents it holds."""
+    from .._index import check_index, locate_index
+    from .._index._location import index_option
 
-    checker = getattr(_index, "check_index", None)
-    if checker is not None:
-        try:
-            result = checker(None)
-        except Exception as exc:  # a checker bug must not hide the other checks
-            return Check("index", ERROR, f"index check failed: {type(exc).__name__}: {exc}", needed)
-        path = getattr(result, "path", "?")
-        if not getattr(result, "exists", True):
-            return Check("index", MISSING, f"no index at {path}: run `perplexed index PATH`", needed)
-        if getattr(result, "ok", False):
-            docs = getattr(result, "documents", None)
-            return Check("index", OK, f"{docs} documents in {path}", needed)
-        problem = getattr(result, "problem", None) or "the index is not usable"
-        remedy = getattr(result, "remedy", None)
-        return Check("index", ERROR, problem + (f"; {remedy}" if remedy else ""), needed)
-    path = _index.default_index_path()
-    if not path.exists():
-        return Check("index", MISSING, f"no index at {path}: run `perplexed index PATH`", needed)
+    path = locate_index(index).path
+    run = f"run `perplexed index FOLDER{index_option(path)}`"
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
-            verdict = conn.execute("PRAGMA quick_check").fetchone()[0]
-        finally:
-            conn.close()
-        stats = _index.index_stats(path)
-    except (sqlite3.Error, ConfigError) as exc:
-        return Check("index", ERROR, f"{path} is not a usable index ({exc}); rebuild it with `perplexed index`", needed)
-    if verdict != "ok":
-        return Check("index", ERROR, f"{path} fails PRAGMA quick_check ({verdict}); rebuild it", needed)
-    return Check("index", OK, f"{stats.documents} documents in {path}", needed)
+        result = check_index(path)
+    except Exception as exc:  # a checker bug must not hide the other checks
+        return Check("index", ERROR, f"index check failed: {type(exc).__name__}: {exc}", needed)
+    if not result.exists:
+        return Check("index", MISSING, f"no index at {path}: {run}", needed)
+    if not result.ok:
+        problem = result.problem or "the index is not usable"
+        where = "" if str(path) in problem else f"{path}: "
+        return Check("index", ERROR, where + problem + (f"; {result.remedy}" if result.remedy else ""), needed)
+    if not result.documents:
+        return Check("index", MISSING, f"no documents in {path}: {run}", needed)
+    return Check("index", OK, f"{result.documents} documents in {path}", needed)
 
 
-def _index_check(chain: Sequence[str], explicit: bool) -> Check:
+def _index_check(chain: Sequence[str], explicit: bool, index: str | os.PathLike[str] | None = None) -> Check:
     """:func:`_check_index`, where a missing index fails only a chain configured with ``local``."""
-    check = _check_index("local" in chain)
+    check = _check_index("local" in chain, index)
     if check.status == MISSING and not (explicit and "local" in chain):
         return Check("index", INFO if "local" not in chain else MISSING, check.detail, False)
     return check
+
+
+# --- the members ------------------------------------------------------------------------------------------------
+
+
+def _fix(check: Check, name: str) -> str:
+    """What to do about a member's failing check, in the words a user acts on."""
+    if check.name == "index" and check.status == MISSING:
+        return check.detail[check.detail.rindex(": run ") + 2:] if ": run " in check.detail else check.detail
+    if check.name == "searxng" and check.status == MISSING:
+        return "set SEARXNG_URL to your SearXNG instance's URL (with JSON output enabled)"
+    if check.status == MISSING and check.detail.endswith(" is not set"):
+        return "set " + check.detail.removesuffix(" is not set")
+    return check.detail
+
+
+def _members(chain: Sequence[str], known: set[str], checks: Sequence[Check], opaque: Sequence[str]) -> list[Member]:
+    """Per member of the chain, from the checks: can it answer now, and if not, what to do."""
+    by_name = {c.name: c for c in checks}
+    out: list[Member] = []
+    for name in chain:
+        if name not in known:
+            out.append(Member(name, False, "not a registered provider", "use one of `perplexed providers`"))
+            continue
+        price = by_name.get(f"price:{name}")
+        if price is not None and price.status in FAILING:
+            out.append(Member(name, False, price.detail, price.detail))
+            continue
+        check = by_name.get("index" if name == "local" else "searxng" if name == "searxng" else f"key:{name}")
+        if check is None:  # a plug-in without a key to check: nothing stops it offline
+            out.append(Member(name, True, "no key or URL to check offline"))
+        elif check.status in (OK, WARN):
+            out.append(Member(name, True, check.detail))
+        else:
+            out.append(Member(name, False, check.detail, _fix(check, name)))
+    out.extend(Member(label, True, "a function or custom provider: nothing to check offline") for label in opaque)
+    return out
 
 
 def _store_spec() -> Any:
@@ -368,24 +424,33 @@ def _price_checks(chain: Sequence[str]) -> list[Check]:
 
 
 async def adiagnose(
-    provider: str | None = None, *, searxng_transport: httpx.AsyncBaseTransport | None = None
+    provider: str | None = None,
+    *,
+    index: str | os.PathLike[str] | None = None,
+    searxng_transport: httpx.AsyncBaseTransport | None = None,
 ) -> Diagnosis:
     """The offline checks (see the module docstring). ``provider`` is a comma-separated chain (as
     ``--provider``); default: ``configure(provider=...)``, else ``PERPLEXED_PROVIDER``, else the default
-    chain. Members of an explicit chain are needed; members of the default chain only when configured."""
-    chain, source, instances = _chain_spec(provider)
+    chain. Members of an explicit chain are needed; members of the default chain only when configured.
+    ``index``: the local index to check (as ``--index``), else the one a search would use. Ready only when
+    at least one member of the chain can answer now."""
+    from .._index import locate_index
+
+    chain, source, instances, opaque = _chain_spec(provider)
     explicit = source != "default"
     known = set(available())
     checks = [_chain_check(chain, known, source, explicit)]
     checks.extend(await _provider_checks(chain, known, instances, explicit, searxng_transport))
     checks.append(_agent_key_check())
-    checks.append(_index_check(chain, explicit))
+    checks.append(_index_check(chain, explicit, index))
     store_check = await _check_store()
     checks.append(store_check or Check("store", INFO, "no state store configured (PERPLEXED_STORE): in memory"))
     checks.extend(_price_checks(chain))
-    return Diagnosis(tuple(chain), source, tuple(checks))
+    members = _members(chain, known, checks, opaque)
+    location = locate_index(index).to_dict()
+    return Diagnosis(tuple(chain), source, tuple(checks), tuple(members), location)
 
 
-def diagnose(provider: str | None = None) -> Diagnosis:
+def diagnose(provider: str | None = None, *, index: str | os.PathLike[str] | None = None) -> Diagnosis:
     """Sync :func:`adiagnose`."""
-    return _portal.run(adiagnose, provider)
+    return _portal.run(adiagnose, provider, index=index)

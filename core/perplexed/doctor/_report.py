@@ -29,7 +29,7 @@ def command(args: Any) -> int:
 
 
 def _offline(args: Any) -> int:
-    diagnosis = diagnose(args.provider)
+    diagnosis = diagnose(args.provider, index=getattr(args, "index", None))
     if args.json:
         print_json(diagnosis.to_dict())
     else:
@@ -112,11 +112,24 @@ def _print_diagnosis(diagnosis: Diagnosis) -> None:
             Text(check.detail),
         )
     out.print(table)
+    if diagnosis.index is not None:
+        out.print(Text(f"Local index: {diagnosis.index['path']} ({diagnosis.index['why']})"))
+    members = Table(box=box.SIMPLE_HEAD)
+    members.add_column("Chain member", no_wrap=True, style="bold")
+    members.add_column("Can answer now", no_wrap=True)
+    members.add_column("What to do", overflow="fold")
+    for member in diagnosis.members:
+        can = Text("yes", style="green") if member.can_run else Text("no", style="red")
+        members.add_row(member.name, can, Text("" if member.can_run else member.fix or member.detail))
+    out.print(members)
     problems = diagnosis.problems
+    runnable = [m.name for m in diagnosis.members if m.can_run]
     if problems:
         out.print(Text(f"Not ready: {', '.join(c.name for c in problems)} (needed by the chain)", style="red"))
+    elif not runnable:
+        out.print(Text("Not ready: no member of the chain can answer now (see above for what to set).", style="red"))
     else:
-        out.print(Text("Ready: the chain has what it needs.", style="green"))
+        out.print(Text(f"Ready: {', '.join(runnable)} can answer now.", style="green"))
 
 
 def _notes(row: LiveRow) -> str:

@@ -5,8 +5,9 @@ Build the index with ``perplexed index PATH`` (or :func:`build_index`); then ``p
 the file name), a ``file://`` URL (with ``#page=N`` for a PDF, the page also in ``raw["page"]``), a
 snippet around the matched terms, and the document's text as ``content``. Documents with the same content
 (the same folder indexed through two paths, a second clone) give one hit, the others listed in
-``raw["duplicates"]``. The index lives at ``$PERPLEXED_LOCAL_INDEX`` or in the user data folder
-(:func:`default_index_path`). :func:`list_index`, :func:`remove_from_index`, :func:`rebuild_index`,
+``raw["duplicates"]``. The index is ``$PERPLEXED_LOCAL_INDEX``, else ``.perplexed/index.db`` in the nearest
+``.perplexed/`` folder from the working folder upward, else one in the user data folder (:func:`locate_index`
+says which and why; :func:`default_index_path`). :func:`list_index`, :func:`remove_from_index`, :func:`rebuild_index`,
 :func:`reset_index` and :func:`check_index` manage it (``perplexed index --list`` and friends).
 
 The query runs in a worker thread on its own SQLite connection; when the chain's budget runs out the query
@@ -27,6 +28,7 @@ from .._index import (
     FileProblem,
     IndexCheck,
     IndexListing,
+    IndexLocation,
     IndexReport,
     Interrupt,
     Row,
@@ -35,6 +37,7 @@ from .._index import (
     default_index_path,
     index_stats,
     list_index,
+    locate_index,
     query_index,
     rebuild_index,
     remove_from_index,
@@ -49,12 +52,14 @@ __all__ = [
     "FileProblem",
     "IndexCheck",
     "IndexListing",
+    "IndexLocation",
     "IndexReport",
     "Local",
     "build_index",
     "check_index",
     "default_index_path",
     "list_index",
+    "locate_index",
     "rebuild_index",
     "remove_from_index",
     "reset_index",
@@ -64,8 +69,9 @@ __all__ = [
 class Local(CallableProvider):
     """Search a local full-text index of Markdown, text, HTML, reStructuredText and PDF documents.
 
-    ``index``: the index file (default ``$PERPLEXED_LOCAL_INDEX``, else ``local-index.sqlite3`` in the user
-    data folder, read at call time). ``content_chars``: how much of each document to return as
+    ``index``: the index file (default :func:`locate_index`'s, read at call time: ``$PERPLEXED_LOCAL_INDEX``,
+    else ``.perplexed/index.db`` in the nearest ``.perplexed/`` folder from the working folder upward, else
+    ``local-index.sqlite3`` in the user data folder). ``content_chars``: how much of each document to return as
     ``Hit.content`` (0 for none). ``snippet_tokens``: snippet length in words. ``time_limit``: seconds before
     a query is stopped even when called outside a chain. Supports ``published_after``, ``published_before``
     and ``recency`` against the files' modification dates. An absent or empty index is a
