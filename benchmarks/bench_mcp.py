@@ -82,37 +82,36 @@ async def stdio_vs_inprocess(base: str, rounds: int, warmup: int) -> dict[str, f
             "ratio": med_mcp / med_in}
 
 
-async def http_concurrent(base: str, concurrent: int) -> dict[str, float]:
+def start_http_server(base: str) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen([CLI, "mcp", "--http", "--port", "0", "--provider", "searxng", "--no-cache"],
+                            env=server_env(base), stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    assert proc.stderr is not None
+    while True:
+        line = proc.stderr.readline()
+        if not line:
+            raise SystemExit(f"perplexed mcp --http exited: {proc.wait()}")
+        match = re.search(r"http://127\.0\.0\.1:(\d+)/mcp", line)
+        if match:
+            return proc, f"http://127.0.0.1:{match.group(1)}/mcp"
+
+
+async def http_concurrent(url: str, concurrent: int) -> dict[str, float]:
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
-    proc = subprocess.Popen([CLI, "mcp", "--http", "--port", "0", "--provider", "searxng", "--no-cache"],
-                            env=server_env(base), stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
-    try:
-        assert proc.stderr is not None
-        match = None
-        while match is None:
-            line = proc.stderr.readline()
-            if not line:
-                raise SystemExit(f"perplexed mcp --http exited: {proc.wait()}")
-            match = re.search(r"http://127\.0\.0\.1:(\d+)/mcp", line)
-        url = f"http://127.0.0.1:{match.group(1)}/mcp"
-        async with httpx2.AsyncClient(timeout=120) as http:
-            async with Client(streamable_http_client(url, http_client=http), read_timeout_seconds=120) as client:
-                await client.list_tools()
+    async with httpx2.AsyncClient(timeout=120) as http:
+        async with Client(streamable_http_client(url, http_client=http), read_timeout_seconds=120) as client:
+            await client.list_tools()
 
-                async def one(i: int) -> bool:
-                    reply = await client.call_tool("web_search", {"query": f"{QUERY} {i}", "max_results": 3})
-                    return not reply.is_error and len(reply.structured_content["hits"]) == 3
+            async def one(i: int) -> bool:
+                reply = await client.call_tool("web_search", {"query": f"{QUERY} {i}", "max_results": 3})
+                return not reply.is_error and len(reply.structured_content["hits"]) == 3
 
-                start = time.perf_counter()
-                results = await asyncio.gather(*(one(i) for i in range(concurrent)), return_exceptions=True)
-                elapsed = time.perf_counter() - start
-        ok = sum(1 for r in results if r is True)
-        return {"calls": concurrent, "ok": ok, "lost": concurrent - ok, "seconds": elapsed}
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
+            start = time.perf_counter()
+            results = await asyncio.gather(*(one(i) for i in range(concurrent)), return_exceptions=True)
+            elapsed = time.perf_counter() - start
+    ok = sum(1 for r in results if r is True)
+    return {"calls": concurrent, "ok": ok, "lost": concurrent - ok, "seconds": elapsed}
 
 
 def main() -> int:
@@ -126,7 +125,12 @@ def main() -> int:
     upstream, base = start_upstream()
     try:
         stdio = asyncio.run(stdio_vs_inprocess(base, args.rounds, args.warmup))
-        http = asyncio.run(http_concurrent(base, args.concurrent))
+        server, url = start_http_server(base)
+        try:
+            http = asyncio.run(http_concurrent(url, args.concurrent))
+        finally:
+            server.terminate()
+            server.wait(timeout=20)
     finally:
         assert upstream.stdin is not None
         upstream.stdin.close()
