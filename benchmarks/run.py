@@ -7,7 +7,7 @@ Each benchmark runs in its own interpreter (so imports, pools and high-water mar
 refused/hung provider cost), ``bench_fallbacks.py`` (LangChain ``with_fallbacks`` vs a perplexed chain),
 ``bench_sse.py`` (decoder vs the perplexityai SDK, event latency), ``bench_import.py`` (import time vs the
 SDK, no framework imports), ``bench_memory.py`` (peak memory streaming a 10 MB answer / reading a capped
-body), ``bench_strategies.py`` (hedged tail latency, merge latency and recall), ``bench_verify.py`` (citation checking: quality on the labelled set, speed), ``bench_bombs.py`` (decompression
+body), ``bench_strategies.py`` (hedged tail latency, merge latency and recall), ``bench_verify.py`` (citation checking: quality on the labelled set, speed), ``bench_mcp.py`` (the MCP server: stdio overhead, concurrent HTTP calls), ``bench_bombs.py`` (decompression
 bombs: peak RSS over the cap, wall time over the deadline). Needs the ``bench`` extra (``perplexityai``, ``psutil``) and ``langchain-core``.
 
 Exit status: 0 when every target is met, 1 otherwise (the table says which missed).
@@ -357,6 +357,27 @@ def verify(quick: bool) -> list[Row]:
     ]
 
 
+def mcp_server(quick: bool) -> list[Row]:
+    data: Any = _json("bench_mcp.py", "--rounds", "50" if quick else "200")
+    print(json.dumps(data, indent=1))
+    stdio, http = data["stdio"], data["http"]
+    return [
+        Row(
+            "mcp: web_search tools/call over stdio vs the same search in-process (median)",
+            f"+{stdio['overhead_ms']:.2f} ms ({stdio['ratio']:.2f}x; {stdio['inprocess_ms']:.2f} -> "
+            f"{stdio['stdio_ms']:.2f} ms)",
+            "<= 5 ms",
+            stdio["overhead_ms"] <= 5.0,
+        ),
+        Row(
+            f"mcp: {http['calls']} concurrent web_search calls over streamable HTTP",
+            f"{http['ok']} ok, {http['lost']} lost in {http['seconds']:.1f} s",
+            "none lost",
+            http["lost"] == 0,
+        ),
+    ]
+
+
 BENCHES: list[tuple[str, Callable[[bool], list[Row]]]] = [
     ("engine", engine),
     ("load", load),
@@ -369,6 +390,7 @@ BENCHES: list[tuple[str, Callable[[bool], list[Row]]]] = [
     ("bombs", bombs),
     ("redis", redis_store),
     ("verify", verify),
+    ("mcp", mcp_server),
 ]
 
 

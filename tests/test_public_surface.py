@@ -32,7 +32,6 @@ PUBLIC_MODULES = (
 PENDING: dict[str, dict[str, str]] = {
     "perplexed": {
         **dict.fromkeys(("FetchPlan", "check_fetch_content", "prepare_fetch"), "docs/fetch.md (fetch)"),
-        "portable_schema": "docs/mcp.md (mcp)",
     },
 }
 

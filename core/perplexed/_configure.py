@@ -10,6 +10,7 @@ from typing import Any
 
 from . import _governance, _settings
 from ._bounds import check_usd
+from ._fetch_net import forget_robots
 
 __all__ = ["configure", "reset"]
 
@@ -49,7 +50,8 @@ def configure(
 def reset() -> None:
     """Forget everything :func:`configure` set and the in-process state: the default chain and prices set in
     code, governance settings (rate limits, cool-downs, spend limits), the configured store (closed) and the
-    default in-process store with its cache, cool-downs, rate-limit windows and spend. The next search starts as
+    default in-process store with its cache, cool-downs, rate-limit windows and spend, and the robots.txt rules
+cached by :func:`perplexed.fetch`. The next search starts as
     in a fresh process. The environment is read at call time, so ``PERPLEXED_*`` variables still apply;
     registered provider plug-ins and telemetry handlers are kept.
 
@@ -57,3 +59,4 @@ def reset() -> None:
     """
     _settings.clear()
     _governance.reset()
+    forget_robots()

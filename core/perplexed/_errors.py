@@ -16,6 +16,7 @@ The tree (``(also X)``: a second base class, so ``except X`` catches it too)::
     ├── UpstreamError ........................ a chain failed: ``reason == "all_providers_failed"``, every attempt
     │   └── NoSourcesError ................... answer(): the search found nothing to ground an answer in
     ├── StoreError ........................... the state store's error reply (internal: never reaches a caller)
+    │   ├── StoreProtocolError (also ConnectionError) ... a reply out of bounds or not RESP: connection closed
     │   └── StoreScriptMissing ............... -NOSCRIPT: the store re-sends the script
     ├── ResponseBodyError .................... a body could not be read within bounds (HTTP layer)
     │   ├── BodyTooLargeError ................ larger than the cap, in decoded bytes; ``limit``
@@ -139,6 +140,7 @@ __all__ = [
     "ResponseIncompleteError",
     "ServerError",
     "StoreError",
+    "StoreProtocolError",
     "StoreScriptMissing",
     "StreamError",
     "UpstreamError",
@@ -359,6 +361,11 @@ class NoSourcesError(UpstreamError):
 class StoreError(PerplexedError):
     """The shared state store answered with an error reply (a Redis/Valkey ``-ERR``). Internal: a search or an
     answer never raises it; the store layer degrades to in-process state (docs/fleet.md)."""
+
+
+class StoreProtocolError(StoreError, ConnectionError):
+    """The state store sent what the client does not accept (not RESP, or a reply over its size, element or
+    depth bounds): the connection is closed. Internal, like :class:`StoreError`."""
 
 
 class StoreScriptMissing(StoreError):

@@ -123,11 +123,17 @@ _CHALLENGE_TITLES = re.compile(
     r"one more step|please wait\.*|ddos-guard|captcha.*|bot verification)\s*$",
     re.I,
 )
+#: what a bot check says (counts on a page with little text)
+_CHECK_PHRASES = re.compile(
+    r"(verify (you are|that you are) (a )?human|are you a robot|complete the (security check|captcha)|"
+    r"checking your browser|unusual traffic from your (computer|network))",
+    re.I,
+)
+#: what an "enable JavaScript" shell says: many real pages carry such a note, so it counts only on a page whose
+#: text is (almost) nothing else
 _JS_PHRASES = re.compile(
     r"(enable javascript|javascript is (disabled|required|not enabled)|turn on javascript|"
-    r"requires javascript|javascript must be enabled|you need to enable javascript|"
-    r"please enable (js|cookies)|verify (you are|that you are) (a )?human|are you a robot|"
-    r"complete the (security check|captcha)|checking your browser|unusual traffic)",
+    r"requires javascript|javascript must be enabled|you need to enable javascript|please enable (js|cookies))",
     re.I,
 )
 #: below this many characters of extracted text, interstitial markers decide that the page is one
@@ -152,7 +158,9 @@ def interstitial(raw_html: str, text: str, title: str = "") -> str | None:
     if page_title and _CHALLENGE_TITLES.match(page_title):
         return f"a bot challenge page (title {page_title.strip()[:60]!r})"
     visible = text or _visible_text(raw_html)
-    match = _JS_PHRASES.search(visible) or _JS_PHRASES.search(_noscript_text(raw_html))
+    match = _CHECK_PHRASES.search(visible)
+    if match is None and len(_JS_PHRASES.sub("", visible)) < _WIDGET_TEXT:
+        match = _JS_PHRASES.search(visible) or _JS_PHRASES.search(_noscript_text(raw_html))
     if match is not None:
         return f"an interstitial that says {match.group(0)!r}"
     return None

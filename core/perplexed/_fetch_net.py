@@ -227,7 +227,7 @@ ROBOTS_TTL_S = 3600.0
 ROBOTS_ERROR_TTL_S = 60.0
 _ROBOTS_ENTRIES = 1024
 
-# origin -> (expires at, verdict): verdict is a protego parser, True (everything allowed) or False (nothing)
+# origin -> (expires at, verdict): verdict is a protego parser, or True (no rules: everything allowed)
 _robots: OrderedDict[str, tuple[float, Any]] = OrderedDict()
 _robots_pending: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Future[Any]]] = (
     weakref.WeakKeyDictionary()
@@ -280,8 +280,6 @@ async def robots_verdict(
         verdict = entry[1]
     if verdict is True:
         return True, ""
-    if verdict is False:
-        return False, f"{origin}/robots.txt could not be read (server error): nothing may be fetched (RFC 9309)"
     if verdict.can_fetch(url, user_agent):
         return True, ""
     return False, f"{origin}/robots.txt disallows {user_agent} from fetching {urlsplit(url).path or '/'}"
@@ -290,7 +288,7 @@ async def robots_verdict(
 async def _load_robots(
     client: httpx.AsyncClient, origin: str, allowed: Allowed, headers: dict[str, str]
 ) -> tuple[Any, float]:
-    """Fetch and parse ``origin/robots.txt``: (protego parser | True | False, how long to keep it)."""
+    """Fetch and parse ``origin/robots.txt``: (protego parser | True, how long to keep it; 0: not at all)."""
     from protego import Protego
 
     url = origin + "/robots.txt"
@@ -316,7 +314,9 @@ async def _load_robots(
             if 400 <= status < 500:
                 return True, ROBOTS_TTL_S  # no robots.txt: everything allowed (RFC 9309 2.3.1.3)
             if status >= 500:
-                return False, ROBOTS_ERROR_TTL_S  # unreachable: assume complete disallow (RFC 9309 2.3.1.4)
+                # unreachable: RFC 9309 2.3.1.4 lets a crawler assume complete disallow; a fetch is one page a user
+                # asked for, so the page's own answer decides (a 5xx page is ``upstream``), remembered a minute only
+                return True, ROBOTS_ERROR_TTL_S
             if not 200 <= status < 300:
                 return True, ROBOTS_TTL_S
             chunks: list[bytes] = []

@@ -9,6 +9,10 @@ Conventions (docs/contributing.md):
   with the program's standard output as doctest does, with ``...`` matching anything and whitespace
   normalised, so durations and costs can be elided.
 
+- A Python block preceded by ``<!-- client-environment -->`` runs in another environment than perplexed's (an MCP
+  client whose packages cannot be installed beside perplexed's, e.g. ``langchain-mcp-adapters``, which needs
+  ``mcp`` 1.x): it is not run here, only compiled (:func:`client_programs`), and the page says why.
+
 A marker is the last non-blank line before the fence it applies to. A fenced block indented inside a list
 item is read with its indentation removed.
 """
@@ -19,10 +23,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Program", "programs"]
+__all__ = ["Program", "client_programs", "programs"]
 
 _FENCE = re.compile(r"^(`{3,}|~{3,})\s*([\w+-]*)")
-_MARKER = re.compile(r"^<!--\s*(continue|output)\s*-->\s*$")
+_MARKER = re.compile(r"^<!--\s*(continue|output|client-environment)\s*-->\s*$")
 
 
 @dataclass
@@ -33,6 +37,7 @@ class Program:
     line: int  # 1-based line of the first block's opening fence
     code: list[str] = field(default_factory=list)
     expected: list[str] = field(default_factory=list)
+    client_environment: bool = False
 
     @property
     def source(self) -> str:
@@ -75,7 +80,16 @@ def _blocks(text: str) -> list[tuple[int, str, str | None, str]]:
 
 
 def programs(path: Path) -> list[Program]:
-    """The runnable programs of one Markdown file."""
+    """The runnable programs of one Markdown file (not the client-environment ones)."""
+    return [p for p in _all_programs(path) if not p.client_environment]
+
+
+def client_programs(path: Path) -> list[Program]:
+    """The Python blocks of one Markdown file marked ``<!-- client-environment -->``."""
+    return [p for p in _all_programs(path) if p.client_environment]
+
+
+def _all_programs(path: Path) -> list[Program]:
     result: list[Program] = []
     current: Program | None = None
     for line, lang, marker, body in _blocks(path.read_text(encoding="utf-8")):
@@ -85,7 +99,7 @@ def programs(path: Path) -> list[Program]:
                     raise ValueError(f"{path}:{line}: '<!-- continue -->' with no Python block above it")
                 current.code.append(body)
             else:
-                current = Program(path=path, line=line, code=[body])
+                current = Program(path=path, line=line, code=[body], client_environment=marker == "client-environment")
                 result.append(current)
         elif marker == "output":
             if current is None:

@@ -325,3 +325,31 @@ async def test_a_slow_drip_stops_at_the_deadline(site: LoopbackServer) -> None:
     elapsed = time.perf_counter() - started
     assert info.value.attempts[0].outcome is Outcome.TIMEOUT
     assert elapsed < 0.5 + SLACK
+
+
+async def test_reset_forgets_the_cached_robots_rules(loopback: LoopbackServer) -> None:
+    loopback.route("/robots.txt", Status(200, b"User-agent: *\nDisallow: /\n", content_type="text/plain"))
+    loopback.route("/a", Html(article_html()))
+    with pytest.raises(UpstreamError):
+        await perplexed.afetch(loopback.url_for("/a"), allow_private=LOOP)
+    loopback.route("/robots.txt", Status(404, b""))
+    with pytest.raises(UpstreamError):  # still the cached rules
+        await perplexed.afetch(loopback.url_for("/a"), allow_private=LOOP)
+    perplexed.reset()
+    assert (await perplexed.afetch(loopback.url_for("/a"), allow_private=LOOP)).title == ARTICLE_TITLE
+
+
+async def test_a_server_error_everywhere_is_upstream_not_robots(loopback: LoopbackServer) -> None:
+    loopback.route("*", Status(503, b"<html>down</html>", content_type="text/html"))
+    with pytest.raises(UpstreamError) as info:
+        await perplexed.afetch(loopback.url_for("/a"), allow_private=LOOP)
+    assert info.value.attempts[0].reason == "upstream"
+
+
+async def test_a_short_article_with_a_noscript_note_is_not_an_interstitial(site: LoopbackServer) -> None:
+    html = article_html(paragraphs=[f"Notice {i}: the new setback rules for corner lots are in force from March; "
+                                    "the details are available at the planning office counter." for i in range(3)])
+    html = html.replace("<body>", "<body><noscript>Please enable JavaScript for the full experience.</noscript>")
+    site.route("/short-js", Html(html))
+    page = await perplexed.afetch(site.url_for("/short-js"), allow_private=LOOP, min_chars=50)
+    assert page.attempts[0].outcome is Outcome.OK and "corner lots" in page.content

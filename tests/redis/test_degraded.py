@@ -106,7 +106,7 @@ async def test_outage_ends_on_a_state_change_not_on_a_read(valkey_factory: Any, 
     # in-process state, starting from what the process knew: its own call is still in the window
     assert (await store.admit(limit)).verdict == "rate_limited"
     other = Admission("never-called", "q", rate_limit=(1, 60.0))
-    assert (await store.admit(other)).verdict == "call"  # a provider it never called: an empty window
+    assert (await store.admit(other)).verdict == "rate_limited"  # never called: a cautious share, not a burst
     assert not store.available
     server.restart()
     back = time.monotonic()

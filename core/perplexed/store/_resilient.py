@@ -14,9 +14,10 @@ unreachable, slow or answering errors:
   after a failover, ``LOADING``, ``MASTERDOWN``) keeps it going, so an outage never flaps;
 * degraded, but still safe: rolling-window limits become N calls per ``window x fleet_size`` in each process
   (the account's limit is not multiplied by the number of workers), and that window does not start empty:
-  for a provider this process had been calling, it holds the admissions it made before the outage, topped
-  up to N with evenly spaced ones (at a random phase) as if the process had been using its share, so slots
-  free one at a time at the share's pace and an outage (or one spurious timeout) releases no burst; spend limits fail closed: a paid
+  it holds the admissions this process made before the outage, topped up to N with evenly spaced ones (at a
+  random phase) as if the process had been using its share (a cautious share for a provider it never
+  called), so slots free one at a time at the share's pace and an outage (or one spurious timeout) releases
+  no burst; a process that never reached the remote at all starts with empty windows; spend limits fail closed: a paid
   provider is skipped ``over_budget`` (with a detail saying why) while free providers and the in-process
   cache go on;
 * one telemetry event ``("perplexed", "store", "unavailable")`` (metadata: the store's ``kind`` and the
@@ -94,6 +95,7 @@ class ResilientStore(Store):
         self._seeded: set[str] = set()
         self._down_clock = 0.0
         self._background: set[asyncio.Task[None]] = set()
+        self._reached = False  # whether any remote call has succeeded in this process
         self.kind = kind
         self.clock = clock
         self._timeout_s = timeout_s
@@ -144,6 +146,7 @@ class ResilientStore(Store):
                 self._probing = False
         if probing and self._probe is None and changes_state:
             self._recovered()
+        self._reached = True
         return result
 
     async def _call(self, make: Callable[[], Awaitable[T]], timeout_s: float, bounded: bool) -> T:
@@ -237,14 +240,14 @@ class ResilientStore(Store):
 
     def _seed(self, local: MemoryStore, provider: str, limit: int, window_s: float) -> None:
         """Start ``provider``'s degraded window (``limit`` per ``window_s``) from what this process last knew:
-        when it had been calling ``provider`` through the remote, its own admissions inside the window, topped
-        up to ``limit`` with evenly spaced ones at a random phase (its share of a fleet at the limit), so no
-        burst leaves when the outage starts. A process that never called it starts with an empty window."""
-        start = self._down_clock
-        known = self._history.get(provider)
-        if not known:  # the process never used it through the remote: nothing to continue from
+        its own admissions inside the window, topped up to ``limit`` with evenly spaced ones at a random phase
+        (its share of a fleet at the limit: a cautious share when it never called ``provider``), so slots free
+        one at a time at the share's pace and no burst leaves when the outage starts. A process that never
+        reached the remote at all knows nothing of a fleet: its window starts empty."""
+        if not self._reached:
             return
-        own = sorted(t for t in known if start - window_s < t <= start)[-limit:]
+        start = self._down_clock
+        own = sorted(t for t in self._history.get(provider, ()) if start - window_s < t <= start)[-limit:]
         missing = limit - len(own)
         phase = random.random()
         filler = [start - window_s * (i + phase) / limit for i in range(missing)]

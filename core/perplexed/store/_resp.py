@@ -37,7 +37,7 @@ import ssl
 from collections.abc import AsyncIterator
 from typing import Any, Final
 
-from .._errors import StoreError, StoreScriptMissing
+from .._errors import StoreError, StoreProtocolError, StoreScriptMissing
 
 __all__ = [
     "CLOSE_ON",
@@ -74,12 +74,13 @@ CLOSE_ON: Final = ("READONLY", "LOADING", "MASTERDOWN")
 _KEEPALIVE: Final = (("TCP_KEEPIDLE", 10), ("TCP_KEEPINTVL", 5), ("TCP_KEEPCNT", 3))
 
 
-class ClientClosed(ConnectionError):
+class _ClientClosed(ConnectionError):
     """The client was closed (its event loop ended) with commands in flight: not the server's failure."""
 
 
-class ProtocolError(ConnectionError):
-    """The server sent something that is not an acceptable RESP reply: the connection is closed."""
+ClientClosed = _ClientClosed
+ProtocolError = StoreProtocolError
+"""The server sent something that is not an acceptable RESP reply: the connection is closed."""
 
 
 def _encode(args: tuple[Any, ...]) -> bytes:
