@@ -100,3 +100,8 @@ def test_errors_name_flags_and_variables_never_python_names(cli, args: list[str]
 def test_unrecognized_arguments_point_at_the_subcommands_help(cli, args: list[str], words: str) -> None:  # noqa: F811
     run = cli(*args)
     assert run.code == 2 and words in run.err and run.out == "", run.err
+
+
+def test_a_refused_fetch_names_the_flag_not_the_python_argument(cli) -> None:  # noqa: F811
+    run = cli("fetch", "http://127.0.0.1:9/x")
+    assert run.code != 0 and "--allow-private" in run.err and "allow_private" not in run.err, run.both

@@ -41,6 +41,8 @@ _PYTHON_HINTS = (
     (re.compile(r"; pass on_empty='answer' to answer without sources"), ""),
     (re.compile(r"pass provider='perplexity-agent' alone"), "pass --provider perplexity-agent alone"),
     (re.compile(r" \(or None = off\)"), ""),
+    (re.compile(r"pass allow_private=True or a list of networks to allow it"),
+     "pass --allow-private, or --allow-network CIDR, to allow it"),
 )
 
 
