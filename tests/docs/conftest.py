@@ -20,39 +20,14 @@ import shlex
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from docs_env import AGENT_CASSETTES, ROOT, STAND_IN_KEY, STRIPPED_ENV, DocEnv
-from testkit.loopback import Raw, serve
+from docs_env import ROOT, STAND_IN_KEY, STRIPPED_ENV, DocEnv
 
 #: Entries of the clone a sample never needs in its copy (the copy gets its own ``.perplexed/``).
 _NOT_LINKED = {".perplexed", ".git", ".venv", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".tmp", ".site"}
-
-
-def _body(name: str) -> tuple[str, str]:
-    data: dict[str, Any] = yaml.safe_load((AGENT_CASSETTES / name).read_text())
-    response = data["interactions"][0]["response"]
-    return response["body"]["string"], response["headers"]["Content-Type"][0]
-
-
-@pytest.fixture(scope="session")
-def agent_api_stand_in() -> Iterator[str]:
-    completed, completed_type = _body("create_completed.yaml")
-    streamed, streamed_type = _body("stream_normal.yaml")
-
-    def handle(request: Any) -> Raw:
-        if b'"stream":true' in request.body.replace(b" ", b""):
-            return Raw(streamed.encode(), content_type=streamed_type)
-        return Raw(completed.encode(), content_type=completed_type)
-
-    with serve() as server:
-        server.route("/v1/agent", handle)
-        server.route("/v1/responses", handle)
-        yield server.url
 
 
 def readme_index_commands() -> list[list[str]]:
@@ -97,13 +72,13 @@ def quickstart_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def doc_env(tmp_path: Path, searxng: Any, agent_api_stand_in: str, quickstart_index: Path) -> DocEnv:
+def doc_env(tmp_path: Path, searxng: Any, agent_stand_in_url: str, quickstart_index: Path) -> DocEnv:
     clone = _clone_copy(tmp_path / "clone")
     shutil.copytree(quickstart_index, clone / ".perplexed")
     home = tmp_path / "home"
     home.mkdir()
     provided = {
         "SEARXNG_URL": {"SEARXNG_URL": searxng.base_url},
-        "PERPLEXITY_API_KEY": {"PERPLEXITY_API_KEY": STAND_IN_KEY, "PERPLEXITY_BASE_URL": agent_api_stand_in},
+        "PERPLEXITY_API_KEY": {"PERPLEXITY_API_KEY": STAND_IN_KEY, "PERPLEXITY_BASE_URL": agent_stand_in_url},
     }
     return DocEnv(env=_user_env(home), cwd=clone, provided=provided)

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-AGENT_CASSETTES = ROOT / "cassettes" / "synthesized" / "agent"
 STAND_IN_KEY = "pplx-docs-stand-in-key-0000"
 
 #: Variables a user's shell may hold that would change what a sample does; the samples run without them
