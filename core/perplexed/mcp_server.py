@@ -586,6 +586,8 @@ def _allowed_hosts(host: str, port: int) -> set[str]:
     for name in names:
         shown = f"[{name}]" if ":" in name else name
         hosts.add(f"{shown}:{port}".lower())
+        if port == 80:  # a client may leave the default port out of Host
+            hosts.add(shown.lower())
     return hosts
 
 

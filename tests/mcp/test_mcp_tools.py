@@ -301,3 +301,11 @@ async def test_web_fetch_refusals_are_error_results(url: str, words: str) -> Non
     assert result.is_error
     assert words in result.content[0].text
     assert "Traceback" not in result.content[0].text
+
+
+def test_allowed_hosts_name_the_bound_host_and_port() -> None:
+    from perplexed.mcp_server import _allowed_hosts
+
+    assert _allowed_hosts("127.0.0.1", 8000) == {"127.0.0.1:8000", "localhost:8000", "[::1]:8000"}
+    assert _allowed_hosts("::1", 9000) == {"[::1]:9000", "localhost:9000", "127.0.0.1:9000"}
+    assert _allowed_hosts("10.1.2.3", 80) == {"10.1.2.3:80", "10.1.2.3"}
