@@ -4,8 +4,8 @@
   run (``perplexed index examples/corpus --index .perplexed/index.db``), so the samples find the project's
   index from the working folder, as they do in a user's clone; the real clone's ``.perplexed/`` is never
   touched;
-- ``HOME`` is a fresh temporary folder; no ``PERPLEXED_*``, ``XDG_*``, provider key or URL is set (not
-  ``PERPLEXED_LOCAL_INDEX`` either: no user has it);
+- ``HOME`` is a fresh temporary folder; no ``PERPLEXED_*``, ``XDG_*``, provider key or URL is set (no index
+  variable either: no user has one);
 - a sample that says ``# needs SEARXNG_URL`` gets the real SearXNG the test session starts on 127.0.0.1; one
   that says ``# needs PERPLEXITY_API_KEY`` gets a stand-in key and ``PERPLEXITY_BASE_URL`` pointing at a loopback
   Agent API serving the synthesized cassettes' bodies. Without them, such a sample must fail with a message
