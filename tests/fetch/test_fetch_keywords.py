@@ -1,0 +1,63 @@
+"""One argument behaviour for fetching, as for searching (issue 26, point 4): a misspelt keyword or fetch
+provider name, in the core and in both adapters, names the closest valid one, by meaning and case."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import perplexed
+import pytest
+from perplexed import ConfigError, InvalidRequest
+
+URL = "https://example.com/"
+
+
+@pytest.mark.parametrize(
+    ("given", "closest"),
+    [({"providers": "http"}, "provider"), ({"maxchars": 10}, "max_chars"), ({"Max_Chars": 10}, "max_chars")],
+)
+def test_core_fetch_option_typos(given: dict[str, Any], closest: str) -> None:
+    with pytest.raises(InvalidRequest, match=f"did you mean '{closest}'"):
+        perplexed.prepare_fetch(URL, **given)
+
+
+@pytest.mark.parametrize(("given", "closest"), [("Http", "http"), (["http", "Jina"], "jina"), ("jinna", "jina")])
+def test_core_fetch_provider_in_another_case(given: Any, closest: str) -> None:
+    with pytest.raises(ConfigError, match=f"unknown fetch provider .*did you mean '{closest}'.*known fetch providers"):
+        perplexed.prepare_fetch(URL, given)
+
+
+def test_an_unknown_fetch_provider_with_nothing_close_lists_the_known_ones() -> None:
+    with pytest.raises(ConfigError) as info:
+        perplexed.prepare_fetch(URL, "zzzz")
+    assert "did you mean" not in str(info.value) and "known fetch providers: http" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("given", "closest"),
+    [({"providers": "http"}, "provider"), ({"max_char": 10}, "max_chars"), ({"provider": "Http"}, "http")],
+)
+def test_langchain_fetch_tool_typos_are_validation_errors_naming_the_closest(
+    given: dict[str, Any], closest: str
+) -> None:
+    pytest.importorskip("langchain_core")
+    from pydantic import ValidationError
+
+    from langchain_perplexed import PerplexedFetchTool
+
+    with pytest.raises(ValidationError, match=f"did you mean '{closest}'"):
+        PerplexedFetchTool(**given)
+    assert PerplexedFetchTool(max_chars=10, name="read").max_chars == 10  # fields still accepted
+
+
+@pytest.mark.parametrize(("given", "closest"), [({"providers": "http"}, "provider"), ({"provider": "Http"}, "http")])
+def test_loader_and_reader_typos(given: dict[str, Any], closest: str) -> None:
+    pytest.importorskip("langchain_core")
+    pytest.importorskip("llama_index.core")
+    from langchain_perplexed import PerplexedLoader
+    from llama_index_perplexed import PerplexedReader
+
+    with pytest.raises((InvalidRequest, ConfigError), match=f"did you mean '{closest}'"):
+        PerplexedLoader([URL], **given)
+    with pytest.raises((InvalidRequest, ConfigError), match=f"did you mean '{closest}'"):
+        PerplexedReader(**given)
