@@ -25,7 +25,7 @@ from pydantic import (
     model_validator,
 )
 
-__all__ = ["ProviderCredentials", "SearchConfig", "protect_secrets", "redact_spec"]
+__all__ = ["KnownNames", "ProviderCredentials", "SearchConfig", "protect_secrets", "redact_spec"]
 
 # The core's own lists (so a new chain or search option cannot be forgotten here; each is a field below).
 CHAIN_FIELDS = tuple(ChainOptions.model_fields)
@@ -84,7 +84,20 @@ def _field_names(model: type[BaseModel]) -> list[str]:
     return names
 
 
-class SearchConfig(BaseModel):
+class KnownNames(BaseModel):
+    """A mixin of every LangChain component: a misspelt constructor keyword names the closest field
+    (``topk``: did you mean 'k'?), raised as a ValueError, so pydantic reports it as its ValidationError, as
+    for any other bad field (rather than pydantic's bare "Extra inputs are not permitted")."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_names(cls, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            chain.check_names([str(name) for name in data], _field_names(cls), what="option")
+        return data
+
+
+class SearchConfig(KnownNames):
     """Provider chain, chain options and search options, as fields (a mixin of the LangChain components).
 
     Every option is handed to :func:`perplexed.search` as is; ``None`` means "the core's default". An unknown
@@ -170,15 +183,6 @@ class SearchConfig(BaseModel):
     # Whether provider="perplexity-agent" (the Agent API searching by itself) is a valid choice: the answer
     # components say yes.
     _grounding_modes: ClassVar[bool] = False
-
-    @model_validator(mode="before")
-    @classmethod
-    def _known_names(cls, data: Any) -> Any:
-        # A misspelt keyword names the closest field ("topk": did you mean 'k'?); raised as a ValueError,
-        # so pydantic reports it as its ValidationError, as for any other bad field.
-        if isinstance(data, Mapping):
-            chain.check_names([str(name) for name in data], _field_names(cls), what="option")
-        return data
 
     @model_validator(mode="before")
     @classmethod

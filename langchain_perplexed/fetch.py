@@ -14,6 +14,7 @@ from langchain_core.tools import BaseTool, ToolException
 from perplexed import InvalidRequest, Page, PerplexedError, UpstreamError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ._config import KnownNames
 from ._portable import PORTABLE, PortableToolSchema
 from ._run import arun_core, run_core
 
@@ -112,7 +113,7 @@ def fetch_tool_error(exc: PerplexedError) -> ToolException:
     return ToolException(f"Could not read the page: {exc}")
 
 
-class PerplexedFetchTool(PortableToolSchema, BaseTool):
+class PerplexedFetchTool(KnownNames, PortableToolSchema, BaseTool):
     """Reading a web page as a LangChain tool (``perplexed_fetch``), with ``content_and_artifact``: the model
     sees the title, URL and content (a slice, with the ``start_index`` of the next one when cut); the artifact
     is the page as a Document (metadata as :class:`PerplexedLoader`'s).

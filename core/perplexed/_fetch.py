@@ -181,7 +181,7 @@ def prepare_fetch(url: object, provider: Any = None, **options: Any) -> FetchPla
     known = set(FETCH_OPTION_NAMES) | set(FETCH_CHAIN_NAMES) | extra_names
     for name in options:
         if name not in known:
-            raise unknown_keyword(name, known, what="fetch option")
+            raise unknown_keyword(name, ["provider", *known], what="fetch option")
     chain_kw = {k: options.pop(k) for k in FETCH_CHAIN_NAMES if k in options}
     chain_kw["fallback_on"] = parse_fallback_on(chain_kw.get("fallback_on"))
     chain = ChainOptions.build(**chain_kw)

@@ -32,6 +32,9 @@ def declared_options(providers: Sequence[Any]) -> set[str] | None:
     return names
 
 
+#: Keywords that configure one provider (its spec's), not a search: named as such when given to a search.
+CREDENTIALS = {"api_key": "env_key", "base_url": "env_base_url"}  # -> the provider class's variable
+
 #: Other frameworks' words for a count of results, suggested as ``max_results`` (or an adapter's own word).
 COUNT_WORDS = frozenset(
     {"k", "top_k", "topk", "n", "num", "num_results", "n_results", "limit", "count", "size", "results",
@@ -102,6 +105,12 @@ def check_search_options(
         hint = f"{mode} takes no provider-specific options" if mode else (
             f"not a search or chain option, nor one of {labels}'s own options" if labels else ""
         )
+        taking = [p for p in providers if getattr(type(p), CREDENTIALS.get(name, ""), None)] if not mode else []
+        if taking:  # "pass api_key=..." in a provider's error means in its spec, not beside the query
+            member = taking[0]
+            variable = getattr(type(member), CREDENTIALS[name])
+            hint = (f"a provider's {name} goes in its spec: provider={{'name': {type(member).name!r}, {name!r}: ...}}, "
+                    f"or set {variable}")
         pool = ["provider", *COMMON_OPTIONS, *CHAIN_OPTION_NAMES, *declared, *also]
         raise unknown_keyword(name, pool, hint=hint)
 

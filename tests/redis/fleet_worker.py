@@ -4,7 +4,9 @@ worker sharing one RedisStore, and prints one JSON line describing every search 
 The test forks the workers (``run(cfg)``: forked processes skip the seconds of imports a fresh interpreter
 pays on a loaded machine); ``python fleet_worker.py '<json config>'`` runs one by hand. Config keys: ``mode`` (``"fleet"`` or ``"faults"``),
 ``store`` (the Redis URL), ``prefix``, ``base`` (the loopback providers' server URL), ``worker``,
-``workers``, ``timeout_ms``, ``barrier`` (a Redis key the workers count up to meet).
+``workers``, ``timeout_ms``, ``barrier`` (a Redis key the workers count up to meet); mode ``"outage"``:
+``stop`` (a file: the worker stops when it exists) and ``marks`` (a directory: the worker creates
+``down-<worker>`` when it first sees the store unavailable and ``up-<worker>`` when the store is back).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import perplexed
@@ -101,6 +104,31 @@ def faults(cfg: dict[str, Any], store: RedisStore) -> list[dict[str, Any]]:
     return results
 
 
+def outage(cfg: dict[str, Any], store: RedisStore) -> list[dict[str, Any]]:
+    """Search a ``"5/s"`` provider as fast as its limit lets this worker (waiting up to 2 s for a slot) until
+    the stop file appears; mark when the store goes down and when it is back."""
+    base, me = cfg["base"], cfg["worker"]
+    rl = SearXNG(base_url=f"{base}/r", name="rl", rate_limit="5/s", rate_limit_wait_ms=2000)
+    fb = FunctionProvider(fallback, name="fallback")
+    stop, marks = Path(cfg["stop"]), Path(cfg["marks"])
+    results = []
+    seen_down = False
+    i = 0
+    while not stop.exists():
+        result = one("outage", f"outage {me} {i}", [rl, fb], provider_timeout_ms=2000, deadline_ms=5000)
+        results.append({k: result[k] for k in ("phase", "query", "at", "elapsed_s", "provider", "error")
+                        if k in result})
+        i += 1
+        if not store.available and not seen_down:
+            seen_down = True
+            (marks / f"down-{me}").touch()
+        elif store.available and seen_down:
+            (marks / f"up-{me}").touch()
+        if result.get("provider") != "rl":
+            time.sleep(0.05)  # skipped (no slot within 2 s): do not spin
+    return results
+
+
 def run(cfg: dict[str, Any]) -> dict[str, Any]:
     """One worker's whole run; the report the test reads."""
     perplexed.reset()  # a forked worker starts from nothing the test process configured
@@ -108,7 +136,7 @@ def run(cfg: dict[str, Any]) -> dict[str, Any]:
                        fleet_size=cfg["workers"])
     perplexed.configure(store=store, spend_limits={"day": cfg.get("day_limit", 0.10)})
     started = time.monotonic()
-    results = (fleet if cfg["mode"] == "fleet" else faults)(cfg, store)
+    results = {"fleet": fleet, "faults": faults, "outage": outage}[cfg["mode"]](cfg, store)
     took = time.monotonic() - started
     report = {"worker": cfg["worker"], "results": results, "outages": store.outages,
               "available": store.available, "last_error": store.last_error, "took_s": took}

@@ -32,6 +32,7 @@ from perplexed.store._resp import (
     RespClient,
     RespError,
 )
+from testkit import loopback as lb
 from testkit.valkey_servers import ValkeyCluster, ValkeyServer
 
 P = "provider-identity"
@@ -206,6 +207,14 @@ def endless_array(conn: socket.socket) -> None:
         time.sleep(0.001)
 
 
+def dripped_array(conn: socket.socket) -> None:
+    read_command(conn)
+    conn.sendall(b"*250000\r\n")  # under the element cap: read to its end, in 2 500 small pieces
+    for _ in range(2500):
+        conn.sendall(b":1\r\n" * 100)
+        time.sleep(0.001)
+
+
 def deep_array(conn: socket.socket) -> None:
     read_command(conn)
     conn.sendall(b"*1\r\n" * 200000 + b":1\r\n")
@@ -229,6 +238,42 @@ async def test_a_hostile_server_costs_bounded_memory_and_one_failed_call(handler
         assert await asyncio.to_thread(fake.closed_by_client.wait, 10) or handler is deep_array  # we hung up
         await client.aclose()
     finally:
+        fake.close()
+
+
+@pytest.mark.timing
+async def test_a_dripping_server_costs_a_search_no_more_than_its_deadline(redis_prefix: str) -> None:
+    # the case: a large array dripped in small chunks once stalled the event loop for seconds (each
+    # chunk re-parsed from the start) and a deadline_ms=2000 search took 4 s. A 1 s store timeout: the reply
+    # drips in for that long (and on, after the call gave up: the connection keeps reading it until a cap)
+    fake = FakeRedis(dripped_array)
+    store = RedisStore(fake.url, prefix=redis_prefix, timeout_ms=1000)
+    gaps: list[float] = []
+
+    async def ticker() -> None:
+        last = time.monotonic()
+        while True:
+            await asyncio.sleep(0.01)
+            now = time.monotonic()
+            gaps.append(now - last)
+            last = now
+
+    tick = asyncio.create_task(ticker())
+    perplexed.configure(store=store)
+    provider = FunctionProvider(lambda q, options: [Hit(id=1, url="https://example.com/1")], name="fn",
+                                rate_limit="100/s")
+    try:
+        for i in range(3):
+            started = time.monotonic()
+            result = await perplexed.asearch(f"drip {i}", [provider], deadline_ms=2000)
+            assert result.provider == "fn"
+            assert time.monotonic() - started < 1.0 + lb.SLACK  # the store timeout, once
+            await asyncio.sleep(RETRY_S / 2)  # the dripped reply keeps coming on the connection meanwhile
+        assert max(gaps) < 0.25, max(gaps)  # the loop kept running: no re-parse from the start (it stalled 0.46 s)
+        assert store.outages == 1
+    finally:
+        tick.cancel()
+        perplexed.reset()
         fake.close()
 
 
@@ -313,6 +358,18 @@ async def test_a_wrong_password_leaves_no_socket(valkey_factory: Any) -> None:
         assert int(plain.info("clients")["connected_clients"]) <= 2
     finally:
         plain.close()
+
+
+async def test_a_refused_select_leaves_no_socket(valkey: ValkeyServer) -> None:
+    client = RespClient(options(f"redis://127.0.0.1:{valkey.port}/999"), 5.0)  # 16 databases: SELECT 999 fails
+    await asyncio.sleep(0)
+    fds = open_fds()
+    for _ in range(30):
+        with pytest.raises(RespError, match="DB index"):
+            await client.execute_command("PING")
+    await asyncio.sleep(0.2)
+    assert open_fds() <= fds + 1
+    await client.aclose()
 
 
 @pytest.mark.parametrize(("url", "named"), [
@@ -499,6 +556,41 @@ async def test_an_outage_releases_no_burst_across_a_fleet(used_before: bool) -> 
     assert max(in_window(1010.0 + s * 0.01) for s in range(0, 900)) <= 10  # later: the share's pace
     assert len([t for t in calls if t >= 1010.0]) <= 5 * 10 + 8  # ~ the limit over the 10 s (not 8x it)
     assert all(store.outages == 1 for store in fleet)
+
+
+class _HangsOnce(MemoryStore):
+    hang = False
+
+    async def admit(self, request: Admission) -> Any:
+        if self.hang:
+            self.hang = False
+            await asyncio.sleep(1.0)  # one call that misses the 50 ms store timeout
+        return self.admit_now(request)
+
+
+async def test_one_spurious_timeout_releases_no_burst() -> None:
+    # one process using "5/s" (fleet_size=8) to the full; one store call times out. Before: its degraded window
+    # started empty and it made 5 calls at once. Now the window holds its own last admissions: no call until
+    # its share frees a slot (one per 1.6 s)
+    now = [1000.0]
+    remote = _HangsOnce(clock=lambda: now[0])
+    store = ResilientStore(remote, kind="test", timeout_s=0.05, fleet_size=8, clock=lambda: now[0])
+    request = Admission(P, "p", rate_limit=(5, 1.0))
+    granted = 0
+    for step in range(300):  # 3 s at the limit through the remote
+        now[0] = 1000.0 + step * 0.01
+        granted += (await store.admit(request)).verdict == "call"
+    assert granted == 15 and store.available
+    remote.hang = True
+    assert (await store.admit(request)).verdict == "rate_limited"  # the call that timed out
+    assert store.outages == 1
+    local_calls = 0
+    for step in range(1, 101):  # the next (virtual) second, in-process until the next probe
+        now[0] = 1003.0 + step * 0.01
+        decision = await store.admit(request)
+        if not store.available:
+            local_calls += decision.verdict == "call"
+    assert local_calls <= 1
 
 
 async def test_a_cold_cluster_client_does_not_open_an_outage(valkey_cluster: ValkeyCluster, redis_prefix: str) -> None:

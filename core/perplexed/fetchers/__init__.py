@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .._errors import ConfigError
+from .._keywords import suggestion
 from ._base import FetchAnswer, FetchOptions, FetchProvider, FunctionFetcher, page_failure, status_reason
 
 __all__ = [
@@ -55,8 +56,9 @@ def get(name: str) -> type[FetchProvider]:
     """The fetch-provider class registered as ``name``; ConfigError for an unknown name."""
     entry = _REGISTRY.get(name)
     if entry is None:
-        known = ", ".join(_REGISTRY)
-        raise ConfigError(f"unknown fetch provider {name!r}; known fetch providers: {known}")
+        near = suggestion(name, _REGISTRY)
+        hint = f": did you mean {near!r}?" if near is not None else ""
+        raise ConfigError(f"unknown fetch provider {name!r}{hint} (known fetch providers: {', '.join(_REGISTRY)})")
     if isinstance(entry, str):
         module_name, cls_name = entry.split(":")
         module = importlib.import_module(f"{__name__}.{module_name}")
