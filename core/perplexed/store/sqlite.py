@@ -95,10 +95,49 @@ class _Busy(Exception):
     """The write lock is taken: decide on the worker thread, which waits for it."""
 
 
+class _Abandoned(Exception):
+    """The caller stopped waiting for this decision (an outage): it was rolled back, nothing was taken."""
+
+
+class _Handoff:
+    """Who has the last word on a decision made on the worker thread: the worker, about to commit it, or the
+    caller, that stopped waiting. Exactly one wins, so a decision the caller gave up on never takes a slot,
+    a trial lease or money that no call will use, and one that was committed is never thrown away."""
+
+    __slots__ = ("_lock", "_state")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._state = 0  # 0: open, 1: committing, 2: abandoned
+
+    def commit(self) -> bool:
+        with self._lock:
+            if self._state == 2:
+                return False
+            self._state = 1
+            return True
+
+    @property
+    def abandoned(self) -> bool:
+        return self._state == 2
+
+    def abandon(self) -> bool:
+        with self._lock:
+            if self._state == 1:
+                return False
+            self._state = 2
+            return True
+
+
 def _log_failure(future: Any) -> None:
     exc = future.exception()
     if exc is not None:
         logger.warning("state store record failed (%s: %s); going on without it", type(exc).__name__, exc)
+
+
+def _quiet(future: Any) -> None:
+    if not future.cancelled():
+        future.exception()  # retrieved: an abandoned decision's end is nobody's business
 
 
 def _locked(exc: BaseException) -> bool:
@@ -169,11 +208,13 @@ class SQLiteStore(Store):
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, fn, *args)
 
-    def _transaction(self, fn: Callable[[sqlite3.Connection, float], T]) -> T:
+    def _transaction(self, fn: Callable[[sqlite3.Connection, float], T], handoff: _Handoff | None = None) -> T:
         conn = self._connect()
         self._begin(conn)
         try:
             out = fn(conn, self.clock())
+            if handoff is not None and not handoff.commit():
+                raise _Abandoned
         except BaseException:
             conn.execute("ROLLBACK")
             raise
@@ -201,12 +242,22 @@ class SQLiteStore(Store):
                 return self._recovered(self._admit_inline(request))
             except _Busy:
                 pass
+        handoff = _Handoff()
+        future = asyncio.get_running_loop().run_in_executor(self._executor, self._admit, request, handoff)
         try:
             async with asyncio.timeout(self.busy_timeout_ms / 1000 + 0.25):  # the worker waits busy_timeout
-                return self._recovered(await self._run(self._admit, request))
+                return self._recovered(await asyncio.shield(future))
+        except asyncio.CancelledError:  # the search was cancelled: a decision not yet committed never will be
+            if handoff.abandon():
+                future.add_done_callback(_quiet)
+            raise
         except (TimeoutError, sqlite3.OperationalError) as exc:
             if not _locked(exc):
                 raise
+            if isinstance(exc, TimeoutError):
+                if not handoff.abandon():
+                    return self._recovered(await future)  # the worker is committing it: the decision stands
+                future.add_done_callback(_quiet)  # it rolls back (or fails on the lock): nothing was taken
             self._lock_outage(exc)
             return self._admit_degraded(request)
 
@@ -290,7 +341,9 @@ class SQLiteStore(Store):
         conn.execute("COMMIT")
         return out
 
-    def _admit(self, request: Admission) -> Decision:
+    def _admit(self, request: Admission, handoff: _Handoff | None = None) -> Decision:
+        if handoff is not None and handoff.abandoned:  # queued behind a lock wait: do not wait again for nothing
+            raise _Abandoned
         needs_write = (
             request.cooldown or request.rate_limit is not None or request.price > 0 or request.claim_fill
         )
@@ -301,7 +354,7 @@ class SQLiteStore(Store):
                 if hit is not None:
                     return hit
             return Decision("over_budget") if request.over_call_budget else CALL
-        return self._transaction(lambda conn, now: self._admit_tx(conn, now, request))
+        return self._transaction(lambda conn, now: self._admit_tx(conn, now, request), handoff)
 
     @staticmethod
     def _cache_get(conn: sqlite3.Connection, key: str, now: float) -> Decision | None:
