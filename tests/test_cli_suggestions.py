@@ -39,3 +39,14 @@ def test_nothing_close_adds_nothing(capsys: pytest.CaptureFixture[str]) -> None:
 )
 def test_both_argparse_spellings_of_invalid_choice(message: str) -> None:
     assert "did you mean 'search'?" in _with_choice_hint(message)
+
+
+@pytest.mark.parametrize(("window", "closest"), [("dya", "day"), ("Day", "day"), ("weekly", "week"), ("hours", "hour")])
+def test_a_misspelt_spend_window_names_the_closest(window: str, closest: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from perplexed import ConfigError
+    from perplexed._policy import parse_spend_limits
+
+    with pytest.raises(ConfigError, match=f"did you mean '{closest}'"):
+        parse_spend_limits({window: 5})
+    assert main(["search", "q", "-p", "local", "--spend-limit", f"{window}=5"]) == 2
+    assert f"did you mean '{closest}'" in capsys.readouterr().err

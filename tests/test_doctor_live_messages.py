@@ -31,3 +31,14 @@ def test_a_misspelt_provider_names_the_closest(capsys: pytest.CaptureFixture[str
     code = main(["doctor", "--live", "Tavily"])
     _, err = capsys.readouterr()
     assert code != 0 and "did you mean 'tavily'" in err
+
+
+def test_a_live_row_says_it_in_the_command_lines_words(capsys: pytest.CaptureFixture[str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Agent API row without a key: "set the PERPLEXITY_API_KEY environment variable", no Python hint."""
+    monkeypatch.delenv("PERPLEXITY_API_KEY", raising=False)
+    monkeypatch.setenv("COLUMNS", "200")
+    main(["doctor", "--live", "--agent", "--yes"])
+    out = capsys.readouterr().out
+    assert "set the PERPLEXITY_API_KEY environment variable" in out
+    assert "api_key=" not in out

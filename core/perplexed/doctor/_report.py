@@ -7,6 +7,7 @@ import os
 import sys
 from typing import Any
 
+from .._cli_options import cli_words
 from .._cli_output import print_json  # the CLI's one JSON writer (escapes for a narrow console)
 from .._errors import UsageError
 from ._checks import DRIFT, ERROR, INFO, MISSING, OK, WARN
@@ -137,7 +138,7 @@ def _notes(row: LiveRow) -> str:
     """The Notes cell of a live row: the error, what drifted, the cost note, new fields, the cassette."""
     notes = []
     if row.error:
-        notes.append(row.error)
+        notes.append(cli_words(row.error))  # the command line's words ("set PERPLEXITY_API_KEY", not "api_key=")
     if row.missing:
         notes.append("missing: " + ", ".join(row.missing))
     if row.wrong_type:
