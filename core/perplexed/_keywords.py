@@ -17,7 +17,8 @@ from typing import Any
 from ._errors import InvalidRequest
 from ._options import CHAIN_OPTION_NAMES, COMMON_OPTIONS, SearchOptions
 
-__all__ = ["check_names", "check_search_options", "declared_options", "suggestion", "unknown_keyword"]
+__all__ = ["check_names", "check_search_options", "credential_hint", "declared_options", "suggestion",
+           "unknown_keyword"]
 
 
 def declared_options(providers: Sequence[Any]) -> set[str] | None:
@@ -70,6 +71,18 @@ def suggestion(name: str, candidates: Iterable[str]) -> str | None:
     return None
 
 
+def credential_hint(name: str, providers: Sequence[Any]) -> str | None:
+    """Where ``api_key``/``base_url`` given beside a query or URL go (a provider's "pass api_key=..." error
+    sends users there): the spec of the first chain member that reads one, or its variable; None otherwise."""
+    attribute = CREDENTIALS.get(name)
+    taking = [p for p in providers if attribute and getattr(type(p), attribute, None)]
+    if attribute is None or not taking:
+        return None
+    member = type(taking[0])
+    return (f"a provider's {name} goes in its spec: provider={{'name': {member.name!r}, {name!r}: ...}}, "
+            f"or set {getattr(member, attribute)}")
+
+
 def unknown_keyword(name: str, candidates: Iterable[str], *, what: str = "option", hint: str = "") -> InvalidRequest:
     """``InvalidRequest`` for an unknown keyword, naming the closest valid one when there is one."""
     near = suggestion(name, candidates)
@@ -105,12 +118,7 @@ def check_search_options(
         hint = f"{mode} takes no provider-specific options" if mode else (
             f"not a search or chain option, nor one of {labels}'s own options" if labels else ""
         )
-        taking = [p for p in providers if getattr(type(p), CREDENTIALS.get(name, ""), None)] if not mode else []
-        if taking:  # "pass api_key=..." in a provider's error means in its spec, not beside the query
-            member = taking[0]
-            variable = getattr(type(member), CREDENTIALS[name])
-            hint = (f"a provider's {name} goes in its spec: provider={{'name': {type(member).name!r}, {name!r}: ...}}, "
-                    f"or set {variable}")
+        hint = (None if mode else credential_hint(name, providers)) or hint
         pool = ["provider", *COMMON_OPTIONS, *CHAIN_OPTION_NAMES, *declared, *also]
         raise unknown_keyword(name, pool, hint=hint)
 

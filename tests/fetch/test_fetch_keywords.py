@@ -80,3 +80,14 @@ def test_without_the_fetch_extra_the_error_says_to_install_it(
         perplexed.fetch(loopback.url_for("/article"), allow_private=["127.0.0.0/8"])
     assert "pip install 'perplexed-search[fetch]'" in str(info.value)
     assert "unexpected" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("provider", "given", "words"),
+    [("jina", {"api_key": "jina-secret-1"}, "provider={'name': 'jina', 'api_key': ...}, or set JINA_API_KEY"),
+     (["http", "jina"], {"base_url": "http://127.0.0.1:1"}, "provider={'name': 'jina', 'base_url': ...}")],
+)
+def test_a_credential_beside_the_url_says_where_it_goes(provider: Any, given: dict[str, str], words: str) -> None:
+    with pytest.raises(InvalidRequest) as info:
+        perplexed.prepare_fetch(URL, provider, **given)
+    assert words in str(info.value) and "secret-1" not in str(info.value)
