@@ -71,10 +71,10 @@ _CHECKPOINT_EVERY = 200
 _FILL_POLL_S = 0.02
 
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS cache (key TEXT PRIMARY KEY, expires REAL NOT NULL, value BLOB NOT NULL);
-CREATE TABLE IF NOT EXISTS fills (key TEXT PRIMARY KEY, until REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS cache (key TEXT PRIMARY KEY, expires REAL NOT NULL, value BLOB NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS fills (key TEXT PRIMARY KEY, until REAL NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS rate_window (provider TEXT NOT NULL, ts REAL NOT NULL);
-CREATE INDEX IF NOT EXISTS rate_window_idx ON rate_window (provider, ts);
+DROP INDEX IF EXISTS rate_window_idx;
 CREATE INDEX IF NOT EXISTS rate_window_order_idx ON rate_window (provider);
 CREATE TABLE IF NOT EXISTS rate_state (provider TEXT NOT NULL, window_s REAL NOT NULL, count INTEGER NOT NULL,
                                        cursor INTEGER NOT NULL, PRIMARY KEY (provider, window_s));
@@ -365,18 +365,22 @@ class SQLiteStore(Store):
 
     def _admit_tx(self, conn: sqlite3.Connection, now: float, request: Admission) -> Decision:
         key = request.cache_key
-        if key is not None:
+        fill_claimed = False
+        if key is not None and request.claim_fill and not request.over_call_budget:
+            # the cached answer and the fill claim in one statement
+            value, until = conn.execute("SELECT (SELECT value FROM cache WHERE key = ?1 AND expires > ?2), "
+                                        "(SELECT until FROM fills WHERE key = ?1)", (key, now)).fetchone()
+            if value is not None:
+                return Decision("cached", answer=decode_answer(value))
+            if until is not None and until > now:
+                return Decision("fill_pending", wait_s=until - now)
+            fill_claimed = True
+        elif key is not None:
             hit = self._cache_get(conn, key, now)
             if hit is not None:
                 return hit
         if request.over_call_budget:
             return Decision("over_budget")
-        fill_claimed = False
-        if key is not None and request.claim_fill:
-            row = conn.execute("SELECT until FROM fills WHERE key = ?", (key,)).fetchone()
-            if row is not None and row[0] > now:
-                return Decision("fill_pending", wait_s=row[0] - now)
-            fill_claimed = True
         provider = request.provider
         trial = False
         cool_state: CoolState | None = None
@@ -391,12 +395,12 @@ class SQLiteStore(Store):
                 trial = verdict == "trial"
         if request.rate_limit is not None:
             limit, window_s = request.rate_limit
-            start = now - window_s
-            count = self._window_count(conn, provider, window_s, now)
+            count, cursor = self._window_count(conn, provider, window_s, now)
             if count >= limit:  # full: the (count - limit + 1)-th oldest must leave first (window_admit's rule)
-                (blocking,) = conn.execute(
-                    "SELECT ts FROM rate_window WHERE provider = ? AND ts > ? ORDER BY ts LIMIT 1 OFFSET ?",
-                    (provider, start, count - limit)).fetchone()
+                row = conn.execute(  # the admissions after the cursor are the window's, oldest first
+                    "SELECT ts FROM rate_window WHERE provider = ? AND rowid > ? ORDER BY rowid LIMIT 1 OFFSET ?",
+                    (provider, cursor, count - limit)).fetchone()
+                blocking = row[0] if row is not None else now
                 return Decision("rate_limited", wait_s=max(0.0, blocking + window_s - now))
         price = request.price
         if price > 0 and request.spend_limits:
@@ -425,7 +429,8 @@ class SQLiteStore(Store):
     # check costs a few rows whatever the limit, not a COUNT over the window.
 
     @staticmethod
-    def _window_count(conn: sqlite3.Connection, provider: str, window_s: float, now: float) -> int:
+    def _window_count(conn: sqlite3.Connection, provider: str, window_s: float, now: float) -> tuple[int, int]:
+        """The admissions inside the window, and the last one that left it (those after it are inside)."""
         cutoff = now - window_s
         row = conn.execute("SELECT count, cursor FROM rate_state WHERE provider = ? AND window_s = ?",
                            (provider, window_s)).fetchone()
@@ -435,7 +440,7 @@ class SQLiteStore(Store):
                 "FROM rate_window WHERE provider = ?", (cutoff, cutoff, provider)).fetchone()
             conn.execute("INSERT INTO rate_state (provider, window_s, count, cursor) VALUES (?, ?, ?, ?)",
                          (provider, window_s, count, cursor))
-            return int(count)
+            return int(count), int(cursor)
         count, cursor = int(row[0]), int(row[1])
         moved = False
         # the admissions after the cursor, oldest first, read one at a time: usually the first is still inside
@@ -451,7 +456,7 @@ class SQLiteStore(Store):
         if moved:
             conn.execute("UPDATE rate_state SET count = ?, cursor = ? WHERE provider = ? AND window_s = ?",
                          (max(count, 0), cursor, provider, window_s))
-        return max(count, 0)
+        return max(count, 0), cursor
 
     # Spend per rolling window: a running total per window (spend_window), kept with the entries, so that a
     # limit check reads one row and the entries that left the window since (usually none), not a day of rows.
