@@ -200,8 +200,8 @@ class SQLiteStore(Store):
             self._conn = conn
         return conn
 
-    @staticmethod
-    def _begin(conn: sqlite3.Connection) -> None:
+    def _begin(self, conn: sqlite3.Connection) -> None:
+        """Every write transaction starts here (the benchmark counts them)."""
         conn.execute("BEGIN IMMEDIATE")
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
@@ -330,7 +330,7 @@ class SQLiteStore(Store):
                     if hit is not None:
                         return hit
                 return Decision("over_budget") if request.over_call_budget else CALL
-            conn.execute("BEGIN IMMEDIATE")
+            self._begin(conn)
         except sqlite3.OperationalError as exc:  # locked or busy: let the worker wait for it
             raise _Busy from exc
         try:
@@ -438,19 +438,16 @@ class SQLiteStore(Store):
             return int(count)
         count, cursor = int(row[0]), int(row[1])
         moved = False
-        while True:
-            rows = conn.execute("SELECT rowid, ts FROM rate_window WHERE provider = ? AND rowid > ? "
-                                "ORDER BY rowid LIMIT 64", (provider, cursor)).fetchall()
-            stop = False
-            for rowid, ts in rows:
-                if ts > cutoff:
-                    stop = True
-                    break
-                count -= 1
-                cursor = rowid
-                moved = True
-            if stop or len(rows) < 64:
+        # the admissions after the cursor, oldest first, read one at a time: usually the first is still inside
+        rows = conn.execute("SELECT rowid, ts FROM rate_window WHERE provider = ? AND rowid > ? ORDER BY rowid",
+                            (provider, cursor))
+        for rowid, ts in rows:
+            if ts > cutoff:
                 break
+            count -= 1
+            cursor = rowid
+            moved = True
+        rows.close()
         if moved:
             conn.execute("UPDATE rate_state SET count = ?, cursor = ? WHERE provider = ? AND window_s = ?",
                          (max(count, 0), cursor, provider, window_s))
@@ -473,16 +470,14 @@ class SQLiteStore(Store):
             return float(total)
         total, cursor = float(row[0]), int(row[1])
         moved = False
-        while True:
-            rows = conn.execute("SELECT id, ts, amount FROM spend WHERE id > ? ORDER BY id LIMIT 64",
-                                (cursor,)).fetchall()
-            left = [r for r in rows if r[1] <= cutoff]
-            for entry_id, _, amount in left:
-                total -= amount
-                cursor = entry_id
-                moved = True
-            if len(left) < 64 or len(rows) < 64:
+        rows = conn.execute("SELECT id, ts, amount FROM spend WHERE id > ? ORDER BY id", (cursor,))
+        for entry_id, ts, amount in rows:  # oldest first, one at a time: usually the first is still inside
+            if ts > cutoff:
                 break
+            total -= amount
+            cursor = entry_id
+            moved = True
+        rows.close()
         if moved:
             total = max(total, 0.0) if total < 1e-12 else total
             conn.execute("UPDATE spend_window SET total = ?, cursor = ? WHERE window_s = ?", (total, cursor, window_s))
@@ -548,7 +543,7 @@ class SQLiteStore(Store):
     def _record_inline(self, record: Record) -> None:
         try:
             conn = self._inline_conn()
-            conn.execute("BEGIN IMMEDIATE")
+            self._begin(conn)
         except sqlite3.OperationalError as exc:
             raise _Busy from exc
         try:
