@@ -36,6 +36,7 @@ _FLAG_NAMES = re.compile(r"(?<![\w-])(" + "|".join(sorted(map(re.escape, _FLAGS)
 #: The Python hints of the library's messages, and what the command line says instead.
 _PYTHON_HINTS = (
     (re.compile(r" or pass api_key=\.\.\."), ""),
+    (re.compile(r"pass api_key= or set the (\w+) environment variable"), r"set the \1 environment variable"),
     (re.compile(r"pass base_url=\.\.\. or set (\w+)"), r"set \1"),
     (re.compile(r" or pass client=AgentClient\(api_key=\.\.\.\)( \(AsyncAgentClient for the async API\))?"), ""),
     (re.compile(r"; pass on_empty='answer' to answer without sources"), ""),

@@ -36,7 +36,7 @@ from ._extract import cut, markdown_to_text
 from ._failures import classify_exception
 from ._fetch_net import check_url, guarded_client, robots_verdict, split_url
 from ._http import get_client
-from ._keywords import unknown_keyword
+from ._keywords import credential_hint, unknown_keyword
 from ._logs import get_logger
 from ._models import Attempt, Hit, Outcome, Page, Result
 from ._options import ChainOptions
@@ -181,7 +181,8 @@ def prepare_fetch(url: object, provider: Any = None, **options: Any) -> FetchPla
     known = set(FETCH_OPTION_NAMES) | set(FETCH_CHAIN_NAMES) | extra_names
     for name in options:
         if name not in known:
-            raise unknown_keyword(name, ["provider", *known], what="fetch option")
+            raise unknown_keyword(name, ["provider", *known], what="fetch option",
+                                  hint=credential_hint(name, providers) or "")
     chain_kw = {k: options.pop(k) for k in FETCH_CHAIN_NAMES if k in options}
     chain_kw["fallback_on"] = parse_fallback_on(chain_kw.get("fallback_on"))
     chain = ChainOptions.build(**chain_kw)

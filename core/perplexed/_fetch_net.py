@@ -23,7 +23,8 @@ from urllib.parse import urljoin, urlsplit
 import httpcore
 import httpx
 
-from ._errors import InvalidRequest
+from ._errors import ConfigError, InvalidRequest
+from ._extract import FETCH_HINT
 from ._http import _pooled_transport, aiter_decoded, get_client
 from ._ssrf import (
     NOTHING,
@@ -289,7 +290,10 @@ async def _load_robots(
     client: httpx.AsyncClient, origin: str, allowed: Allowed, headers: dict[str, str]
 ) -> tuple[Any, float]:
     """Fetch and parse ``origin/robots.txt``: (protego parser | True, how long to keep it; 0: not at all)."""
-    from protego import Protego
+    try:
+        from protego import Protego  # the fetch extra
+    except ImportError as exc:  # a clear "install the fetch extra", not an unexpected ModuleNotFoundError
+        raise ConfigError(f"{FETCH_HINT} ({exc})") from None
 
     url = origin + "/robots.txt"
     for _hop in range(6):

@@ -17,7 +17,8 @@ from typing import Any
 from ._errors import InvalidRequest
 from ._options import CHAIN_OPTION_NAMES, COMMON_OPTIONS, SearchOptions
 
-__all__ = ["check_names", "check_search_options", "declared_options", "suggestion", "unknown_keyword"]
+__all__ = ["check_names", "check_search_options", "credential_hint", "declared_options", "suggestion",
+           "unknown_keyword"]
 
 
 def declared_options(providers: Sequence[Any]) -> set[str] | None:
@@ -31,6 +32,9 @@ def declared_options(providers: Sequence[Any]) -> set[str] | None:
         names.update(declared)
     return names
 
+
+#: Keywords that configure one provider (its spec's), not a search: named as such when given to a search.
+CREDENTIALS = {"api_key": "env_key", "base_url": "env_base_url"}  # -> the provider class's variable
 
 #: Other frameworks' words for a count of results, suggested as ``max_results`` (or an adapter's own word).
 COUNT_WORDS = frozenset(
@@ -65,6 +69,18 @@ def suggestion(name: str, candidates: Iterable[str]) -> str | None:
             if part in candidate.split("_"):
                 return candidate
     return None
+
+
+def credential_hint(name: str, providers: Sequence[Any]) -> str | None:
+    """Where ``api_key``/``base_url`` given beside a query or URL go (a provider's "pass api_key=..." error
+    sends users there): the spec of the first chain member that reads one, or its variable; None otherwise."""
+    attribute = CREDENTIALS.get(name)
+    taking = [p for p in providers if attribute and getattr(type(p), attribute, None)]
+    if attribute is None or not taking:
+        return None
+    member = type(taking[0])
+    return (f"a provider's {name} goes in its spec: provider={{'name': {member.name!r}, {name!r}: ...}}, "
+            f"or set {getattr(member, attribute)}")
 
 
 def unknown_keyword(name: str, candidates: Iterable[str], *, what: str = "option", hint: str = "") -> InvalidRequest:
@@ -102,6 +118,7 @@ def check_search_options(
         hint = f"{mode} takes no provider-specific options" if mode else (
             f"not a search or chain option, nor one of {labels}'s own options" if labels else ""
         )
+        hint = (None if mode else credential_hint(name, providers)) or hint
         pool = ["provider", *COMMON_OPTIONS, *CHAIN_OPTION_NAMES, *declared, *also]
         raise unknown_keyword(name, pool, hint=hint)
 

@@ -7,6 +7,7 @@ atomic step each; the tests drive them table-style with a fake clock.
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -105,7 +106,9 @@ def parse_spend_limits(value: object) -> dict[str, float]:
     for window, limit in value.items():
         if window not in SPEND_WINDOWS:
             known = ", ".join(SPEND_WINDOWS)
-            raise ConfigError(f"spend_limits: unknown window {window!r} (use {known})")
+            close = difflib.get_close_matches(str(window).lower(), SPEND_WINDOWS, n=1, cutoff=0.5)
+            hint = f": did you mean {close[0]!r}?" if close else ""
+            raise ConfigError(f"spend_limits: unknown window {window!r}{hint} (use {known})")
         out[window] = check_usd(limit, f"spend_limits[{window!r}]")
     return out
 

@@ -58,6 +58,7 @@ from ._index import (
     reset_index,
 )
 from ._index._location import index_option
+from ._keywords import suggestion
 from ._models import Attempt, Hit, Result
 from ._settings import default_chain
 
@@ -80,7 +81,24 @@ class _Parser(argparse.ArgumentParser):
         self.commands = {}
 
     def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{message} (see `{self.prog} --help`)")
+        raise UsageError(f"{_with_choice_hint(message)} (see `{self.prog} --help`)")
+
+
+_INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)$")
+
+
+def _with_choice_hint(message: str) -> str:
+    """argparse's "invalid choice: 'serch' (choose from ...)" with the closest choice named, as everywhere
+    else ("did you mean 'search'?")."""
+    found = _INVALID_CHOICE.search(message)
+    if found is None:
+        return message
+    listed = found.group(2)  # 'a', 'b' (Python 3.11) or a, b (later versions)
+    choices = re.findall(r"'([^']*)'", listed) or [c.strip() for c in listed.split(",")]
+    near = suggestion(found.group(1), choices)
+    if near is None:
+        return message
+    return f"{message[:found.start()]}invalid choice: {found.group(1)!r}: did you mean {near!r}? (choose from {found.group(2)})"
 
 
 # --- entry point --------------------------------------------------------------------------------------
@@ -131,15 +149,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _unrecognized(parser: _Parser, command: str | None, extra: list[str]) -> str:
     """What ``perplexed COMMAND`` says about arguments it does not take: each, with the closest option of that
     command when one is close, and the command's own --help."""
-    import difflib
-
     sub = parser.commands.get(command or "")
-    options = [o for action in (sub or parser)._actions for o in action.option_strings if o.startswith("--")]
+    options = {o[2:].replace("-", "_"): o for action in (sub or parser)._actions for o in action.option_strings
+               if o.startswith("--")}
     words = []
     for arg in extra:
         name = arg.split("=", 1)[0]
-        close = difflib.get_close_matches(name, options, n=1, cutoff=0.6) if name.startswith("-") else []
-        words.append(f"{arg} (did you mean {close[0]}?)" if close else arg)
+        # by meaning and case, as the library's keywords (--topk -> --max-results, --providers -> --provider)
+        near = suggestion(name.lstrip("-").replace("-", "_"), options) if name.startswith("-") else None
+        words.append(f"{arg} (did you mean {options[near]}?)" if near else arg)
     where = f"perplexed {command}" if sub is not None else "perplexed"
     return f"unrecognized arguments: {' '.join(words)} (see `{where} --help`)"
 

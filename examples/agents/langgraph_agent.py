@@ -18,7 +18,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from langchain.agents import create_agent
+try:
+    from langchain.agents import create_agent
+except ImportError:  # langchain (the agent runtime) is not an extra of perplexed's: the user installs it
+    raise SystemExit("this example needs the langchain package (create_agent): pip install langchain") from None
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, ToolMessage
 

@@ -40,12 +40,17 @@ async def main() -> None:
     tools = PerplexedToolSpec(["local", "searxng"], max_results=3).to_tool_list()  # search, answer, fetch
     agent = FunctionAgent(tools=tools, llm=scripted_llm("perplexed_search", "perplexed_answer"))
     handler = agent.run("What is a front yard setback?")
+    failed: list[str] = []
     async for event in handler.stream_events():
         if isinstance(event, ToolCallResult):
             first = event.tool_output.content.splitlines()[0]
             print(f"tool {event.tool_name} (error={event.tool_output.is_error}): {first[:70]}")
+            if event.tool_output.is_error:
+                failed.append(f"{event.tool_name}: {event.tool_output.content}")
     output = await handler
     print("final:", str(output.response.content)[:60])
+    if failed:  # the model was told; the one running the example is told too, and the exit code says so
+        raise SystemExit("a tool failed: " + "; ".join(failed))
 
 
 if __name__ == "__main__":

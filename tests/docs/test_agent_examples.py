@@ -52,3 +52,23 @@ def test_llamaindex_function_agent_calls_both_tools(doc_env: DocEnv) -> None:
 @pytest.mark.parametrize("name", ["langgraph_agent.py", "llamaindex_agent.py"])
 def test_each_example_says_what_it_needs(name: str) -> None:
     assert needs((EXAMPLES / name).read_text(encoding="utf-8")) == ["PERPLEXITY_API_KEY"]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("name", ["langgraph_agent.py", "llamaindex_agent.py"])
+def test_each_example_without_the_key_fails_naming_it(name: str, doc_env: DocEnv) -> None:
+    """As a user without ``PERPLEXITY_API_KEY`` runs it: a non-zero exit, and the variable to set on stderr
+    (not only in what the scripted model was told)."""
+    proc = _proc(name, doc_env, leave_out="PERPLEXITY_API_KEY")
+    assert proc.returncode != 0, proc.stdout[-2000:]
+    assert "PERPLEXITY_API_KEY" in proc.stderr, proc.stderr[-3000:]
+
+
+def test_the_langgraph_example_without_langchain_says_how_to_install_it(doc_env: DocEnv) -> None:
+    """``langchain`` (the agent runtime) is not one of perplexed's extras: without it, one line saying how."""
+    program = ("import runpy, sys; sys.modules['langchain'] = None; "
+               "runpy.run_path('examples/agents/langgraph_agent.py', run_name='__main__')")
+    proc = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=180,
+                          env=doc_env.env, cwd=doc_env.cwd)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert "pip install langchain" in proc.stderr

@@ -61,3 +61,33 @@ def test_loader_and_reader_typos(given: dict[str, Any], closest: str) -> None:
         PerplexedLoader([URL], **given)
     with pytest.raises((InvalidRequest, ConfigError), match=f"did you mean '{closest}'"):
         PerplexedReader(**given)
+
+
+@pytest.mark.parametrize("module", ["protego", "trafilatura"])
+def test_without_the_fetch_extra_the_error_says_to_install_it(
+    module: str, monkeypatch: pytest.MonkeyPatch, loopback: Any
+) -> None:
+    """robots.txt (protego) and extraction (trafilatura) both come with the fetch extra: without either, the
+    attempt's error names the extra to install, not an unexpected ModuleNotFoundError."""
+    from pages import article_html
+    from perplexed import UpstreamError
+    from testkit.loopback import Html, Status
+
+    loopback.route("/article", Html(article_html()))
+    loopback.route("/robots.txt", Status(404, b"", content_type="text/plain"))
+    monkeypatch.setitem(__import__("sys").modules, module, None)
+    with pytest.raises(UpstreamError) as info:
+        perplexed.fetch(loopback.url_for("/article"), allow_private=["127.0.0.0/8"])
+    assert "pip install 'perplexed-search[fetch]'" in str(info.value)
+    assert "unexpected" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("provider", "given", "words"),
+    [("jina", {"api_key": "jina-secret-1"}, "provider={'name': 'jina', 'api_key': ...}, or set JINA_API_KEY"),
+     (["http", "jina"], {"base_url": "http://127.0.0.1:1"}, "provider={'name': 'jina', 'base_url': ...}")],
+)
+def test_a_credential_beside_the_url_says_where_it_goes(provider: Any, given: dict[str, str], words: str) -> None:
+    with pytest.raises(InvalidRequest) as info:
+        perplexed.prepare_fetch(URL, provider, **given)
+    assert words in str(info.value) and "secret-1" not in str(info.value)

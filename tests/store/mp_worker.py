@@ -47,31 +47,46 @@ async def loop_searches(provider: object, until: float, **options: object) -> di
 
 async def warm_up(url: str) -> None:
     """Open the pooled connections first (to /warm, which the test does not count), so that the first
-    searches' arrival times are not shifted by connection set-up on a busy machine."""
+    searches' arrival times are not shifted by connection set-up on a busy machine. The pool belongs to the
+    running event loop: call this in the loop that then searches."""
     from perplexed._http import get_client
 
     client = get_client(None)
     await asyncio.gather(*(client.get(f"{url}/warm") for _ in range(3)))
 
 
-def main() -> None:
-    mode, url, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
-    if mode in ("load", "spend"):
-        asyncio.run(warm_up(url))
-    print("ready", flush=True)
-    start_at = float(sys.stdin.readline())
-    delay = start_at - time.time()
-    if delay > 0:
-        time.sleep(delay)
+async def session(mode: str, url: str, seconds: float) -> object:
+    """The load and spend modes: warm up, say "ready", wait for START_AT, search until START_AT + SECONDS,
+    all in one event loop (the connection pool and the store's connections are this loop's)."""
+    await warm_up(url)
+    await perplexed.aspend("hour")  # opens the store (its connection and schema) before the clock starts
+    start_at = await start_signal()
     until = start_at + seconds
     if mode == "load":
         provider = SearXNG(base_url=url, rate_limit="5/s", rate_limit_wait_ms=1000)
-        out: object = {"outcomes": asyncio.run(loop_searches(provider, until))}
-    elif mode == "spend":
-        perplexed.configure(spend_limits={"hour": 0.10})
-        provider = SearXNG(base_url=url, cost=0.01)
-        out = {"outcomes": asyncio.run(loop_searches(provider, until)), "spend": perplexed.spend("hour")}
-    elif mode == "trip":
+        return {"outcomes": await loop_searches(provider, until)}
+    perplexed.configure(spend_limits={"hour": 0.10})
+    provider = SearXNG(base_url=url, cost=0.01)
+    return {"outcomes": await loop_searches(provider, until), "spend": await perplexed.aspend("hour")}
+
+
+async def start_signal() -> float:
+    print("ready", flush=True)
+    start_at = float(await asyncio.to_thread(sys.stdin.readline))
+    await asyncio.sleep(max(0.0, start_at - time.time()))
+    return start_at
+
+
+def main() -> None:
+    mode, url, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    if mode in ("load", "spend"):
+        out: object = asyncio.run(session(mode, url, seconds))
+        print(json.dumps(out), flush=True)
+        return
+    print("ready", flush=True)
+    start_at = float(sys.stdin.readline())
+    time.sleep(max(0.0, start_at - time.time()))
+    if mode == "trip":
         provider = SearXNG(base_url=url, cooldown_after=2, cooldown_s=120)
         outcomes = []
         for _ in range(2):

@@ -110,3 +110,26 @@ def test_threads_that_ended_leave_no_inline_connections(tmp_path: Path) -> None:
         thread.join()
     assert len(store._inline_conns) <= 2  # type: ignore[attr-defined]
     store.close()
+
+
+@pytest.mark.timing
+async def test_a_decision_given_up_in_an_outage_takes_nothing(tmp_path: Path) -> None:
+    """The caller stops waiting for the worker (busy past the store timeout): the decision the worker makes
+    later is rolled back, so the slot and the reservation it would take stay free for a call that happens."""
+    path = tmp_path / "state.db"
+    store = SQLiteStore(path, busy_timeout_ms=500)  # the caller waits 0.75 s for the worker
+    request = Admission("p", "p", rate_limit=(1, 60.0), price=0.5, spend_limits=((3600.0, 1.0),))
+    await store.admit(Admission("warm", "warm", rate_limit=(10, 1.0)))  # the file and schema exist
+    # the inline attempt finds the lock taken, so the decision goes to the worker; the worker is busy for 0.6 s,
+    # then waits for the lock, which is free at 0.85 s: after the caller gave up, before the worker would
+    holder = hold_lock(path, 0.85)
+    store._executor.submit(time.sleep, 0.6)  # type: ignore[attr-defined]
+    try:
+        assert (await store.admit(request)).verdict == "rate_limited"  # the outage: shared limits fail closed
+    finally:
+        holder.wait()
+    await asyncio.sleep(2.0)  # the worker has run the given-up decision; the outage's second is over
+    decision = await store.admit(request)
+    assert decision.verdict == "call"  # the one slot of the minute was not taken by the given-up decision
+    assert await store.spend(3600.0) == {"p": 0.5}  # one reservation, not two
+    await store.aclose()

@@ -57,6 +57,12 @@ class IndexCheck:
         }
 
 
+def _what(exc: Exception) -> str:
+    """What is wrong, from an error that also says what to do ("...; choose another file, ..."): the remedy
+    is the check's own (:data:`_ELSEWHERE`, naming ``--index``), said once."""
+    return str(exc).split("; ", 1)[0]
+
+
 class _Found(Exception):
     """A problem found by the check: its ``problem`` and ``remedy``."""
 
@@ -107,7 +113,7 @@ def _check(path: Path, counts: _Counts, thorough: bool) -> None:
         check_header(path)
         conn = open_ro(path)
     except (ConfigError, sqlite3.Error) as exc:
-        raise _Found(str(exc), _ELSEWHERE) from None
+        raise _Found(_what(exc), _ELSEWHERE) from None
     rebuild = f"rebuild it from the indexed folders: `{rebuild_command(path)}`"
     try:
         _inspect(conn, path, counts, thorough, rebuild)
@@ -115,7 +121,7 @@ def _check(path: Path, counts: _Counts, thorough: bool) -> None:
         detail = str(exc).removeprefix(f"the local index {path} is damaged (").rsplit("); rebuild it", 1)[0]
         raise _Found(f"damaged ({detail})", rebuild) from None
     except ConfigError as exc:
-        raise _Found(str(exc), _ELSEWHERE) from None
+        raise _Found(_what(exc), _ELSEWHERE) from None
     except sqlite3.Error as exc:
         if is_corruption(exc):
             raise _Found(f"damaged ({exc})", rebuild) from None

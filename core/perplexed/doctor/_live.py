@@ -16,12 +16,12 @@ from typing import Any
 import httpx
 
 from .. import _portal
-from .._errors import ConfigError, PerplexedError, ProviderError, redact
+from .._errors import PerplexedError, ProviderError, redact
 from .._failures import classify_exception
 from .._models import ProviderAnswer
 from .._options import SearchOptions
 from ..chain import drive_flow
-from ..providers import CallableProvider, Provider, available, get
+from ..providers import CallableProvider, Provider, get
 from ..providers._table import WEB_PROVIDERS
 from ._cassettes import Exchange, Recorder, record_exchanges
 from ._checks import DRIFT, ERROR, OK, ShapeCheck, check_shape, compare_cost, reported_cost
@@ -112,13 +112,18 @@ def live_options() -> SearchOptions:
     return SearchOptions.build(max_results=LIVE_MAX_RESULTS)
 
 
+def setup_variables() -> list[str]:
+    """The variables that configure a web provider for a live check (``SEARXNG_URL``, ``TAVILY_API_KEY``, ...),
+    for the message that says there is none."""
+    found = [getattr(get(name), "env_key", None) or getattr(get(name), "env_base_url", None) for name in WEB_PROVIDERS]
+    return list(dict.fromkeys(v for v in found if v))
+
+
 def live_targets(names: Sequence[str] = ()) -> list[Provider]:
     """The providers a live check calls: ``names`` (ConfigError for an unknown one), else every configured
     web provider (free ones too: a configured SearXNG is checked)."""
-    known = set(available())
     for name in names:
-        if name not in known:
-            raise ConfigError(f"unknown provider {name!r}; known providers: {', '.join(sorted(known))}")
+        get(name)  # ConfigError for an unknown name, with "did you mean" ('Tavily' -> 'tavily')
     if names:
         return [get(n)() for n in dict.fromkeys(names)]
     out = []

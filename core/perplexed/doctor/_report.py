@@ -7,10 +7,11 @@ import os
 import sys
 from typing import Any
 
+from .._cli_options import cli_words
 from .._cli_output import print_json  # the CLI's one JSON writer (escapes for a narrow console)
 from .._errors import UsageError
 from ._checks import DRIFT, ERROR, INFO, MISSING, OK, WARN
-from ._live import LiveReport, LiveRow, check_live, estimate, live_targets
+from ._live import LiveReport, LiveRow, check_live, estimate, live_targets, setup_variables
 from ._offline import Diagnosis, diagnose, split_names
 
 __all__ = ["command"]
@@ -41,7 +42,8 @@ def _live(args: Any, names: list[str]) -> int:
     """The estimate first; the paid calls only with ``--yes`` (else exit 2, nothing sent)."""
     targets = [] if args.agent and not names else live_targets(names)
     if not targets and not args.agent:
-        message = "no configured provider to check: set a provider's key (see `perplexed doctor`) or name one"
+        message = (f"no configured provider to check: set a provider's key or URL ({', '.join(setup_variables())}) "
+                   "or name one")
         if args.json:
             print_json({"estimated_cost": 0.0, "estimate": {}, "sent": False, "rows": [], "error": message})
         else:
@@ -136,7 +138,7 @@ def _notes(row: LiveRow) -> str:
     """The Notes cell of a live row: the error, what drifted, the cost note, new fields, the cassette."""
     notes = []
     if row.error:
-        notes.append(row.error)
+        notes.append(cli_words(row.error))  # the command line's words ("set PERPLEXITY_API_KEY", not "api_key=")
     if row.missing:
         notes.append("missing: " + ", ".join(row.missing))
     if row.wrong_type:

@@ -95,10 +95,49 @@ class _Busy(Exception):
     """The write lock is taken: decide on the worker thread, which waits for it."""
 
 
+class _Abandoned(Exception):
+    """The caller stopped waiting for this decision (an outage): it was rolled back, nothing was taken."""
+
+
+class _Handoff:
+    """Who has the last word on a decision made on the worker thread: the worker, about to commit it, or the
+    caller, that stopped waiting. Exactly one wins, so a decision the caller gave up on never takes a slot,
+    a trial lease or money that no call will use, and one that was committed is never thrown away."""
+
+    __slots__ = ("_lock", "_state")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._state = 0  # 0: open, 1: committing, 2: abandoned
+
+    def commit(self) -> bool:
+        with self._lock:
+            if self._state == 2:
+                return False
+            self._state = 1
+            return True
+
+    @property
+    def abandoned(self) -> bool:
+        return self._state == 2
+
+    def abandon(self) -> bool:
+        with self._lock:
+            if self._state == 1:
+                return False
+            self._state = 2
+            return True
+
+
 def _log_failure(future: Any) -> None:
     exc = future.exception()
     if exc is not None:
         logger.warning("state store record failed (%s: %s); going on without it", type(exc).__name__, exc)
+
+
+def _quiet(future: Any) -> None:
+    if not future.cancelled():
+        future.exception()  # retrieved: an abandoned decision's end is nobody's business
 
 
 def _locked(exc: BaseException) -> bool:
@@ -161,19 +200,21 @@ class SQLiteStore(Store):
             self._conn = conn
         return conn
 
-    @staticmethod
-    def _begin(conn: sqlite3.Connection) -> None:
+    def _begin(self, conn: sqlite3.Connection) -> None:
+        """Every write transaction starts here (the benchmark counts them)."""
         conn.execute("BEGIN IMMEDIATE")
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, fn, *args)
 
-    def _transaction(self, fn: Callable[[sqlite3.Connection, float], T]) -> T:
+    def _transaction(self, fn: Callable[[sqlite3.Connection, float], T], handoff: _Handoff | None = None) -> T:
         conn = self._connect()
         self._begin(conn)
         try:
             out = fn(conn, self.clock())
+            if handoff is not None and not handoff.commit():
+                raise _Abandoned
         except BaseException:
             conn.execute("ROLLBACK")
             raise
@@ -201,12 +242,22 @@ class SQLiteStore(Store):
                 return self._recovered(self._admit_inline(request))
             except _Busy:
                 pass
+        handoff = _Handoff()
+        future = asyncio.get_running_loop().run_in_executor(self._executor, self._admit, request, handoff)
         try:
             async with asyncio.timeout(self.busy_timeout_ms / 1000 + 0.25):  # the worker waits busy_timeout
-                return self._recovered(await self._run(self._admit, request))
+                return self._recovered(await asyncio.shield(future))
+        except asyncio.CancelledError:  # the search was cancelled: a decision not yet committed never will be
+            if handoff.abandon():
+                future.add_done_callback(_quiet)
+            raise
         except (TimeoutError, sqlite3.OperationalError) as exc:
             if not _locked(exc):
                 raise
+            if isinstance(exc, TimeoutError):
+                if not handoff.abandon():
+                    return self._recovered(await future)  # the worker is committing it: the decision stands
+                future.add_done_callback(_quiet)  # it rolls back (or fails on the lock): nothing was taken
             self._lock_outage(exc)
             return self._admit_degraded(request)
 
@@ -279,7 +330,7 @@ class SQLiteStore(Store):
                     if hit is not None:
                         return hit
                 return Decision("over_budget") if request.over_call_budget else CALL
-            conn.execute("BEGIN IMMEDIATE")
+            self._begin(conn)
         except sqlite3.OperationalError as exc:  # locked or busy: let the worker wait for it
             raise _Busy from exc
         try:
@@ -290,7 +341,9 @@ class SQLiteStore(Store):
         conn.execute("COMMIT")
         return out
 
-    def _admit(self, request: Admission) -> Decision:
+    def _admit(self, request: Admission, handoff: _Handoff | None = None) -> Decision:
+        if handoff is not None and handoff.abandoned:  # queued behind a lock wait: do not wait again for nothing
+            raise _Abandoned
         needs_write = (
             request.cooldown or request.rate_limit is not None or request.price > 0 or request.claim_fill
         )
@@ -301,7 +354,7 @@ class SQLiteStore(Store):
                 if hit is not None:
                     return hit
             return Decision("over_budget") if request.over_call_budget else CALL
-        return self._transaction(lambda conn, now: self._admit_tx(conn, now, request))
+        return self._transaction(lambda conn, now: self._admit_tx(conn, now, request), handoff)
 
     @staticmethod
     def _cache_get(conn: sqlite3.Connection, key: str, now: float) -> Decision | None:
@@ -385,19 +438,16 @@ class SQLiteStore(Store):
             return int(count)
         count, cursor = int(row[0]), int(row[1])
         moved = False
-        while True:
-            rows = conn.execute("SELECT rowid, ts FROM rate_window WHERE provider = ? AND rowid > ? "
-                                "ORDER BY rowid LIMIT 64", (provider, cursor)).fetchall()
-            stop = False
-            for rowid, ts in rows:
-                if ts > cutoff:
-                    stop = True
-                    break
-                count -= 1
-                cursor = rowid
-                moved = True
-            if stop or len(rows) < 64:
+        # the admissions after the cursor, oldest first, read one at a time: usually the first is still inside
+        rows = conn.execute("SELECT rowid, ts FROM rate_window WHERE provider = ? AND rowid > ? ORDER BY rowid",
+                            (provider, cursor))
+        for rowid, ts in rows:
+            if ts > cutoff:
                 break
+            count -= 1
+            cursor = rowid
+            moved = True
+        rows.close()
         if moved:
             conn.execute("UPDATE rate_state SET count = ?, cursor = ? WHERE provider = ? AND window_s = ?",
                          (max(count, 0), cursor, provider, window_s))
@@ -420,16 +470,14 @@ class SQLiteStore(Store):
             return float(total)
         total, cursor = float(row[0]), int(row[1])
         moved = False
-        while True:
-            rows = conn.execute("SELECT id, ts, amount FROM spend WHERE id > ? ORDER BY id LIMIT 64",
-                                (cursor,)).fetchall()
-            left = [r for r in rows if r[1] <= cutoff]
-            for entry_id, _, amount in left:
-                total -= amount
-                cursor = entry_id
-                moved = True
-            if len(left) < 64 or len(rows) < 64:
+        rows = conn.execute("SELECT id, ts, amount FROM spend WHERE id > ? ORDER BY id", (cursor,))
+        for entry_id, ts, amount in rows:  # oldest first, one at a time: usually the first is still inside
+            if ts > cutoff:
                 break
+            total -= amount
+            cursor = entry_id
+            moved = True
+        rows.close()
         if moved:
             total = max(total, 0.0) if total < 1e-12 else total
             conn.execute("UPDATE spend_window SET total = ?, cursor = ? WHERE window_s = ?", (total, cursor, window_s))
@@ -495,7 +543,7 @@ class SQLiteStore(Store):
     def _record_inline(self, record: Record) -> None:
         try:
             conn = self._inline_conn()
-            conn.execute("BEGIN IMMEDIATE")
+            self._begin(conn)
         except sqlite3.OperationalError as exc:
             raise _Busy from exc
         try:
