@@ -71,10 +71,10 @@ _CHECKPOINT_EVERY = 200
 _FILL_POLL_S = 0.02
 
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS cache (key TEXT PRIMARY KEY, expires REAL NOT NULL, value BLOB NOT NULL);
-CREATE TABLE IF NOT EXISTS fills (key TEXT PRIMARY KEY, until REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS cache (key TEXT PRIMARY KEY, expires REAL NOT NULL, value BLOB NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS fills (key TEXT PRIMARY KEY, until REAL NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS rate_window (provider TEXT NOT NULL, ts REAL NOT NULL);
-CREATE INDEX IF NOT EXISTS rate_window_idx ON rate_window (provider, ts);
+DROP INDEX IF EXISTS rate_window_idx;
 CREATE INDEX IF NOT EXISTS rate_window_order_idx ON rate_window (provider);
 CREATE TABLE IF NOT EXISTS rate_state (provider TEXT NOT NULL, window_s REAL NOT NULL, count INTEGER NOT NULL,
                                        cursor INTEGER NOT NULL, PRIMARY KEY (provider, window_s));
@@ -365,18 +365,22 @@ class SQLiteStore(Store):
 
     def _admit_tx(self, conn: sqlite3.Connection, now: float, request: Admission) -> Decision:
         key = request.cache_key
-        if key is not None:
+        fill_claimed = False
+        if key is not None and request.claim_fill and not request.over_call_budget:
+            # the cached answer and the fill claim in one statement
+            value, until = conn.execute("SELECT (SELECT value FROM cache WHERE key = ?1 AND expires > ?2), "
+                                        "(SELECT until FROM fills WHERE key = ?1)", (key, now)).fetchone()
+            if value is not None:
+                return Decision("cached", answer=decode_answer(value))
+            if until is not None and until > now:
+                return Decision("fill_pending", wait_s=until - now)
+            fill_claimed = True
+        elif key is not None:
             hit = self._cache_get(conn, key, now)
             if hit is not None:
                 return hit
         if request.over_call_budget:
             return Decision("over_budget")
-        fill_claimed = False
-        if key is not None and request.claim_fill:
-            row = conn.execute("SELECT until FROM fills WHERE key = ?", (key,)).fetchone()
-            if row is not None and row[0] > now:
-                return Decision("fill_pending", wait_s=row[0] - now)
-            fill_claimed = True
         provider = request.provider
         trial = False
         cool_state: CoolState | None = None
@@ -391,16 +395,16 @@ class SQLiteStore(Store):
                 trial = verdict == "trial"
         if request.rate_limit is not None:
             limit, window_s = request.rate_limit
-            start = now - window_s
-            count = self._window_count(conn, provider, window_s, now)
+            count, cursor = self._window_count(conn, provider, window_s, now)
             if count >= limit:  # full: the (count - limit + 1)-th oldest must leave first (window_admit's rule)
-                (blocking,) = conn.execute(
-                    "SELECT ts FROM rate_window WHERE provider = ? AND ts > ? ORDER BY ts LIMIT 1 OFFSET ?",
-                    (provider, start, count - limit)).fetchone()
+                row = conn.execute(  # the admissions after the cursor are the window's, oldest first
+                    "SELECT ts FROM rate_window WHERE provider = ? AND rowid > ? ORDER BY rowid LIMIT 1 OFFSET ?",
+                    (provider, cursor, count - limit)).fetchone()
+                blocking = row[0] if row is not None else now
                 return Decision("rate_limited", wait_s=max(0.0, blocking + window_s - now))
         price = request.price
         if price > 0 and request.spend_limits:
-            spent = {w: self._window_total(conn, w, now) for w, _ in request.spend_limits}
+            spent = self._window_totals(conn, [w for w, _ in request.spend_limits], now)
             if not spend_allows(spent, price, request.spend_limits):
                 return Decision("over_budget")
         if request.rate_limit is not None:
@@ -425,17 +429,22 @@ class SQLiteStore(Store):
     # check costs a few rows whatever the limit, not a COUNT over the window.
 
     @staticmethod
-    def _window_count(conn: sqlite3.Connection, provider: str, window_s: float, now: float) -> int:
+    def _window_count(conn: sqlite3.Connection, provider: str, window_s: float, now: float) -> tuple[int, int]:
+        """The admissions inside the window, and the last one that left it (those after it are inside)."""
         cutoff = now - window_s
-        row = conn.execute("SELECT count, cursor FROM rate_state WHERE provider = ? AND window_s = ?",
-                           (provider, window_s)).fetchone()
+        row = conn.execute(  # the running count, its cursor and the oldest admission after it (still inside?)
+            "SELECT count, cursor, (SELECT ts FROM rate_window WHERE provider = ?1 AND rowid > rate_state.cursor "
+            "ORDER BY rowid LIMIT 1) FROM rate_state WHERE provider = ?1 AND window_s = ?2",
+            (provider, window_s)).fetchone()
+        if row is not None and (row[2] is None or row[2] > cutoff):  # nothing left the window since
+            return max(int(row[0]), 0), int(row[1])
         if row is None:
             count, cursor = conn.execute(
                 "SELECT COUNT(CASE WHEN ts > ? THEN 1 END), COALESCE(MAX(CASE WHEN ts <= ? THEN rowid END), 0) "
                 "FROM rate_window WHERE provider = ?", (cutoff, cutoff, provider)).fetchone()
             conn.execute("INSERT INTO rate_state (provider, window_s, count, cursor) VALUES (?, ?, ?, ?)",
                          (provider, window_s, count, cursor))
-            return int(count)
+            return int(count), int(cursor)
         count, cursor = int(row[0]), int(row[1])
         moved = False
         # the admissions after the cursor, oldest first, read one at a time: usually the first is still inside
@@ -451,11 +460,27 @@ class SQLiteStore(Store):
         if moved:
             conn.execute("UPDATE rate_state SET count = ?, cursor = ? WHERE provider = ? AND window_s = ?",
                          (max(count, 0), cursor, provider, window_s))
-        return max(count, 0)
+        return max(count, 0), cursor
 
     # Spend per rolling window: a running total per window (spend_window), kept with the entries, so that a
     # limit check reads one row and the entries that left the window since (usually none), not a day of rows.
     # Entries leave in id order; ids follow time (one machine's clock).
+
+    @classmethod
+    def _window_totals(cls, conn: sqlite3.Connection, windows: list[float], now: float) -> dict[float, float]:
+        """Spend in each window: one statement reads every window's total and the oldest entry after its
+        cursor; a window whose oldest entry left (or that is new) is brought up to date by _window_total."""
+        known = {w: (total, first) for w, total, first in conn.execute(
+            "SELECT window_s, total, (SELECT ts FROM spend WHERE id > spend_window.cursor ORDER BY id LIMIT 1) "
+            "FROM spend_window")}
+        out: dict[float, float] = {}
+        for window_s in windows:
+            state = known.get(window_s)
+            if state is not None and (state[1] is None or state[1] > now - window_s):
+                out[window_s] = float(state[0])
+            else:
+                out[window_s] = cls._window_total(conn, window_s, now)
+        return out
 
     @staticmethod
     def _window_total(conn: sqlite3.Connection, window_s: float, now: float) -> float:
@@ -490,11 +515,8 @@ class SQLiteStore(Store):
         return int(cur.lastrowid or 0)
 
     @staticmethod
-    def _settle(conn: sqlite3.Connection, entry_id: int, cost: float) -> None:
-        row = conn.execute("SELECT amount FROM spend WHERE id = ?", (entry_id,)).fetchone()
-        if row is None:
-            return
-        delta = cost - float(row[0])
+    def _settle(conn: sqlite3.Connection, entry_id: int, reserved: float, cost: float) -> None:
+        delta = cost - reserved
         if delta:
             conn.execute("UPDATE spend SET amount = ? WHERE id = ?", (cost, entry_id))
             conn.execute("UPDATE spend_window SET total = total + ? WHERE cursor < ?", (delta, entry_id))
@@ -577,20 +599,35 @@ class SQLiteStore(Store):
 
     def _record_tx(self, conn: sqlite3.Connection, now: float, record: Record) -> None:
         provider = record.provider
-        if record.cooldown_after is not None and provider:
+        after = record.cooldown_after if provider else None  # cool-downs apply
+        cooled = after is not None
+        ticket = None if record.ticket is None else int(record.ticket)
+        row: Any = None
+        reserved: float | None = None
+        if cooled and ticket is not None:  # the cool-down row and the reservation in one statement
+            both = conn.execute(
+                "SELECT (SELECT amount FROM spend WHERE id = ?), c.failures, c.open_until, c.period, c.trial_until "
+                "FROM (SELECT 1) LEFT JOIN cooldown AS c ON c.provider = ?", (ticket, provider)).fetchone()
+            reserved, row = both[0], (both[1:] if both[1] is not None else None)
+        elif cooled:
             row = conn.execute(
                 "SELECT failures, open_until, period, trial_until FROM cooldown WHERE provider = ?", (provider,)
             ).fetchone()
+        elif ticket is not None:
+            found = conn.execute("SELECT amount FROM spend WHERE id = ?", (ticket,)).fetchone()
+            reserved = None if found is None else found[0]
+        if after is not None:
             if row is not None or record.health == "failure":
                 state = CoolState(*row) if row is not None else CoolState()
                 new = cool_record(
-                    state, now, record.health, trial=record.trial, cooldown_after=record.cooldown_after,
+                    state, now, record.health, trial=record.trial, cooldown_after=after,
                     cooldown_s=record.cooldown_s, retry_after=record.retry_after_s,
                 )
                 if new != state:
                     self._put_cool(conn, provider, new)
-        if record.ticket is not None:
-            self._settle(conn, int(record.ticket), record.cost)
+        if ticket is not None:
+            if reserved is not None:
+                self._settle(conn, ticket, float(reserved), record.cost)
         elif record.cost > 0:
             self._add_spend(conn, now, record.label, record.cost)
         key = record.cache_key
