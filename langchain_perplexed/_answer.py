@@ -113,7 +113,8 @@ class AnswerConfig(BaseModel):
         client_settings = {name: rest.pop(name, getattr(self, name)) for name in CLIENT_FIELDS}
         client = rest.pop("client", None) or self.client
         async_client = rest.pop("async_client", None) or self.async_client
-        if client is None and async_client is None and any(v is not None for v in client_settings.values()):
+        if client is None and async_client is None:  # as the core's default client (from the environment
+            # when nothing is set), so a missing key says "pass api_key=", this component's word for it
             from perplexed.agent import AsyncAgentClient
 
             client = AsyncAgentClient(**{k: v for k, v in client_settings.items() if v is not None})

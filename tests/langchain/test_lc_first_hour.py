@@ -59,3 +59,14 @@ def test_answer_components_check_the_key_before_the_search(component: type, monk
     with pytest.raises(ConfigError, match="PERPLEXITY_API_KEY"):
         built.invoke("q") if component is PerplexedAnswerRetriever else built.invoke({"query": "q"})
     assert calls == []
+
+
+@pytest.mark.parametrize("component", [PerplexedAnswerRetriever, PerplexedAnswerTool])
+def test_a_missing_key_is_named_in_the_components_words(component: type, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The component takes ``api_key=``: its missing-key error says so (not the core's ``client=AgentClient``)."""
+    monkeypatch.delenv("PERPLEXITY_API_KEY", raising=False)
+    built = component(provider=FunctionProvider(lambda q, o: [], name="free"))
+    with pytest.raises(ConfigError) as info:
+        built.invoke("q") if component is PerplexedAnswerRetriever else built.invoke({"query": "q"})
+    assert "pass api_key=" in str(info.value) and "PERPLEXITY_API_KEY" in str(info.value)
+    assert "AgentClient" not in str(info.value)

@@ -6,7 +6,8 @@ pays on a loaded machine); ``python fleet_worker.py '<json config>'`` runs one b
 ``store`` (the Redis URL), ``prefix``, ``base`` (the loopback providers' server URL), ``worker``,
 ``workers``, ``timeout_ms``, ``barrier`` (a Redis key the workers count up to meet); mode ``"outage"``:
 ``stop`` (a file: the worker stops when it exists) and ``marks`` (a directory: the worker creates
-``down-<worker>`` when it first sees the store unavailable and ``up-<worker>`` when the store is back).
+``ready-<worker>`` once a search of its went through the store, ``down-<worker>`` when it first sees the store
+unavailable and ``up-<worker>`` when the store is back).
 """
 
 from __future__ import annotations
@@ -115,10 +116,13 @@ def outage(cfg: dict[str, Any], store: RedisStore) -> list[dict[str, Any]]:
     seen_down = False
     i = 0
     while not stop.exists():
+        was = store.available
         result = one("outage", f"outage {me} {i}", [rl, fb], provider_timeout_ms=2000, deadline_ms=5000)
-        results.append({k: result[k] for k in ("phase", "query", "at", "elapsed_s", "provider", "error")
-                        if k in result})
+        results.append({**{k: result[k] for k in ("phase", "query", "at", "elapsed_s", "provider", "error")
+                           if k in result}, "was": was, "now": store.available, "end": time.monotonic()})
         i += 1
+        if i == 1 and store.outages == 0:  # its admission was answered by the store
+            (marks / f"ready-{me}").touch()
         if not store.available and not seen_down:
             seen_down = True
             (marks / f"down-{me}").touch()
