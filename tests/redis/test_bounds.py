@@ -386,6 +386,7 @@ async def test_a_refused_select_leaves_no_socket(valkey: ValkeyServer) -> None:
     ("rediss://127.0.0.1:6379/0?ssl_cert_reqs=maybe", "ssl_cert_reqs"),
     ("redis://127.0.0.1:6379/0?socket_connect_timeout=-1", "socket_connect_timeout"),
     ("redis://127.0.0.1:6379/0?socket_keepalive=false", "socket_keepalive"),
+    ("redis+sentinel://127.0.0.1:26379/mymaster", "sentinel"),  # no Sentinel support: refused, not misread
 ])
 def test_every_url_option_is_honoured_or_refused_by_name(url: str, named: str) -> None:
     with pytest.raises(ConfigError, match=named):
