@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from html.parser import HTMLParser
 
-from ._errors import DocumentError
+from ._errors import DocumentError, install_hint
 
 __all__ = [
     "CJK_RUN",
@@ -55,7 +55,7 @@ KINDS: dict[str, str] = {
 }
 
 #: what to install to index PDFs (shown when a PDF is skipped)
-PDF_HINT = "install the 'pdf' extra to index PDFs: pip install 'perplexed-search[pdf]'"
+PDF_HINT = f"install the 'pdf' extra to index PDFs: {install_hint('pdf')}"
 
 
 @dataclass(frozen=True)

@@ -145,6 +145,7 @@ __all__ = [
     "StreamError",
     "UpstreamError",
     "UsageError",
+    "install_hint",
     "mask_url",
     "redact",
     "register_secret",
@@ -170,6 +171,12 @@ _URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://[^\s/?#@:\[\]]*:)[^\s/?
 # password-like query parameters of a URL (``?password=...``)
 _URL_QUERY_SECRET = re.compile(r"(?i)([?&](?:password|passwd|pwd|pass)=)[^&#\s]+")
 URL_PASSWORD_MASK = "***"
+
+
+def install_hint(extra: str) -> str:
+    """How to install an extra, in messages: the package's name and the form that works from a clone (until
+    the package is on PyPI, ``pip install 'perplexed-search[X]'`` does not install this project)."""
+    return f"pip install 'perplexed-search[{extra}]' (from a clone: pip install -e '.[{extra}]')"
 
 
 def register_secret(value: str | None) -> None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any, Literal
 
-from ._errors import ConfigError, DocumentError
+from ._errors import ConfigError, DocumentError, install_hint
 
 __all__ = [
     "FETCH_HINT",
@@ -26,7 +26,7 @@ __all__ = [
     "interstitial",
 ]
 
-FETCH_HINT = "the http fetch provider needs the fetch extra: pip install 'perplexed-search[fetch]'"
+FETCH_HINT = f"the http fetch provider needs the fetch extra: {install_hint('fetch')}"
 
 Format = Literal["markdown", "text"]
 Kind = Literal["html", "text", "markdown", "pdf"]

@@ -45,6 +45,7 @@ from ._errors import (
     PerplexedError,
     UpstreamError,
     UsageError,
+    install_hint,
 )
 from ._index import (
     INDEX_ENV,
@@ -112,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         import rich  # noqa: F401
     except ImportError:
         sys.stderr.write(
-            "perplexed: the command line needs the 'cli' extra: pip install 'perplexed-search[cli]'\n"
+            f"perplexed: the command line needs the 'cli' extra: {install_hint('cli')}\n"
         )
         return EXIT_USAGE
     parser = _build_parser()

@@ -34,7 +34,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from ._errors import ConfigError, InvalidRequest, PerplexedError, UpstreamError, redact
+from ._errors import ConfigError, InvalidRequest, PerplexedError, UpstreamError, install_hint, redact
 from ._models import Attempt, Hit, Result
 from ._toolschema import portable_schema
 
@@ -491,7 +491,7 @@ def create_server(
         from mcp.server.mcpserver.tools import Tool
         from mcp_types import CallToolResult, ToolAnnotations
     except ImportError:
-        raise ConfigError("perplexed mcp needs the 'mcp' extra: pip install 'perplexed-search[mcp]'") from None
+        raise ConfigError(f"perplexed mcp needs the 'mcp' extra: {install_hint('mcp')}") from None
     from . import chain
 
     if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 100:

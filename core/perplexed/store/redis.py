@@ -38,7 +38,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Final
 from urllib.parse import SplitResult, parse_qsl, quote, unquote, urlsplit, urlunsplit
 
-from .._errors import ConfigError, mask_url, register_secret
+from .._errors import ConfigError, install_hint, mask_url, register_secret
 from .._policy import LATENCY_SAMPLES, p95
 from ._base import (
     CALL,
@@ -671,7 +671,7 @@ class RedisStore(ResilientStore):
                 from redis.asyncio.connection import parse_url
             except ImportError:
                 raise ConfigError(
-                    "store: RedisStore needs the redis client: pip install 'perplexed-search[redis]'"
+                    f"store: RedisStore needs the redis client: {install_hint('redis')}"
                 ) from None
             try:
                 parsed = dict(parse_url(urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))))
@@ -685,7 +685,7 @@ class RedisStore(ResilientStore):
                                     connect_timeout_s=connect_timeout)
         except ImportError:
             raise ConfigError(
-                "store: RedisStore needs the redis client: pip install 'perplexed-search[redis]'"
+                f"store: RedisStore needs the redis client: {install_hint('redis')}"
             ) from None
         super().__init__(backend, kind="redis", timeout_s=timeout / 1000.0, fleet_size=fleet,
                          clock=clock or time.time, abandon=use_cluster,
