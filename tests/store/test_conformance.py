@@ -6,9 +6,11 @@ Time comes from the fake ``clock`` fixture, so the window, cool-down and spend r
 from __future__ import annotations
 
 import asyncio
+from datetime import date
 
 import pytest
 from perplexed import Hit
+from perplexed._models import Page
 from perplexed.store import Admission, CachedAnswer, Record, Store
 
 P = "provider-hash-1"
@@ -48,6 +50,21 @@ async def test_cached_hits_are_the_callers_to_modify(store) -> None:
     first.answer.hits[0].title = "changed"
     second = await store.admit(Admission(P, "p", cache_key="k"))
     assert second.answer is not None and second.answer.hits[0].title == "t0"
+
+
+async def test_every_hit_field_survives_the_cache(store) -> None:
+    """Dates, scores, sources, raw values and a fetched page come back as they went in (a page used to be
+    written as its repr by the persisting stores, and could not be read back)."""
+    page = Page(url="https://example.com/a", final_url="https://example.com/a", title="A", content="body",
+                published=date(2024, 5, 1), status=200)
+    hit = Hit(id=3, url="https://example.com/a", title="A", snippet="s", content="c", published=date(2024, 5, 1),
+              updated=date(2024, 6, 2), score=0.5, provider="p", sources=[{"provider": "p", "rank": 1}],
+              raw={"k": [1, "x", None], "nested": {"a": 1.5}}, page=page)
+    await store.record(Record(provider=P, label="p", health="answer", cache_key="full",
+                              answer=CachedAnswer([hit], "detail"), ttl_s=60.0))
+    decision = await store.admit(Admission(P, "p", cache_key="full"))
+    assert decision.verdict == "cached" and decision.answer is not None
+    assert list(decision.answer.hits) == [hit] and decision.answer.detail == "detail"
 
 
 async def test_cache_keys_are_independent(store) -> None:

@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, Literal
 
+from pydantic import BaseModel
+
 from .._errors import _SECRETS, StoreError
 from .._models import Hit
 
@@ -261,19 +263,40 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
+_hits_json: Any = None  # pydantic's serializer of list[Hit], built on first use
+
+
 def encode_answer(answer: CachedAnswer) -> bytes:
     """A cached answer as compact JSON bytes (dates as ISO strings, default-valued fields left out), every
-    registered secret replaced (see :func:`scrub_secrets`)."""
-    hits = []
-    for hit in answer.hits:
+    registered secret replaced (see :func:`scrub_secrets`).
+
+    pydantic's compiled serializer writes the hits (a third of the time of building dicts for ``json``); a
+    value it cannot write (text that is not UTF-8, say) makes this fall back to ``json`` for the answer."""
+    global _hits_json
+    if _hits_json is None:
+        from pydantic import TypeAdapter
+
+        _hits_json = TypeAdapter(list[Hit])
+    hits = answer.hits if isinstance(answer.hits, list) else list(answer.hits)
+    try:
+        body = _hits_json.dump_json(hits, exclude_none=True, exclude_defaults=True, fallback=_json_default,
+                                    warnings=False)
+    except Exception:
+        body = _plain_json_hits(hits)
+    detail = json.dumps(answer.detail).encode()
+    return scrub_secrets(b'{"hits":' + body + b',"detail":' + detail + b"}")
+
+
+def _plain_json_hits(hits: Sequence[Hit]) -> bytes:
+    out = []
+    for hit in hits:
         fields = {}
         for k, v in hit.__dict__.items():
             if v is None or v == "" or (not v and isinstance(v, list | dict)):
                 continue
-            fields[k] = v.isoformat() if isinstance(v, date) else v
-        hits.append(fields)
-    payload = {"hits": hits, "detail": answer.detail}
-    return scrub_secrets(json.dumps(payload, separators=(",", ":"), default=_json_default).encode())
+            fields[k] = v.model_dump(mode="json") if isinstance(v, BaseModel) else v
+        out.append(fields)
+    return json.dumps(out, separators=(",", ":"), default=_json_default).encode()
 
 
 def scrub_secrets(payload: bytes) -> bytes:
