@@ -55,8 +55,14 @@ def _fresh_governance() -> Iterator[None]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the timing tests, and keep them serial under pytest-xdist: the README's test command runs the suite
+    on several workers with ``--dist loadgroup``, and every timing test goes to the one ``timing`` group, so no two
+    of them ever run at once (beside them run only ordinary tests, the load they are built to stand)."""
     timing = pytest.mark.timing
+    serial = pytest.mark.xdist_group("timing")
     for item in items:
         node = item.nodeid
         if node.startswith(TIMING_MODULES) or node.startswith(TIMING_TESTS):
             item.add_marker(timing)
+        if item.get_closest_marker("timing") is not None:
+            item.add_marker(serial)

@@ -187,7 +187,10 @@ def test_index_location_follows_the_environment_variable(cli, corpus: Path, tmp_
 
 
 def test_search_prints_hits_attempts_and_total_cost(cli, indexed: Path) -> None:  # type: ignore[no-untyped-def]
-    run = cli("search", "zoning", "setbacks", "--provider", "local,searxng,tavily", "--max-results", "3")
+    # wide enough for the temporary folder's file:// URLs (longer under pytest-xdist), which an 80-column
+    # table folds; the 80/120-column layouts are tests/test_cli_tables.py's
+    run = cli("search", "zoning", "setbacks", "--provider", "local,searxng,tavily", "--max-results", "3",
+              extra_env={"COLUMNS": "250"})
     assert run.code == 0, run.both
     out = run.out
     assert "Residential zoning setbacks" in out

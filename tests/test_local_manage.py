@@ -42,7 +42,10 @@ def index(tmp_path: Path) -> Path:
 
 def cli(*args: str, cwd: Path, home: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PERPLEXED_")}
-    env.update(HOME=str(home), XDG_DATA_HOME=str(home / "data"), PYTHONIOENCODING="utf-8", NO_COLOR="1")
+    # COLUMNS: wide enough that a temporary folder's path (longer under pytest-xdist) is never folded by a
+    # table; the 80/120-column layouts are tests/test_cli_tables.py's
+    env.update(HOME=str(home), XDG_DATA_HOME=str(home / "data"), PYTHONIOENCODING="utf-8", NO_COLOR="1",
+               COLUMNS="250")
     proc = subprocess.run(
         [sys.executable, "-m", "perplexed", *args], capture_output=True, text=True, encoding="utf-8",
         env=env, cwd=cwd, timeout=120,
