@@ -55,9 +55,9 @@ def _fresh_governance() -> Iterator[None]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the timing tests, and keep them serial under pytest-xdist: the README's test command runs the suite
-    on several workers with ``--dist loadgroup``, and every timing test goes to the one ``timing`` group, so no two
-    of them ever run at once (beside them run only ordinary tests, the load they are built to stand)."""
+    """Mark the timing tests. The README's test command runs every other test on pytest-xdist workers, then the
+    timing tests alone and serial (``-m timing``); should they run under xdist anyway (``pytest -n 3 --dist
+    loadgroup``), they all go to the one ``timing`` group, so no two of them ever run at once."""
     timing = pytest.mark.timing
     serial = pytest.mark.xdist_group("timing")
     for item in items:
