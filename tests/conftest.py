@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+_PROJECT_KEY = pytest.StashKey[dict[str, tuple[int, int]]]()
+
 pytest_plugins = ["testkit.loopback", "testkit.searxng", "testkit.valkey_servers", "testkit.agent_stand_in"]
 
 # Tests whose assertions are about wall-clock time (budgets, deadlines, overlap, back-off). They carry the
@@ -52,6 +54,34 @@ def _fresh_governance() -> Iterator[None]:
     governance = sys.modules.get("perplexed._governance")
     if governance is not None:
         governance.reset()
+
+
+#: The clone's own ``.perplexed/`` (the quickstart's index, found from the clone root): no test may touch it.
+_PROJECT = Path(__file__).resolve().parents[1] / ".perplexed"
+
+
+def _project_snapshot() -> dict[str, tuple[int, int]]:
+    if not _PROJECT.is_dir():
+        return {}
+    return {p.name: (p.stat().st_size, p.stat().st_mtime_ns) for p in _PROJECT.iterdir()}
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[_PROJECT_KEY] = _project_snapshot()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """A test that runs ``perplexed`` from the clone root finds the quickstart's ``.perplexed/`` there (the
+    user's rule), reads the wrong index and writes ``state.db`` into the clone: fail the run if one did."""
+    if hasattr(session.config, "workerinput"):  # an xdist worker: the controller checks once, at the end
+        return
+    before = session.config.stash.get(_PROJECT_KEY, None)
+    if before is not None and _project_snapshot() != before:
+        session.config.get_terminal_writer().line(
+            f"a test changed {_PROJECT} (run perplexed with cwd=tmp_path): {before} -> {_project_snapshot()}",
+            red=True,
+        )
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -400,18 +400,18 @@ def test_providers_says_what_is_wrong_with_a_damaged_or_newer_index(cli, indexed
 # --- entry points and the terminal ---------------------------------------------------------------------
 
 
-def test_the_installed_console_script(env: dict[str, str], indexed: Path) -> None:
+def test_the_installed_console_script(env: dict[str, str], indexed: Path, tmp_path: Path) -> None:
     script = Path(sys.executable).with_name("perplexed.exe" if os.name == "nt" else "perplexed")
     if not script.exists():
         pytest.skip("the perplexed console script is not installed next to this interpreter")
     proc = subprocess.run([str(script), "search", "sight triangle", "-p", "local", "--json"], env=env,
-                          capture_output=True, text=True, encoding="utf-8", timeout=60)
+                          cwd=tmp_path, capture_output=True, text=True, encoding="utf-8", timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["hits"][0]["url"].endswith("fences-and-hedges.txt")
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
-def test_the_spinner_names_each_provider_as_it_is_tried(env: dict[str, str], indexed: Path) -> None:
+def test_the_spinner_names_each_provider_as_it_is_tried(env: dict[str, str], indexed: Path, tmp_path: Path) -> None:
     import pty
 
     with serve({"/search": Json({"results": []}, delay=0.6)}) as server:
@@ -419,7 +419,7 @@ def test_the_spinner_names_each_provider_as_it_is_tried(env: dict[str, str], ind
         proc = subprocess.Popen(
             [sys.executable, "-m", "perplexed", "search", "zoning", "--provider", "searxng,local"],
             env={**env, "SEARXNG_URL": server.url, "TERM": "xterm", "COLUMNS": "120"},
-            stdin=follower, stdout=follower, stderr=follower, close_fds=True,
+            stdin=follower, stdout=follower, stderr=follower, close_fds=True, cwd=tmp_path,
         )
         os.close(follower)
         chunks: list[bytes] = []

@@ -70,7 +70,7 @@ def cli(tmp_path: Path) -> Callable[..., Run]:
     env = _scrubbed_env(tmp_path)
     shutil.copytree(SAMPLE, tmp_path / "corpus")
     built = subprocess.run([sys.executable, "-m", "perplexed", "index", str(tmp_path / "corpus")], env=env,
-                           capture_output=True, text=True, encoding="utf-8", timeout=60)
+                           cwd=tmp_path, capture_output=True, text=True, encoding="utf-8", timeout=60)
     assert built.returncode == 0, built.stderr
 
     def run(*args: str, extra_env: dict[str, str] | None = None) -> Run:

@@ -325,7 +325,7 @@ def test_cli_budget_holds_with_an_unopenable_state_file(tmp_path: Path) -> None:
     with serve({"/search": Json(searxng_json(2))}) as server:
         env["SEARXNG_URL"] = server.url
         run_ = subprocess.run([sys.executable, "-m", "perplexed", "search", "q", "-p", "searxng", "--budget",
-                               "0.001", "--json"], env=env, capture_output=True, text=True, timeout=120)
+                               "0.001", "--json"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
         assert server.requests == [], run_.stdout + run_.stderr
     assert run_.returncode == 1 and "over_budget" in run_.stdout
 

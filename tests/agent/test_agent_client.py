@@ -392,6 +392,27 @@ async def test_stream_async_event_lines_and_keepalives():
     assert final.output_text.endswith("Ünïcödé ✓")
 
 
+async def test_stream_wait_for_the_first_event_counts_from_the_request():
+    """``timeout`` bounds the wait for each event: for the first one, from when the caller asked, the
+    slow response headers included (it used to start after them: 0.3 s + 0.35 s went through a 0.5 s
+    timeout)."""
+    body = cassette_body("stream_normal")
+
+    class Late(httpx.AsyncByteStream):
+        async def __aiter__(self):  # type: ignore[override]
+            await asyncio.sleep(0.35)
+            yield body
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        await asyncio.sleep(0.3)
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=Late())
+
+    c = AsyncAgentClient(api_key=FAKE_KEY, transport=httpx.MockTransport(handler), max_retries=0)
+    with pytest.raises(APITimeoutError, match=r"no event for more than 0\.5s"):
+        async for _ in c.stream(preset="fast", input="x", timeout=0.5, stream_timeout=5):
+            pass
+
+
 def test_stream_failed_yields_terminal_then_raises():
     rec = Recorder(sse_response([cassette_body("stream_failed")]))
     seen = []

@@ -50,7 +50,7 @@ def upstream(loopback: LoopbackServer) -> LoopbackServer:
 async def test_stdio_lists_and_calls_every_tool(tmp_path: Path, upstream: LoopbackServer,
                                                agent_stand_in_url: str) -> None:
     params = StdioServerParameters(command=CLI, args=["mcp", "--provider", "tavily,searxng"],
-                                   env=server_env(tmp_path, upstream.url, agent_stand_in_url))
+                                   env=server_env(tmp_path, upstream.url, agent_stand_in_url), cwd=tmp_path)
     async with Client(params, read_timeout_seconds=60) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         assert {"web_search", "answer"} <= set(tools)
@@ -77,10 +77,10 @@ async def test_stdio_lists_and_calls_every_tool(tmp_path: Path, upstream: Loopba
 
 def test_cli_refuses_bad_options_before_serving(tmp_path: Path) -> None:
     env = server_env(tmp_path, "http://127.0.0.1:9")
-    done = subprocess.run([CLI, "mcp", "--budget", "-1"], env=env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run([CLI, "mcp", "--budget", "-1"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "--budget" in done.stderr
     done = subprocess.run([CLI, "mcp", "--http", "--host", "0.0.0.0", "--port", "0"], env=env,
-                          capture_output=True, text=True, timeout=60)
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert "non-loopback" in done.stderr and "--token" in done.stderr and "Traceback" not in done.stderr
 
@@ -89,7 +89,7 @@ def test_cli_refuses_bad_options_before_serving(tmp_path: Path) -> None:
 def http_server(tmp_path: Path, searxng_url: str, *extra: str, agent_url: str | None = None) -> Iterator[str]:
     """``perplexed mcp --http --port 0 ...`` in a subprocess; yields its base URL (``http://127.0.0.1:PORT``)."""
     proc = subprocess.Popen([CLI, "mcp", "--http", "--port", "0", "--provider", "searxng", *extra],
-                            env=server_env(tmp_path, searxng_url, agent_url), stderr=subprocess.PIPE,
+                            env=server_env(tmp_path, searxng_url, agent_url), cwd=tmp_path, stderr=subprocess.PIPE,
                             stdout=subprocess.DEVNULL, text=True)
     try:
         assert proc.stderr is not None

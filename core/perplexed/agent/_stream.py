@@ -261,13 +261,16 @@ class AsyncAgentStream:
         )
 
     async def _run(self) -> AsyncGenerator[StreamEvent, None]:
-        self._deadline = asyncio.get_running_loop().time() + self._stream_timeout
+        started = asyncio.get_running_loop().time()
+        self._deadline = started + self._stream_timeout
         source = await self._start()
         failures = 0
+        # the wait for the first event starts when the caller asked for it, connecting included
+        waiting_since: float | None = started
         while source is not None:
             progressed = False
             try:
-                async with contextlib.aclosing(self._events(source)) as events:
+                async with contextlib.aclosing(self._events(source, waiting_since)) as events:
                     async for event in events:
                         progressed = True
                         self._assembler.feed(event)
@@ -288,6 +291,7 @@ class AsyncAgentStream:
             finally:
                 await source.aclose()
             failures = 0 if progressed else failures + 1
+            waiting_since = None  # after a reconnect, from the new connection
             source, failures = await self._recover(drop, failures)
         async for event in self._poll_to_end():
             yield event
@@ -394,11 +398,13 @@ class AsyncAgentStream:
         yield event
         self._finish(event)
 
-    async def _events(self, source: httpx.Response) -> AsyncGenerator[StreamEvent, None]:
+    async def _events(
+        self, source: httpx.Response, waiting_since: float | None = None
+    ) -> AsyncGenerator[StreamEvent, None]:
         content_type = source.headers.get("content-type", "")
         if "json" in content_type and "event-stream" not in content_type:
             # The server answered with a whole response instead of a stream.
-            yield await self._whole_response(source)
+            yield await self._whole_response(source, waiting_since)
             return
         parser = _EventParser(self._assembler.texts)
         decoder = SSEDecoder(data_filter=parser.data_filter)
@@ -410,7 +416,7 @@ class AsyncAgentStream:
         # to wait cannot time out).
         loop = asyncio.get_running_loop()
         deadline = self._deadline
-        idle_until = loop.time() + self._timeout
+        idle_until = (loop.time() if waiting_since is None else waiting_since) + self._timeout
         # decoded by perplexed in bounded steps (httpx's decoders are not bounded: a decompression bomb)
         chunks = aiter_decoded(source, MAX_STREAM_BYTES).__aiter__()
         while True:
@@ -441,11 +447,12 @@ class AsyncAgentStream:
                     continue  # already delivered before a reconnect
                 yield event
 
-    async def _whole_response(self, source: httpx.Response) -> StreamEvent:
+    async def _whole_response(self, source: httpx.Response, waiting_since: float | None) -> StreamEvent:
         """The terminal event of a server that answered a stream request with a whole JSON response."""
         loop = asyncio.get_running_loop()
+        since = loop.time() if waiting_since is None else waiting_since
         try:  # a dripped body must not outlive the timeout
-            async with asyncio.timeout_at(min(loop.time() + self._timeout, self._deadline)):
+            async with asyncio.timeout_at(min(since + self._timeout, self._deadline)):
                 body = await self._io.read_body(source)
         except TimeoutError:
             if loop.time() >= self._deadline:
