@@ -622,3 +622,24 @@ async def test_the_memory_store_caps_its_cache_in_bytes() -> None:
     small = MemoryStore(max_cache_bytes=1024 * 1024)  # an answer over an eighth of the cap is not cached
     await small.record(Record(P, "p", cache_key="k", answer=CachedAnswer(big), ttl_s=600))
     assert (await small.admit(Admission(P, "p", cache_key="k"))).verdict == "call"
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        {"snippet": "x" * 1_000_000},
+        {"content": "x" * 1_000_000},
+        {"raw": {"deep": [{"text": "x" * 1_000_000}]}},
+        {"sources": [{"title": "x" * 1_000_000}]},
+        {"raw": {"k" * 1_000_000: 1}},
+    ],
+    ids=["snippet", "content", "nested raw", "sources", "raw key"],
+)
+def test_the_size_estimate_counts_text_wherever_a_hit_holds_it(where: dict[str, Any]) -> None:
+    from perplexed.store._base import snapshot_hits
+    from perplexed.store.memory import _answer_bytes
+
+    plain = _answer_bytes(snapshot_hits([Hit(id=1, url="https://example.com/a")]), None)
+    heavy = _answer_bytes(snapshot_hits([Hit(id=1, url="https://example.com/a", **where)]), None)
+    assert 1_000_000 <= heavy - plain <= 1_001_000
+    assert _answer_bytes(snapshot_hits([]), "d" * 5000) - _answer_bytes(snapshot_hits([]), None) == 5000

@@ -122,14 +122,28 @@ DEFAULT_MAX_CACHE_BYTES = 64 * 1024 * 1024
 """The memory store's default cache size bound (64 MiB, estimated from the cached hits' text)."""
 
 
+#: What an estimate counts for each hit beyond its values (its field dict and names) and for each value.
+_HIT_BYTES = 512
+_VALUE_BYTES = 64
+
+
 def _answer_bytes(snapshots: Any, detail: str | None) -> int:
     """A cheap estimate of what a cached answer holds: its strings' lengths plus a fixed cost per hit and
-    per value (nested lists and dicts walked iteratively, never recursively)."""
+    per value (nested lists and dicts walked iteratively, never recursively). A hit's top-level values are
+    mostly strings and numbers, read in one pass; only containers (``raw``, ``sources``) are walked."""
     size = 256 + (len(detail) if detail else 0)
-    stack: list[Any] = [fields for fields, _ in snapshots]
+    stack: list[Any] = []
+    for fields, _ in snapshots:
+        size += _HIT_BYTES + _VALUE_BYTES * len(fields)
+        for value in fields.values():
+            kind = value.__class__
+            if kind is str or kind is bytes:
+                size += len(value)
+            elif (kind is dict or kind is list or kind is tuple) and value:
+                stack.append(value)
     while stack:
         value = stack.pop()
-        size += 64
+        size += _VALUE_BYTES
         if isinstance(value, str | bytes):
             size += len(value)
         elif isinstance(value, dict):
