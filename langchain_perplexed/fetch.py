@@ -80,7 +80,7 @@ FETCH_DESCRIPTION = (
 )
 
 
-class PerplexedFetchInput(BaseModel):
+class PerplexedFetchInput(KnownNames):
     """Arguments of the ``perplexed_fetch`` tool."""
 
     model_config = PORTABLE

@@ -22,7 +22,7 @@ from perplexed import (
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
 from ._answer import AnswerConfig, format_answer, source_documents
-from ._config import ProviderCredentials, SearchConfig
+from ._config import KnownNames, ProviderCredentials, SearchConfig
 from ._documents import NO_RESULTS, format_hits, result_documents
 from ._portable import PORTABLE, PortableToolSchema
 from ._run import arun_core, run_core
@@ -42,7 +42,7 @@ SEARCH_DESCRIPTION = (
 )
 
 
-class PerplexedSearchInput(BaseModel):
+class PerplexedSearchInput(KnownNames):
     """Arguments of the ``perplexed_search`` tool."""
 
     # the schema a model sees is in the subset strict tool callers accept (no anyOf with null, closed object)
@@ -210,7 +210,7 @@ ANSWER_DESCRIPTION = (
 )
 
 
-class PerplexedAnswerInput(BaseModel):
+class PerplexedAnswerInput(KnownNames):
     """Arguments of the ``perplexed_answer`` tool."""
 
     model_config = PORTABLE

@@ -3,6 +3,7 @@ fetch providers) and the text the ``perplexed_fetch`` tool gives the model."""
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,6 +13,9 @@ from llama_index.core.schema import Document
 from perplexed import InvalidRequest, Page, UpstreamError
 
 __all__ = ["PerplexedReader", "page_document"]
+
+#: The arguments of ``load_data``/``aload_data`` besides the fetch options.
+_CALL_ARGS = ("urls", "continue_on_failure")
 
 
 def page_document(page: Page) -> Document:
@@ -47,11 +51,22 @@ class PerplexedReader(BaseReader):
         self.options = options
         perplexed.prepare_fetch("https://example.com/", provider, **options)
 
-    def _urls(self, urls: str | Sequence[str]) -> list[str]:
+    def _call(self, urls: str | Sequence[str] | None, options: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
+        """The URLs and the fetch options of one call (the reader's, overridden by the call's), checked:
+        a misspelt argument gets "did you mean" like everywhere else."""
+        for name in options:
+            near = difflib.get_close_matches(name.lower(), _CALL_ARGS, n=1, cutoff=0.75)
+            if near or (urls is None and name.lower().rstrip("s") in ("url", "link", "page", "document")):
+                right = near[0] if near else "urls"
+                raise InvalidRequest(f"unknown argument {name!r}: did you mean {right!r}?", param=name)
+        if urls is None:
+            raise InvalidRequest("urls is required: give a URL or a list of URLs", param="urls")
         items = [urls] if isinstance(urls, str) else list(urls)
         if not items:
             raise InvalidRequest("urls is empty: give at least one URL", param="urls")
-        return items
+        merged = {**self.options, **options}
+        perplexed.prepare_fetch(items[0], self.provider, **merged)  # unknown options: "did you mean", before any fetch
+        return items, merged
 
     def _documents(self, results: list[Page | UpstreamError], continue_on_failure: bool | None) -> list[Document]:
         skip = self.continue_on_failure if continue_on_failure is None else continue_on_failure
@@ -60,10 +75,16 @@ class PerplexedReader(BaseReader):
             raise failures[0]
         return [page_document(r) for r in results if isinstance(r, Page)]
 
-    def load_data(self, urls: str | Sequence[str], continue_on_failure: bool | None = None) -> list[Document]:
-        results = perplexed.fetch_many(self._urls(urls), self.provider, self.concurrency, **self.options)
+    def load_data(self, urls: str | Sequence[str] | None = None, continue_on_failure: bool | None = None,
+                  **options: Any) -> list[Document]:
+        """The pages as Documents; ``**options`` override the reader's fetch options for this call."""
+        items, merged = self._call(urls, options)
+        results = perplexed.fetch_many(items, self.provider, self.concurrency, **merged)
         return self._documents(results, continue_on_failure)
 
-    async def aload_data(self, urls: str | Sequence[str], continue_on_failure: bool | None = None) -> list[Document]:
-        results = await perplexed.afetch_many(self._urls(urls), self.provider, self.concurrency, **self.options)
+    async def aload_data(self, urls: str | Sequence[str] | None = None, continue_on_failure: bool | None = None,
+                         **options: Any) -> list[Document]:
+        """:meth:`load_data`, async."""
+        items, merged = self._call(urls, options)
+        results = await perplexed.afetch_many(items, self.provider, self.concurrency, **merged)
         return self._documents(results, continue_on_failure)

@@ -97,6 +97,8 @@ def test_tool_failures_are_tool_exceptions_for_the_model() -> None:
     assert "max_chars" in str(info.value)
     handled = PerplexedFetchTool(handle_tool_error=True).invoke({"url": "http://10.0.0.1/"})
     assert "Refused" in handled
+    with pytest.raises(ToolException, match="did you mean 'max_chars'"):  # not dropped without a word
+        tool.invoke({"url": SERVER.url_for("/a"), "max_char": 500})
 
 
 def test_loader_yields_documents_in_order_with_metadata() -> None:

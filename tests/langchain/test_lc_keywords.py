@@ -124,6 +124,22 @@ def test_bad_tool_arguments_are_tool_exceptions_saying_what_is_allowed(args: dic
     assert allowed in out.content and out.status == "error"
 
 
+@pytest.mark.parametrize(("typo", "closest"), [("max_result", "max_results"), ("top_k", "max_results"),
+                                               ("include_domain", "include_domains"), ("Query", "query")])
+def test_a_misspelt_tool_argument_is_not_dropped(typo: str, closest: str) -> None:
+    """A model's misspelt argument used to be dropped without a word (the search ran without it): it is a
+    ToolException naming the closest argument, which the model reads with ``handle_tool_error=True``."""
+    requests: list[httpx.Request] = []
+    handled = PerplexedSearchTool(provider=mock_searxng(searxng_results(2), requests=requests), handle_tool_error=True)
+    args = {"query": "q", typo: 2} if typo != "Query" else {"Query": "q"}
+    out = handled.invoke({"type": "tool_call", "id": "c1", "name": handled.name, "args": args})
+    assert out.status == "error" and f"did you mean '{closest}'" in out.content, out.content
+    assert requests == []
+    answer = PerplexedAnswerTool(provider=mock_searxng(searxng_results(2)), api_key="pplx-test-key-123456")
+    with pytest.raises(ToolException, match=f"did you mean '{closest}'"):
+        answer.invoke(args)
+
+
 def test_answer_tool_bad_arguments_too() -> None:
     tool = PerplexedAnswerTool(provider=mock_searxng(searxng_results(2)), api_key="pplx-test-key-123456")
     with pytest.raises(ToolException, match="a whole number from 1 to 20"):

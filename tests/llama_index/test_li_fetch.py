@@ -54,6 +54,39 @@ def test_reader_validates_options_at_construction() -> None:
     assert "max_chars" in str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("call", "named", "suggested"),
+    [
+        ({"url": "https://example.com/"}, "url", "urls"),
+        ({"urls": "https://example.com/", "continue_on_falure": True}, "continue_on_falure", "continue_on_failure"),
+        ({"urls": "https://example.com/", "max_char": 10}, "max_char", "max_chars"),
+        ({}, "urls", None),
+    ],
+    ids=["url", "continue_on_falure", "max_char", "no urls"],
+)
+async def test_reader_calls_name_a_misspelt_argument_before_fetching(
+    site: LoopbackServer, call: dict[str, Any], named: str, suggested: str | None
+) -> None:
+    reader = PerplexedReader(allow_private=LOOP)
+    for load in (reader.load_data, reader.aload_data):
+        with pytest.raises(InvalidRequest) as info:
+            out = load(**call)
+            if hasattr(out, "__await__"):
+                await out
+        assert info.value.param == named, info.value
+        if suggested:
+            assert f"did you mean {suggested!r}" in str(info.value)
+    assert site.requests == []
+
+
+async def test_reader_call_options_override_the_readers(site: LoopbackServer) -> None:
+    reader = PerplexedReader(allow_private=LOOP, max_chars=1000)
+    docs = reader.load_data(site.url_for("/a"), max_chars=100)
+    assert len(docs[0].text) == 100
+    docs = await reader.aload_data(site.url_for("/a"))
+    assert len(docs[0].text) == 1000
+
+
 async def test_tool_spec_has_perplexed_fetch(site: LoopbackServer) -> None:
     spec = PerplexedToolSpec(provider=lambda q, o: [], allow_private=LOOP, fetch_options={"max_chars": 300})
     tools = {t.metadata.name: t for t in spec.to_tool_list()}
