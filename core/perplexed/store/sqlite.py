@@ -167,12 +167,11 @@ class SQLiteStore(Store):
         self._counter = itertools.count()
         self._closed = False
         self._lock = threading.Lock()
-        self._pending = 0  # records queued on the worker and not yet applied
+        self._pending = 0  # records (and checkpoints) queued on the worker and not yet done
         self._local = threading.local()  # each event-loop thread's own connection for inline admits
         self._inline_conns: list[sqlite3.Connection] = []
         self._inline_owner: dict[sqlite3.Connection, threading.Thread] = {}
-        self._inline_commits = itertools.count(1)
-        self._worker_commits = itertools.count(1)
+        self._commits = itertools.count(1)  # write transactions on any thread: a checkpoint every few hundred
         self._locked_until = 0.0  # monotonic: an outage (the database locked) skips waiting until then
         self._outage: MemoryStore | None = None
         self.outages = 0
@@ -219,7 +218,7 @@ class SQLiteStore(Store):
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
-        if next(self._worker_commits) % _CHECKPOINT_EVERY == 0:
+        if next(self._commits) % _CHECKPOINT_EVERY == 0:
             try:
                 self._checkpoint()
             except sqlite3.Error:  # best effort: the next one tries again
@@ -339,6 +338,7 @@ class SQLiteStore(Store):
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
+        self._inline_committed()
         return out
 
     def _admit(self, request: Admission, handoff: _Handoff | None = None) -> Decision:
@@ -574,9 +574,24 @@ class SQLiteStore(Store):
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
-        if next(self._inline_commits) % _CHECKPOINT_EVERY == 0:
-            # inline connections never checkpoint: the worker folds the WAL back, without blocking writers
-            self._executor.submit(self._checkpoint).add_done_callback(_log_failure)
+        self._inline_committed()
+
+    def _inline_committed(self) -> None:
+        """Inline connections never checkpoint: every few hundred commits the worker folds the WAL back. Until
+        it is done, decisions and records go to the worker too (queued behind it): a checkpoint that had to
+        wait for the write lock would otherwise never get it while this thread writes back to back, and the
+        WAL would grow without bound."""
+        if next(self._commits) % _CHECKPOINT_EVERY:
+            return
+        with self._lock:
+            self._pending += 1
+        try:
+            future = self._executor.submit(self._checkpoint)
+        except RuntimeError:  # pragma: no cover - the store is closing
+            with self._lock:
+                self._pending -= 1
+            return
+        future.add_done_callback(self._checkpoint_done)
 
     def _checkpoint(self) -> None:
         conn = self._connect()
@@ -587,6 +602,13 @@ class SQLiteStore(Store):
             return
         if size > WAL_LIMIT_BYTES:  # readers kept it from restarting: wait (busy_timeout) for them and truncate
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def _checkpoint_done(self, future: Any) -> None:
+        with self._lock:
+            self._pending -= 1
+        exc = None if future.cancelled() else future.exception()
+        if exc is not None:  # best effort: the next one tries again
+            logger.debug("WAL checkpoint failed (%s: %s)", type(exc).__name__, exc)
 
     def _record_done(self, future: Any) -> None:
         with self._lock:
