@@ -235,7 +235,8 @@ async def test_a_hostile_server_costs_bounded_memory_and_one_failed_call(handler
         with pytest.raises(ProtocolError):
             async with asyncio.timeout(30):
                 await client.execute_command("PING")
-        assert await asyncio.to_thread(fake.closed_by_client.wait, 10) or handler is deep_array  # we hung up
+        if handler is not deep_array:  # (the deep array is refused once read: the server hangs up first)
+            assert await asyncio.to_thread(fake.closed_by_client.wait, 10)  # we hung up
         await client.aclose()
     finally:
         fake.close()
