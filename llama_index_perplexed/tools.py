@@ -5,15 +5,17 @@ described ``query``) at run time.
 """
 
 
+import functools
+import inspect
 from collections.abc import Callable, Sequence
 from datetime import date
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 import perplexed
 from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
 from llama_index.core.tools.tool_spec.base import BaseToolSpec
 from llama_index.core.tools.utils import create_schema_from_function
-from perplexed import Answer, Hit, Result
+from perplexed import Answer, Hit, InvalidRequest, Result
 from perplexed import aanswer as _aanswer
 from perplexed import answer as _answer
 from perplexed.citations import format_footnotes
@@ -26,6 +28,40 @@ from .events import dispatching
 __all__ = ["PerplexedToolSpec"]
 
 dispatcher = get_dispatcher(__name__)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _named(fn: F) -> F:
+    """A tool function that answers a model's misspelt or missing argument in words: "unknown argument
+    'qury': did you mean 'query'?" (an :class:`perplexed.InvalidRequest`, which an agent shows the model), not
+    Python's TypeError. Its signature, and so the tool's schema, stays the function's own."""
+    signature = inspect.signature(fn)
+    tool = fn.__name__.removeprefix("a") if fn.__name__.startswith("aperplexed_") else fn.__name__  # the tool's name
+    names = [name for name in signature.parameters if name != "self"]
+    required = [name for name, p in signature.parameters.items() if name != "self" and p.default is p.empty]
+
+    def check(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        perplexed.chain.check_names(kwargs, names, what=f"argument of {tool} ({', '.join(names)})")
+        given = set(names[: len(args)]) | set(kwargs)
+        for name in required:
+            if name not in given:
+                raise InvalidRequest(f"{tool} needs the argument {name!r}", param=name)
+
+    if inspect.iscoroutinefunction(fn):
+        @functools.wraps(fn)
+        async def checked_async(self: Any, *args: Any, **kwargs: Any) -> Any:
+            check(args, kwargs)
+            return await fn(self, *args, **kwargs)
+
+        return checked_async  # type: ignore[return-value]
+
+    @functools.wraps(fn)
+    def checked(self: Any, *args: Any, **kwargs: Any) -> Any:
+        check(args, kwargs)
+        return fn(self, *args, **kwargs)
+
+    return checked  # type: ignore[return-value]
 
 NO_RESULTS = "No results."
 SNIPPET_CHARS = 400  # per hit, in the text the search tool returns to the model
@@ -146,6 +182,7 @@ class PerplexedToolSpec(BaseToolSpec):
 
     # The docstrings below are the tools' descriptions: they are written for the model.
 
+    @_named
     @dispatcher.span
     def perplexed_search(self, query: Query) -> str:
         """Search the web for the query. Returns numbered results, each as "[n] title — url" followed by a
@@ -155,6 +192,7 @@ class PerplexedToolSpec(BaseToolSpec):
             result: Result = perplexed.search(query, **self._search.search_kwargs())
         return format_hits(result.hits)
 
+    @_named
     @dispatcher.span
     async def aperplexed_search(self, query: Query) -> str:
         """Search the web for the query. Returns numbered results, each as "[n] title — url" followed by a
@@ -164,6 +202,7 @@ class PerplexedToolSpec(BaseToolSpec):
             result: Result = await perplexed.asearch(query, **self._search.search_kwargs())
         return format_hits(result.hits)
 
+    @_named
     @dispatcher.span
     def perplexed_answer(self, query: Query) -> str:
         """Answer the question in the query from web sources. Returns the answer with [n] citation markers,
@@ -172,6 +211,7 @@ class PerplexedToolSpec(BaseToolSpec):
             ans = _answer(self._answer.plan(query, self._search, prefer_async=False))
         return format_answer(ans)
 
+    @_named
     @dispatcher.span
     async def aperplexed_answer(self, query: Query) -> str:
         """Answer the question in the query from web sources. Returns the answer with [n] citation markers,
@@ -188,6 +228,7 @@ class PerplexedToolSpec(BaseToolSpec):
             kwargs["start_index"] = start_index
         return kwargs
 
+    @_named
     @dispatcher.span
     def perplexed_fetch(self, url: Url, max_chars: MaxChars = 0, start_index: StartIndex = 0) -> str:
         """Read the web page at the URL. Returns its title, URL and main content as Markdown; a long page comes
@@ -196,6 +237,7 @@ class PerplexedToolSpec(BaseToolSpec):
             page = perplexed.fetch(url, self._fetch_provider, **self._fetch_kwargs(max_chars, start_index))
         return page.for_model()
 
+    @_named
     @dispatcher.span
     async def aperplexed_fetch(self, url: Url, max_chars: MaxChars = 0, start_index: StartIndex = 0) -> str:
         """Read the web page at the URL. Returns its title, URL and main content as Markdown; a long page comes

@@ -181,3 +181,37 @@ async def test_a_failing_tool_is_reported_to_the_agent_as_an_error(agent_api: Lo
     await handler
     assert results[0].tool_output.is_error is True
     assert "all_providers_failed" in results[0].tool_output.content
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "named"),
+    [
+        ("search", {"qury": "alpha"}, "unknown argument of perplexed_search (query) 'qury': did you mean 'query'?"),
+        ("answer", {"query": "alpha", "max_result": 3}, "unknown argument of perplexed_answer (query) 'max_result'"),
+        ("fetch", {"urls": "https://example.com/"}, "did you mean 'url'?"),
+        ("fetch", {"url": "https://example.com/", "maxchars": 10}, "did you mean 'max_chars'?"),
+        ("search", {}, "perplexed_search needs the argument 'query'"),
+    ],
+)
+async def test_a_models_wrong_argument_is_named_in_words(
+    agent_api: LoopbackAgentAPI, tool: str, arguments: dict[str, object], named: str
+) -> None:
+    """A model's misspelt or missing argument: a typed error in words, which the agent shows the model
+    (it was Python's TypeError: "got an unexpected keyword argument"), before any search or fetch."""
+    calls: list[str] = []
+
+    def counted(query: str, options: SearchOptions) -> list[dict[str, object]]:
+        calls.append(query)
+        return web(query, options)
+
+    spec = PerplexedToolSpec(perplexed.providers.FunctionProvider(counted, name="web"), client=agent_api.client())
+    found = tools_by_name(spec)[tool]
+    with pytest.raises(perplexed.InvalidRequest) as sync_error:
+        found.call(**arguments)
+    with pytest.raises(perplexed.InvalidRequest) as async_error:
+        await found.acall(**arguments)
+    for error in (sync_error, async_error):
+        assert named in str(error.value)
+    assert calls == [] and agent_api.server.requests == []
+    # the schema the model reads is unchanged: the function's own arguments
+    assert set(found.metadata.get_parameters_dict()["properties"]) <= {"query", "url", "max_chars", "start_index"}
