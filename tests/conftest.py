@@ -94,9 +94,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the timing tests and put them in one xdist group: under the README's ``pytest -n 3`` (``--dist
-    loadgroup`` from pyproject.toml) one worker runs them one after another, beside the other workers' tests,
-    so no two of them ever run at once. ``pytest -m timing`` runs them alone."""
+    """Mark the timing tests. The README's test command runs every other test on pytest-xdist workers, then the
+    timing tests alone and serial (``-m timing``); should they run under xdist anyway (``pytest -n 3 --dist
+    loadgroup``), they all go to the one ``timing`` group, so no two of them ever run at once."""
     timing = pytest.mark.timing
     serial = pytest.mark.xdist_group("timing")
     for item in items:
