@@ -14,6 +14,7 @@ from perplexed._policy import (
     p95,
     parse_rate_limit,
     parse_spend_limits,
+    slot_admit,
     spend_allows,
     window_admit,
 )
@@ -78,6 +79,60 @@ def test_window_never_exceeds_limit_in_any_rolling_window() -> None:
     for t in admitted:
         assert sum(1 for s in admitted if t - 1.0 < s <= t) <= 3
     assert len(admitted) >= 28  # and it does use the allowance
+
+
+# -- a fleet taking turns while its store is down: slot_admit -----------------------------------------------------
+
+R5 = RateLimit(5, 1.0, "5/s")  # slots of 1 / 4.25 s, each open for its first eighth
+L5 = 1.0 / 4.25
+
+
+K = 430  # the first slot past the outage's first window (100.0 + 1.0 s): it starts at 101.18 s, member 6's
+E = 1e-9
+
+
+@pytest.mark.parametrize(
+    ("now", "index", "last", "allowed", "wait", "slot"),
+    [
+        (100.5, 6, None, False, K * L5 - 100.5, K),  # the outage's first window (from 100.0): nothing, then its slot
+        (100.5, 2, None, False, (K + 4) * L5 - 100.5, K + 4),
+        (K * L5 + E, 6, None, True, 0.0, K),  # the start of this member's slot
+        ((K + 0.125) * L5 - E, 6, None, True, 0.0, K),  # the end of its opening
+        ((K + 0.125) * L5 + E, 6, None, False, (K + 8) * L5 - (K + 0.125) * L5 - E, K + 8),  # just after: the next
+        (K * L5 + E, 6, K, False, 8 * L5 - E, K + 8),  # one call per slot
+        (K * L5 + E, 7, None, False, L5 - E, K + 1),  # another member's slot: this one's is next
+        (K * L5 + E, 5, None, False, 7 * L5 - E, K + 7),
+    ],
+)
+def test_slot_admit(now: float, index: int, last: int | None, allowed: bool, wait: float, slot: int) -> None:
+    ok, wait_s, turn = slot_admit(now, 100.0, index, 8, R5, last)
+    assert (ok, turn) == (allowed, slot)
+    assert wait_s == pytest.approx(wait, abs=1e-6)
+
+
+@pytest.mark.parametrize(("limit", "fleet"), [(RateLimit(5, 1.0, ""), 8), (RateLimit(1, 1.0, ""), 3),
+                                              (RateLimit(10, 1.0, ""), 4), (RateLimit(3, 60.0, ""), 5),
+                                              (RateLimit(2, 1.0, ""), 1)])
+def test_a_fleet_taking_turns_never_passes_the_limit(limit: RateLimit, fleet: int) -> None:
+    # every member asks all the time, and again exactly when told: no rolling window ever holds more than the
+    # limit, nothing starts in the outage's first window, and the fleet keeps (limit - 0.75) per window
+    start = 1_700_000_000.123
+    calls: list[float] = []
+    for index in range(fleet):
+        now, last = start, None
+        while now < start + 40 * limit.window_s:
+            ok, wait, turn = slot_admit(now, start, index, fleet, limit, last)
+            if ok:
+                calls.append(now)
+                last = turn
+                now += limit.window_s / 1000
+            else:
+                assert wait > 0
+                now += wait
+    calls.sort()
+    assert calls[0] >= start + limit.window_s
+    assert max(sum(1 for c in calls if t <= c < t + limit.window_s) for t in calls) <= limit.limit
+    assert len(calls) >= (limit.limit - 0.75) * 38
 
 
 # -- cool-down transitions: (state, event, now) -> state ---------------------------------------------------------

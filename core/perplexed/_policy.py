@@ -36,6 +36,7 @@ __all__ = [
     "p95",
     "parse_rate_limit",
     "parse_spend_limits",
+    "slot_admit",
     "spend_allows",
     "window_admit",
 ]
@@ -162,6 +163,41 @@ def window_admit(stamps: Sequence[float], now: float, limit: RateLimit) -> tuple
     # the (len - limit + 1)-th oldest must leave before there are fewer than `limit` in the window
     oldest_blocking = live[len(live) - limit.limit]
     return False, max(0.0, oldest_blocking + limit.window_s - now)
+
+
+# -- a fleet's rate limit while its shared store is down: time slots ------------------------------------------
+
+
+def slot_admit(
+    now: float, start: float, index: int, fleet: int, limit: RateLimit, last: int | None
+) -> tuple[bool, float, int]:
+    """May the fleet member holding slot ``index`` (of ``fleet``) call a ``limit``-ed provider at ``now``,
+    the shared store having been down since ``start``? Returns ``(allowed, wait_s, slot)``.
+
+    Without the store the members cannot count together, so they take turns: time (the wall clock, which
+    the members share) is cut into slots of ``window / (limit - 0.75)`` seconds, slot ``k`` is member
+    ``k % fleet``'s, and a member may start one call in the first eighth of each of its slots (``last`` is
+    the slot of its previous call). N + 1 calls then span N slots less an eighth: more than the window (by
+    ``0.625 / (limit - 0.75)`` of it, 15 % under ``"5/s"``), so no rolling window ever holds more than
+    ``limit`` calls, with a margin for clocks a little apart and calls a little late. Nothing
+    starts in the window the outage began in: the calls the fleet made just before it may fill that one.
+    ``wait_s`` is how long until this member's next chance (0 when allowed)."""
+    length = limit.window_s / (limit.limit - 0.75)
+    opening = length / 8
+    first = start + limit.window_s
+    slot = math.floor(now / length)
+    if (slot + 1) * length <= now:  # (the division rounded down across a boundary)
+        slot += 1
+    elif slot * length > now:
+        slot -= 1
+    open_now = slot % fleet == index and slot != last and now < slot * length + opening
+    if open_now and now >= first:
+        return True, 0.0, slot
+    # this member's next chance: the rest of the current slot (before ``first``), or its next slot
+    later = slot if open_now else slot + 1 + (index - slot - 1) % fleet
+    while later * length + opening <= first:
+        later += fleet
+    return False, max(0.0, max(later * length, first) - now), later
 
 
 # -- cool-down (circuit breaker) ------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ import pytest
 import redis
 from perplexed import ConfigError, Hit
 from perplexed.providers import FunctionProvider
-from perplexed.store import Admission, MemoryStore, RedisStore
+from perplexed.store import Admission, MemoryStore, RedisStore, _resilient
 from perplexed.store._resilient import RETRY_S, ResilientStore
 from perplexed.store._resp import (
     MAX_DEPTH,
@@ -558,6 +558,102 @@ async def test_an_outage_releases_no_burst_across_a_fleet(used_before: bool) -> 
     assert max(in_window(1010.0 + s * 0.01) for s in range(0, 900)) <= 10  # later: the share's pace
     assert len([t for t in calls if t >= 1010.0]) <= 5 * 10 + 8  # ~ the limit over the 10 s (not 8x it)
     assert all(store.outages == 1 for store in fleet)
+
+
+class _FleetRemote(_Switchable):
+    """The shared store with the fleet's slot leases (as RedisStore's CLAIM_SLOT) and window replays."""
+
+    def __init__(self, clock: Any) -> None:
+        super().__init__(clock=clock)
+        self.slots: dict[int, str] = {}
+        self.replayed: list[float] = []
+
+    async def claim_slot(self, token: str, fleet_size: int, lease_ms: int) -> int | None:
+        if self.broken:
+            raise ConnectionError("down")
+        for i in range(fleet_size):
+            if self.slots.get(i) == token:
+                return i
+        for i in range(fleet_size):
+            if i not in self.slots:
+                self.slots[i] = token
+                return i
+        return None
+
+    async def replay_window(self, provider: str, window_s: float, stamps: list[float]) -> None:
+        if self.broken:
+            raise ConnectionError("down")
+        self.replayed += stamps
+        self.seed_window(provider, stamps)
+
+
+@pytest.mark.parametrize("members", [8, 9])
+async def test_a_fleet_with_slots_never_passes_the_limit_through_an_outage(
+    monkeypatch: pytest.MonkeyPatch, members: int
+) -> None:
+    # 8 processes under "5/s", fleet_size=8, each asking ~33 times a second; the shared store is down from t=10 s
+    # to t=20 s. Each member leased a slot while the store was up: without the store they take turns (no rolling
+    # second above the limit, none at all in the outage's first second, whose shared window may be full), and
+    # back on the store they take turns for one more second while the calls made in-process go back into the
+    # shared window. A ninth process finds no free slot: its degraded window is its share, as before.
+    monkeypatch.setattr(_resilient, "RETRY_S", 0.0)  # the virtual clock runs faster than the probes' real one
+    now = [1000.0]
+
+    def clock() -> float:
+        return now[0]
+
+    remote = _FleetRemote(clock=clock)
+    fleet = [ResilientStore(remote, kind="test", timeout_s=1.0, fleet_size=8, clock=clock) for _ in range(members)]
+    request = Admission(P, "p", rate_limit=(5, 1.0))
+    calls: list[tuple[float, int]] = []
+    for step in range(3000):
+        now[0] = 1000.0 + step * 0.01
+        remote.broken = 1000 <= step < 2000
+        for i, store in enumerate(fleet):
+            if (step + i) % 3 == 0 and (await store.admit(request)).verdict == "call":
+                calls.append((now[0], i))
+    holders = {i for i, store in enumerate(fleet) if store._slot is not None}  # type: ignore[attr-defined]
+    slotted = [t for t, i in calls if i in holders]
+
+    def worst(times: list[float], start: float, end: float) -> int:
+        inside = [t for t in times if start <= t < end]
+        return max((sum(1 for u in inside if t <= u < t + 1.0) for t in inside), default=0)
+
+    assert sorted(remote.slots) == list(range(8)) and len(holders) == 8  # eight slots: the ninth holds none
+    assert worst(slotted, 1000.0, 1030.0) <= 5  # the whole run: before, during, after the outage
+    if members == 8:
+        assert worst([t for t, _ in calls], 1000.0, 1030.0) <= 5
+    assert not [t for t in slotted if 1010.0 <= t < 1011.0]  # the outage's first second: nothing
+    during = [t for t in slotted if 1011.0 <= t < 1020.0]
+    assert 4 * 9 - 2 <= len(during) <= 5 * 9  # the pace: limit - 0.75 per second (4.25 here)
+    assert len(remote.replayed) >= 4  # the last second's in-process calls went back into the shared window
+    assert len([t for t in slotted if t >= 1021.0]) >= 5 * 8  # back on the shared window: the limit again
+    assert all(store.outages == 1 and store.available for store in fleet)
+
+
+async def test_fleet_slots_are_leased_one_per_member(valkey: ValkeyServer, redis_prefix: str) -> None:
+    # the slot lease (RedisStore.claim_slot) on a real server: distinct slots, kept by their holder, none left
+    # for a member beyond fleet_size, free again once the lease runs out
+    stores = [RedisStore(valkey.url, prefix=redis_prefix, fleet_size=3) for _ in range(4)]
+    try:
+        backends = [store._remote for store in stores]  # type: ignore[attr-defined]
+        held = [await b.claim_slot(f"token-{i}", 3, 60_000) for i, b in enumerate(backends)]
+        assert held[:3] == [0, 1, 2] and held[3] is None
+        assert await backends[1].claim_slot("token-1", 3, 60_000) == 1  # renewed, not a second one
+        assert await backends[3].claim_slot("token-3", 3, 60_000) is None
+        assert await backends[2].claim_slot("token-2", 3, 50) == 2  # a short lease
+        await asyncio.sleep(0.2)
+        assert await backends[3].claim_slot("token-3", 3, 60_000) == 2  # it ran out: the slot is free again
+        # a rate-limited admission claims this process's slot (fleet_size > 1), with the store's lease
+        assert (await stores[0].admit(Admission(P, "p", rate_limit=(5, 1.0)))).verdict == "call"
+        assert stores[0]._slot is None  # type: ignore[attr-defined]  # slots 0-2 are the tokens' above
+        fresh = RedisStore(valkey.url, prefix=redis_prefix + "other:", fleet_size=3)
+        assert (await fresh.admit(Admission(P, "p", rate_limit=(5, 1.0)))).verdict == "call"
+        assert fresh._slot == 0  # type: ignore[attr-defined]
+        await fresh.aclose()
+    finally:
+        for store in stores:
+            await store.aclose()
 
 
 class _HangsOnce(MemoryStore):

@@ -26,7 +26,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-__all__ = ["ADMIT", "POLL_FILL", "RECORD", "SCRIPTS", "SPEND_REPORT", "SPEND_RESERVE", "STATE", "UNDO", "Script"]
+__all__ = ["ADMIT", "CLAIM_SLOT", "POLL_FILL", "RECORD", "REPLAY_WINDOW", "SCRIPTS", "SPEND_REPORT", "SPEND_RESERVE",
+           "STATE", "UNDO", "Script"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -382,4 +383,24 @@ if until_ ~= nil and until_ > now then return {'pending'} end
 return {'gone'}
 """)
 
-SCRIPTS = (ADMIT, SPEND_RESERVE, UNDO, RECORD, SPEND_REPORT, STATE, POLL_FILL)
+CLAIM_SLOT = _script("claim_slot", r"""
+-- KEYS: the fleet's slot keys (one hash tag); ARGV: 1 token 2 lease ms -> the slot held (0-based), or -1
+-- a member keeps (and extends) the slot it holds, else takes a free one: no two members hold the same slot
+for i = 1, #KEYS do
+  if redis.call('GET', KEYS[i]) == ARGV[1] then redis.call('PEXPIRE', KEYS[i], ARGV[2]); return i - 1 end
+end
+for i = 1, #KEYS do
+  if redis.call('SET', KEYS[i], ARGV[1], 'NX', 'PX', ARGV[2]) then return i - 1 end
+end
+return -1
+""")
+
+REPLAY_WINDOW = _script("replay_window", r"""
+-- KEYS: 1 window; ARGV: 1 window_s, then (time, member) pairs: calls a member admitted in-process during an
+-- outage, added to the shared window when the store is back (so the fleet does not spend the window twice)
+for i = 2, #ARGV, 2 do redis.call('ZADD', KEYS[1], ARGV[i], ARGV[i + 1]) end
+redis.call('PEXPIRE', KEYS[1], math.ceil(tonumber(ARGV[1]) * 1000) + 60000)
+return 1
+""")
+
+SCRIPTS = (ADMIT, SPEND_RESERVE, UNDO, RECORD, SPEND_REPORT, STATE, POLL_FILL, CLAIM_SLOT, REPLAY_WINDOW)

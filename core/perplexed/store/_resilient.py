@@ -12,14 +12,16 @@ unreachable, slow or answering errors:
   small *write* first (``remote.probe()``), and only a write that succeeds ends the outage (reads answer
   from the remote when they can, but do not end it): a server that answers reads but refuses writes (``OOM`` under ``maxmemory``, ``READONLY``
   after a failover, ``LOADING``, ``MASTERDOWN``) keeps it going, so an outage never flaps;
-* degraded, but still safe: rolling-window limits become N calls per ``window x fleet_size`` in each process
-  (the account's limit is not multiplied by the number of workers), and that window does not start empty:
-  it holds the admissions this process made before the outage, topped up to N with evenly spaced ones (at a
-  random phase) as if the process had been using its share (a cautious share for a provider it never
-  called), so slots free one at a time at the share's pace and an outage (or one spurious timeout) releases
-  no burst; a process that never reached the remote at all starts with empty windows; spend limits fail closed: a paid
-  provider is skipped ``over_budget`` (with a detail saying why) while free providers and the in-process
-  cache go on;
+* degraded, but still safe: while the remote is up, a member of a fleet (``fleet_size`` > 1) leases one of
+  its slots (``remote.claim_slot``, with a rate-limited admission); during an outage the members holding one
+  take turns at each rate limit (:func:`perplexed._policy.slot_admit`: no rolling window above the limit,
+  nothing in the window the outage began in), and for one window after it, while the calls they made
+  in-process go back into the shared window (``remote.replay_window``). A process without a slot allows N
+  calls per ``window x fleet_size``, from a window that does not start empty: it holds the admissions this
+  process made before the outage, topped up to N with evenly spaced ones (at a random phase) as if the
+  process had been using its share (a cautious share for a provider it never called); a process that never
+  reached the remote at all starts with empty windows; spend limits fail closed: a paid provider is skipped
+  ``over_budget`` (with a detail saying why) while free providers and the in-process cache go on;
 * one telemetry event ``("perplexed", "store", "unavailable")`` (metadata: the store's ``kind`` and the
   redacted ``error``) and one warning log per outage, not per call; an info log when it ends.
 
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import secrets
 import threading
 import time
 from collections import deque
@@ -40,6 +43,7 @@ from typing import Any, Final, TypeVar
 from .. import telemetry
 from .._errors import redact
 from .._logs import get_logger
+from .._policy import RateLimit, slot_admit
 from ._base import Admission, CachedAnswer, Decision, ProviderState, Record, Store
 from ._resp import ClientClosed, NoScript
 from .memory import MemoryStore
@@ -58,6 +62,12 @@ CHECK_TIMEOUT_S: Final = 5.0
 
 MAX_BACKGROUND: Final = 256
 """Records running as tasks of their own (cluster mode) at most at once."""
+
+SLOT_LEASE_S: Final = 30.0
+"""How long a fleet member's slot (its turn while the store is down) is held without being renewed."""
+
+SLOT_RENEW_S: Final = 10.0
+"""A member renews its slot at most this often, with a rate-limited admission."""
 
 _HISTORY_PROVIDERS: Final = 10_000
 _HISTORY_MAX: Final = 10_000
@@ -96,6 +106,22 @@ class ResilientStore(Store):
         self._down_clock = 0.0
         self._background: set[asyncio.Task[None]] = set()
         self._reached = False  # whether any remote call has succeeded in this process
+        # the fleet's turns while the store is down (fleet_size > 1): this member's slot, leased in the store
+        self._claim = getattr(remote, "claim_slot", None) if fleet_size > 1 else None
+        self._replay_window = getattr(remote, "replay_window", None)
+        self._token = secrets.token_hex(8)
+        self._slot: int | None = None
+        self._slot_until = 0.0  # monotonic: the lease holds until then
+        self._next_claim = 0.0
+        self._outage_slot: int | None = None  # the slot this outage is run on (held when it began)
+        self._slot_last: dict[str, int] = {}  # provider -> the slot of its last call in this outage
+        # provider -> (window_s, times) of the calls admitted in-process: the shared window gets them back
+        self._outage_calls: dict[str, tuple[float, deque[float]]] = {}
+        self._replay: dict[str, tuple[float, list[float]]] = {}
+        # back from an outage run on a slot: for one window more, a call needs its turn and the shared window
+        self._turns_slot: int | None = None
+        self._turns_start = 0.0  # the outage's start (clock)
+        self._back_clock = 0.0  # when this process got the store back (clock)
         self.kind = kind
         self.clock = clock
         self._timeout_s = timeout_s
@@ -191,6 +217,12 @@ class ResilientStore(Store):
             self._down_clock = self.clock()
             self._local = MemoryStore(clock=self.clock)
             self._seeded = set()
+            held = self._slot is not None and self._down_since < self._slot_until
+            self._outage_slot = self._slot if held else None
+            if self._turns_slot is None:  # (an outage within the window after the last one keeps its turns)
+                self._slot_last = {}
+            self._turns_slot = None
+            self._outage_calls = {}
             self.outages += 1
             self.last_error = error
         logger.warning(
@@ -207,6 +239,11 @@ class ResilientStore(Store):
                 return
             self._down_since = None
             self._local = None
+            self._turns_slot, self._turns_start, self._back_clock = self._outage_slot, self._down_clock, self.clock()
+            self._outage_slot = None
+            # the calls admitted in-process go to the shared windows before this process's next admissions
+            self._replay = {p: (w, list(times)) for p, (w, times) in self._outage_calls.items()}
+            self._outage_calls = {}
         logger.info("perplexed: the %s state store is back after %.1f s", self.kind, time.monotonic() - since)
 
     def _local_store(self) -> MemoryStore:
@@ -221,12 +258,76 @@ class ResilientStore(Store):
     # -- the two decisions ----------------------------------------------------------------------------------
 
     async def admit(self, request: Admission) -> Decision:
-        result = await self._remote_call(lambda: self._remote.admit(request), changes_state=True)
+        result = await self._remote_call(lambda: self._admit_remote(request), changes_state=True)
         if not isinstance(result, _Skip):
             if request.rate_limit is not None and result.verdict == "call":
                 self._remember(request.provider, request.rate_limit[0])
             return result
         return self._admit_locally(request)
+
+    def _turn(self, request: Admission) -> int | None:
+        """Within one window after an outage run on a slot: the turn this call would take (-1: not its turn;
+        None: the window is over, the shared window decides alone).
+        The members still down take turns and the shared window does not know their calls yet: a member just
+        back takes turns too, so the fleet stays at the limit until every member's calls are in the window."""
+        assert request.rate_limit is not None
+        limit, window_s = request.rate_limit
+        with self._lock:
+            slot = self._turns_slot
+            now = self.clock()
+            if slot is None or now >= self._back_clock + window_s:
+                return None
+            allowed, _, turn = slot_admit(now, self._turns_start, slot, self._fleet_size,
+                                          RateLimit(limit, window_s, ""), self._slot_last.get(request.provider))
+            return turn if allowed else -1
+
+    def _turn_wait(self, request: Admission) -> float:
+        assert request.rate_limit is not None
+        limit, window_s = request.rate_limit
+        with self._lock:
+            slot = self._turns_slot
+            if slot is None:
+                return 0.0
+            _, wait, _ = slot_admit(self.clock(), self._turns_start, slot, self._fleet_size,
+                                    RateLimit(limit, window_s, ""), self._slot_last.get(request.provider))
+            return wait
+
+    async def _admit_remote(self, request: Admission) -> Decision:
+        if request.rate_limit is not None:
+            if self._replay:  # back from an outage: the calls made in-process count in the shared window
+                pending = self._replay.pop(request.provider, None)
+                if pending is not None and self._replay_window is not None:
+                    window_s, times = pending
+                    now = self.clock()
+                    live = [t for t in times if t > now - window_s]
+                    if live:
+                        await self._replay_window(request.provider, window_s, live)
+            if self._claim is not None and time.monotonic() >= self._next_claim:
+                sent = time.monotonic()
+                self._next_claim = sent + SLOT_RENEW_S
+                slot = await self._claim(self._token, self._fleet_size, int(SLOT_LEASE_S * 1000))
+                with self._lock:
+                    self._slot, self._slot_until = slot, sent + SLOT_LEASE_S - 1.0
+            if self._turns_slot is not None:
+                return await self._admit_in_turn(request)
+        return await self._remote.admit(request)
+
+    async def _admit_in_turn(self, request: Admission) -> Decision:
+        """Back from an outage run on a slot: within one window, a call needs its turn too."""
+        turn = self._turn(request)
+        if turn == -1:  # not its turn: a cached answer still wins (the remote looks, nothing is taken)
+            if request.cache_key is not None:
+                look = replace(request, rate_limit=None, over_call_budget=True, claim_fill=False, cooldown=False)
+                seen = await self._remote.admit(look)
+                if seen.verdict == "cached":
+                    return seen
+            return Decision("rate_limited", wait_s=self._turn_wait(request),
+                            detail="back from a store outage: the fleet takes turns for one more window")
+        decision = await self._remote.admit(request)
+        if turn is not None and decision.verdict == "call":
+            with self._lock:
+                self._slot_last[request.provider] = turn
+        return decision
 
     def _remember(self, provider: str, limit: int) -> None:
         """Note an admission the remote granted (the degraded window starts from these)."""
@@ -256,7 +357,27 @@ class ResilientStore(Store):
     def _admit_locally(self, request: Admission) -> Decision:
         local_request = request
         local = self._local_store()
-        if request.rate_limit is not None:
+        turn: int | None = None
+        if request.rate_limit is not None and self._outage_slot is not None:
+            # a fleet member with a slot: its turns (slot_admit), so the fleet never passes the limit
+            limit, window_s = request.rate_limit
+            allowed = True
+            with self._lock:
+                slot = self._outage_slot
+                if slot is not None:
+                    allowed, wait, turn = slot_admit(self.clock(), self._down_clock, slot, self._fleet_size,
+                                                     RateLimit(limit, window_s, ""),
+                                                     self._slot_last.get(request.provider))
+            if not allowed:  # not its turn: the in-process cache still answers (it is consulted first)
+                if request.cache_key is not None:
+                    hit = local.admit_now(replace(request, rate_limit=None, over_call_budget=True,
+                                                  claim_fill=False, cooldown=False))
+                    if hit.verdict == "cached":
+                        return hit
+                return Decision("rate_limited", wait_s=wait, detail=f"the {self.kind} state store is "
+                                "unavailable: the fleet takes turns at the rate limit")
+            local_request = replace(local_request, rate_limit=None)
+        elif request.rate_limit is not None:
             limit, window_s = request.rate_limit
             window_s *= self._fleet_size
             local_request = replace(local_request, rate_limit=(limit, window_s))
@@ -265,6 +386,21 @@ class ResilientStore(Store):
                     if request.provider not in self._seeded:
                         self._seeded.add(request.provider)
                         self._seed(local, request.provider, limit, window_s)
+        decision = self._admit_local(local, request, local_request)
+        if request.rate_limit is not None and decision.verdict == "call":
+            limit, window_s = request.rate_limit
+            with self._lock:
+                if turn is not None:
+                    self._slot_last[request.provider] = turn
+                calls = self._outage_calls.get(request.provider)
+                if calls is None or calls[0] != window_s:
+                    if len(self._outage_calls) >= _HISTORY_PROVIDERS:
+                        self._outage_calls.clear()
+                    calls = self._outage_calls[request.provider] = (window_s, deque(maxlen=min(limit, _HISTORY_MAX)))
+                calls[1].append(self.clock())
+        return decision
+
+    def _admit_local(self, local: MemoryStore, request: Admission, local_request: Admission) -> Decision:
         closed = request.price > 0 and bool(request.spend_limits) and not request.over_call_budget
         if closed:  # spend limits cannot be checked fleet-wide: fail closed (the cache still answers)
             local_request = replace(local_request, over_call_budget=True)

@@ -20,7 +20,8 @@ The store works from any event loop and from the sync API: it keeps one client p
 standalone server that client is the store's own pipelined RESP client (:mod:`perplexed.store._resp`: one
 connection per loop, a fraction of redis-py's CPU per command); in cluster mode it is redis-py's cluster
 client. redis-py (the ``redis`` extra) is required either way (URL parsing, cluster). It is never a new way to fail: see :class:`~perplexed.store._resilient.ResilientStore` for the
-degraded mode (store timeout, in-process state with limits divided by ``fleet_size``, spend failing closed).
+degraded mode (store timeout, in-process state: the fleet takes turns at rate limits on the ``fleet_size`` slots
+its members lease, spend failing closed).
 """
 
 from __future__ import annotations
@@ -51,7 +52,19 @@ from ._base import (
     decode_answer,
     encode_answer,
 )
-from ._redis_lua import ADMIT, POLL_FILL, RECORD, SCRIPTS, SPEND_REPORT, SPEND_RESERVE, STATE, UNDO, Script
+from ._redis_lua import (
+    ADMIT,
+    CLAIM_SLOT,
+    POLL_FILL,
+    RECORD,
+    REPLAY_WINDOW,
+    SCRIPTS,
+    SPEND_REPORT,
+    SPEND_RESERVE,
+    STATE,
+    UNDO,
+    Script,
+)
 from ._resilient import ResilientStore
 from ._resp import SSL_OPTIONS, NoScript, RespClient, ssl_context, tls_version
 
@@ -201,6 +214,20 @@ class _RedisBackend(Store):
         entry = self._entry()
         await entry.client.execute_command("SET", f"{self.prefix}{{probe}}", _f(self.clock()), "PX", "60000")
         entry.answered = True
+
+    async def claim_slot(self, token: str, fleet_size: int, lease_ms: int) -> int | None:
+        """Keep (or take) one of the fleet's ``fleet_size`` slots for ``lease_ms``: its index, or None when
+        every slot is another member's. The slot orders this member's turns while the store is down."""
+        keys = [f"{self.prefix}{{fleet}}:slot:{i}" for i in range(fleet_size)]
+        index = int(await self._eval(CLAIM_SLOT, keys, [token, str(lease_ms)]))
+        return index if index >= 0 else None
+
+    async def replay_window(self, provider: str, window_s: float, stamps: Sequence[float]) -> None:
+        """Add calls this process admitted in-process during an outage to ``provider``'s shared window."""
+        args: list[str | bytes] = [_f(window_s)]
+        for stamp in stamps:
+            args += [_f(stamp), f"{self._member_prefix}:{next(self._members)}"]
+        await self._eval(REPLAY_WINDOW, [f"{self._tag(provider)}:w"], args)
 
     # -- key names -----------------------------------------------------------------------------------------------
 
