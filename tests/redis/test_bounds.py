@@ -586,6 +586,10 @@ class _FleetRemote(_Switchable):
         self.replayed += stamps
         self.seed_window(provider, stamps)
 
+    async def admit(self, request: Admission) -> Any:
+        await asyncio.sleep(0)  # a round trip: concurrent searches interleave here
+        return await super().admit(request)
+
 
 @pytest.mark.parametrize("members", [8, 9])
 async def test_a_fleet_with_slots_never_passes_the_limit_through_an_outage(
@@ -629,6 +633,29 @@ async def test_a_fleet_with_slots_never_passes_the_limit_through_an_outage(
     assert len(remote.replayed) >= 4  # the last second's in-process calls went back into the shared window
     assert len([t for t in slotted if t >= 1021.0]) >= 5 * 8  # back on the shared window: the limit again
     assert all(store.outages == 1 and store.available for store in fleet)
+
+
+async def test_concurrent_searches_of_one_member_take_one_turn(monkeypatch: pytest.MonkeyPatch) -> None:
+    # ten searches of one process at once, when its turn is open: one call, during the outage and in the window
+    # after it (where each waits on the store between taking its turn and being admitted)
+    monkeypatch.setattr(_resilient, "RETRY_S", 0.0)
+    now = [1000.0]
+    remote = _FleetRemote(clock=lambda: now[0])
+    store = ResilientStore(remote, kind="test", timeout_s=1.0, fleet_size=2, clock=lambda: now[0])
+    request = Admission(P, "p", rate_limit=(5, 1.0))
+    assert (await store.admit(request)).verdict == "call" and store._slot == 0  # type: ignore[attr-defined]
+    length = 1.0 / 4.25
+    remote.broken = True
+    assert (await store.admit(request)).verdict == "rate_limited"  # the outage begins (at 1000.0)
+    now[0] = (int(1002.0 / length / 2) * 2) * length + 1e-6  # the start of one of slot 0's turns
+    during = await asyncio.gather(*(store.admit(request) for _ in range(10)))
+    assert [d.verdict for d in during].count("call") == 1
+    remote.broken = False
+    now[0] += 2 * length  # its next turn, back on the store: a window of turns
+    after = await asyncio.gather(*(store.admit(request) for _ in range(10)))
+    assert store.available
+    assert [d.verdict for d in after].count("call") == 1
+    assert len(remote.replayed) == 1  # the outage's call went back into the shared window
 
 
 async def test_fleet_slots_are_leased_one_per_member(valkey: ValkeyServer, redis_prefix: str) -> None:

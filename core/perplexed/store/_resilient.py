@@ -265,32 +265,27 @@ class ResilientStore(Store):
             return result
         return self._admit_locally(request)
 
-    def _turn(self, request: Admission) -> int | None:
-        """Within one window after an outage run on a slot: the turn this call would take (-1: not its turn;
-        None: the window is over, the shared window decides alone).
-        The members still down take turns and the shared window does not know their calls yet: a member just
-        back takes turns too, so the fleet stays at the limit until every member's calls are in the window."""
+    def _take_turn(self, request: Admission, slot: int, start: float) -> tuple[bool, float, int, int | None]:
+        """Take this member's turn for ``request`` now if it has one (``slot_admit``), atomically (concurrent
+        searches of this process cannot take the same one): ``(allowed, wait_s, turn, previous turn)``."""
         assert request.rate_limit is not None
         limit, window_s = request.rate_limit
         with self._lock:
-            slot = self._turns_slot
-            now = self.clock()
-            if slot is None or now >= self._back_clock + window_s:
-                return None
-            allowed, _, turn = slot_admit(now, self._turns_start, slot, self._fleet_size,
-                                          RateLimit(limit, window_s, ""), self._slot_last.get(request.provider))
-            return turn if allowed else -1
+            last = self._slot_last.get(request.provider)
+            allowed, wait, turn = slot_admit(self.clock(), start, slot, self._fleet_size,
+                                             RateLimit(limit, window_s, ""), last)
+            if allowed:
+                self._slot_last[request.provider] = turn
+            return allowed, wait, turn, last
 
-    def _turn_wait(self, request: Admission) -> float:
-        assert request.rate_limit is not None
-        limit, window_s = request.rate_limit
+    def _give_back(self, provider: str, turn: int, last: int | None) -> None:
+        """A turn taken for a call that was not made (a cached answer, a cool-down, ...)."""
         with self._lock:
-            slot = self._turns_slot
-            if slot is None:
-                return 0.0
-            _, wait, _ = slot_admit(self.clock(), self._turns_start, slot, self._fleet_size,
-                                    RateLimit(limit, window_s, ""), self._slot_last.get(request.provider))
-            return wait
+            if self._slot_last.get(provider) == turn:
+                if last is None:
+                    self._slot_last.pop(provider, None)
+                else:
+                    self._slot_last[provider] = last
 
     async def _admit_remote(self, request: Admission) -> Decision:
         if request.rate_limit is not None:
@@ -314,19 +309,26 @@ class ResilientStore(Store):
 
     async def _admit_in_turn(self, request: Admission) -> Decision:
         """Back from an outage run on a slot: within one window, a call needs its turn too."""
-        turn = self._turn(request)
-        if turn == -1:  # not its turn: a cached answer still wins (the remote looks, nothing is taken)
+        assert request.rate_limit is not None
+        slot = self._turns_slot
+        if slot is None or self.clock() >= self._back_clock + request.rate_limit[1]:
+            return await self._remote.admit(request)  # the window is over: the shared one decides alone
+        allowed, wait, turn, last = self._take_turn(request, slot, self._turns_start)
+        if not allowed:  # not its turn: a cached answer still wins (the remote looks, nothing is taken)
             if request.cache_key is not None:
                 look = replace(request, rate_limit=None, over_call_budget=True, claim_fill=False, cooldown=False)
                 seen = await self._remote.admit(look)
                 if seen.verdict == "cached":
                     return seen
-            return Decision("rate_limited", wait_s=self._turn_wait(request),
+            return Decision("rate_limited", wait_s=wait,
                             detail="back from a store outage: the fleet takes turns for one more window")
-        decision = await self._remote.admit(request)
-        if turn is not None and decision.verdict == "call":
-            with self._lock:
-                self._slot_last[request.provider] = turn
+        try:
+            decision = await self._remote.admit(request)
+        except BaseException:
+            self._give_back(request.provider, turn, last)
+            raise
+        if decision.verdict != "call":
+            self._give_back(request.provider, turn, last)
         return decision
 
     def _remember(self, provider: str, limit: int) -> None:
@@ -357,18 +359,14 @@ class ResilientStore(Store):
     def _admit_locally(self, request: Admission) -> Decision:
         local_request = request
         local = self._local_store()
-        turn: int | None = None
-        if request.rate_limit is not None and self._outage_slot is not None:
+        turn: tuple[int, int | None] | None = None
+        slot = self._outage_slot
+        if request.rate_limit is not None and slot is not None:
             # a fleet member with a slot: its turns (slot_admit), so the fleet never passes the limit
-            limit, window_s = request.rate_limit
-            allowed = True
-            with self._lock:
-                slot = self._outage_slot
-                if slot is not None:
-                    allowed, wait, turn = slot_admit(self.clock(), self._down_clock, slot, self._fleet_size,
-                                                     RateLimit(limit, window_s, ""),
-                                                     self._slot_last.get(request.provider))
-            if not allowed:  # not its turn: the in-process cache still answers (it is consulted first)
+            allowed, wait, taken, last = self._take_turn(request, slot, self._down_clock)
+            if allowed:
+                turn = (taken, last)
+            else:  # not its turn: the in-process cache still answers (it is consulted first)
                 if request.cache_key is not None:
                     hit = local.admit_now(replace(request, rate_limit=None, over_call_budget=True,
                                                   claim_fill=False, cooldown=False))
@@ -387,11 +385,11 @@ class ResilientStore(Store):
                         self._seeded.add(request.provider)
                         self._seed(local, request.provider, limit, window_s)
         decision = self._admit_local(local, request, local_request)
+        if turn is not None and decision.verdict != "call":
+            self._give_back(request.provider, *turn)
         if request.rate_limit is not None and decision.verdict == "call":
             limit, window_s = request.rate_limit
             with self._lock:
-                if turn is not None:
-                    self._slot_last[request.provider] = turn
                 calls = self._outage_calls.get(request.provider)
                 if calls is None or calls[0] != window_s:
                     if len(self._outage_calls) >= _HISTORY_PROVIDERS:
