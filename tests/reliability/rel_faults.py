@@ -168,19 +168,21 @@ FAULTS: dict[str, Fault] = {
 }
 
 
-def refused_url() -> str:
-    """A loopback URL on which nothing listens (the port was bound, then released)."""
+@contextlib.contextmanager
+def refused_url() -> Iterator[str]:
+    """A loopback URL that refuses connections while the context lasts: its port is bound, never listening,
+    and held (a port only bound and released can go to the next server started, which then answers on it)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
 @contextlib.contextmanager
 def fault_server(fault: Fault) -> Iterator[tuple[str, LoopbackServer | None]]:
     """``(base_url, server)`` misbehaving as ``fault`` (server is None for ``refused``)."""
     if fault.reply is None:
-        yield refused_url(), None
+        with refused_url() as url:
+            yield url, None
         return
     with serve({"*": fault.reply()}) as server:
         yield server.url, server

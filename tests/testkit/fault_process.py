@@ -358,18 +358,22 @@ def _guarded(handler: Handler) -> Handler:
     return run
 
 
-def _refused_url() -> str:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{sock.getsockname()[1]}"
+def _refused() -> socket.socket:
+    """A loopback port that refuses connections: bound, never listening, and held (a port that was only bound
+    and released went to the next server started here, which then answered on the "refused" URL)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    return sock
 
 
 async def _serve(names: list[str]) -> None:
     urls: dict[str, str] = {}
     servers = []
+    held = []
     for name in names:
         if name == "refused":
-            urls[name] = _refused_url()
+            held.append(_refused())
+            urls[name] = f"http://127.0.0.1:{held[-1].getsockname()[1]}"
             continue
         server = await asyncio.start_server(_guarded(_HANDLERS[name]), "127.0.0.1", 0, backlog=2048)
         servers.append(server)
@@ -379,6 +383,8 @@ async def _serve(names: list[str]) -> None:
     await loop.run_in_executor(None, sys.stdin.read)  # until the parent closes our stdin
     for server in servers:
         server.close()
+    for sock in held:
+        sock.close()
 
 
 if __name__ == "__main__":
