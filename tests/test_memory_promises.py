@@ -291,9 +291,9 @@ async def test_spend_limits_fail_closed_on_a_store_error(mode: str) -> None:
 
 
 async def test_spend_limits_fail_closed_with_redis_down(mode: str) -> None:
-    from testkit.valkey_servers import free_port
+    from testkit.valkey_servers import closed_port
 
-    perplexed.configure(store=RedisStore(f"redis://127.0.0.1:{free_port()}/0", timeout_ms=100),
+    perplexed.configure(store=RedisStore(f"redis://127.0.0.1:{closed_port()}/0", timeout_ms=100),
                         spend_limits={"day": 100.0})
     calls: list[str] = []
     for _ in range(3):

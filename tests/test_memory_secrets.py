@@ -19,7 +19,7 @@ from perplexed.cli import main
 from perplexed.providers import FunctionProvider, SearXNG
 from perplexed.store import RedisStore, SQLiteStore
 from testkit.loopback import Json, searxng_json, serve
-from testkit.valkey_servers import free_port
+from testkit.valkey_servers import closed_port
 
 PASSWORD = "Hunter2-Valkey-Pa55"
 
@@ -38,7 +38,7 @@ def store_check(diagnosis: doctor.Diagnosis) -> doctor.Check:
 def test_doctor_masks_the_store_password_and_fails_a_dead_store(
     password: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv("PERPLEXED_STORE", f"redis://user:{password}@127.0.0.1:{free_port()}/0?timeout_ms=200")
+    monkeypatch.setenv("PERPLEXED_STORE", f"redis://user:{password}@127.0.0.1:{closed_port()}/0?timeout_ms=200")
     check = store_check(doctor.diagnose())
     assert check.status == "error" and check.needed  # the degraded in-process fallback is not "ok"
     code, text = run_doctor(capsys)
@@ -114,7 +114,7 @@ def test_a_password_in_any_url_is_masked_by_redact() -> None:
     assert redact("failed: rediss://:p@ss@w0rd@host/0 down") == "failed: rediss://:***@host/0 down"
     assert redact("redis://host/0?password=xyz&db=1") == "redis://host/0?password=***&db=1"
     assert redact("https://example.org/a@b") == "https://example.org/a@b"  # not user info
-    assert "Pa55" not in repr(RedisStore(f"redis://u:{PASSWORD}@127.0.0.1:{free_port()}/0"))
+    assert "Pa55" not in repr(RedisStore(f"redis://u:{PASSWORD}@127.0.0.1:{closed_port()}/0"))
 
 
 def test_sqlite_store_scrubs_echoed_keys_from_cached_text(tmp_path: Path) -> None:

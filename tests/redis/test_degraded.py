@@ -15,13 +15,13 @@ from perplexed import Hit
 from perplexed.store import Admission, CachedAnswer, Record, RedisStore
 from perplexed.store._resilient import RETRY_S
 from testkit import loopback as lb
-from testkit.valkey_servers import TcpProxy, ValkeyServer, free_port
+from testkit.valkey_servers import TcpProxy, ValkeyServer, closed_port, free_port
 
 P = "provider-identity"
 
 
 def dead_url() -> str:
-    return f"redis://user:pw-d3adb33f@127.0.0.1:{free_port()}/0"  # nothing listens there
+    return f"redis://user:pw-d3adb33f@127.0.0.1:{closed_port()}/0"  # nothing listens there
 
 
 @pytest.fixture

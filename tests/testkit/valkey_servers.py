@@ -49,6 +49,7 @@ __all__ = [
     "TcpProxy",
     "ValkeyCluster",
     "ValkeyServer",
+    "closed_port",
     "free_port",
     "make_self_signed",
     "shared_cluster",
@@ -86,6 +87,18 @@ def _port_free(port: int) -> bool:
         except OSError:
             return False
     return True
+
+
+_CLOSED: list[socket.socket] = []
+
+
+def closed_port() -> int:
+    """A loopback port that refuses connections for the rest of the run: bound, never listening, and held (a
+    port that is only free now can be taken by the next server a test starts, which would then answer)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    _CLOSED.append(sock)
+    return int(sock.getsockname()[1])
 
 
 def free_port(*, cluster: bool = False) -> int:
