@@ -3,8 +3,9 @@
 WAL journal, ``synchronous=NORMAL``, one ``BEGIN IMMEDIATE`` transaction per decision (so two processes
 cannot both pass a limit only one may pass). A decision runs on the caller's thread only when the write lock
 is free at once (``busy_timeout`` 0, on a per-thread connection that never checkpoints: a few hundred
-microseconds); otherwise, and whenever a record of this store is still queued, it goes to the store's one
-worker thread, which waits for the lock and also checkpoints the WAL. A search waiting on the database never
+microseconds); otherwise, and whenever a record or a checkpoint of this store is still queued, it goes to the
+store's one worker thread, which waits for the lock and also checkpoints the WAL (every 200 commits, counted
+on every thread). A search waiting on the database never
 delays other coroutines by more than one such transaction.
 
 Bounded: the WAL is checkpointed by the worker every few hundred commits and truncated when it grows past
