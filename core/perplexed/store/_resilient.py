@@ -81,6 +81,12 @@ def _consume(task: asyncio.Future[Any]) -> None:
         task.exception()
 
 
+def _cache_only(request: Admission) -> Admission:
+    """``request`` as a cache lookup that takes nothing: ``cached`` on a hit, else ``over_budget`` (the cache
+    is consulted before everything else, also when it is not this member's turn)."""
+    return replace(request, rate_limit=None, over_call_budget=True, claim_fill=False, cooldown=False)
+
+
 class _Skip:
     """The remote was not (successfully) asked: use in-process state."""
 
@@ -316,8 +322,7 @@ class ResilientStore(Store):
         allowed, wait, turn, last = self._take_turn(request, slot, self._turns_start)
         if not allowed:  # not its turn: a cached answer still wins (the remote looks, nothing is taken)
             if request.cache_key is not None:
-                look = replace(request, rate_limit=None, over_call_budget=True, claim_fill=False, cooldown=False)
-                seen = await self._remote.admit(look)
+                seen = await self._remote.admit(_cache_only(request))
                 if seen.verdict == "cached":
                     return seen
             return Decision("rate_limited", wait_s=wait,
@@ -368,8 +373,7 @@ class ResilientStore(Store):
                 turn = (taken, last)
             else:  # not its turn: the in-process cache still answers (it is consulted first)
                 if request.cache_key is not None:
-                    hit = local.admit_now(replace(request, rate_limit=None, over_call_budget=True,
-                                                  claim_fill=False, cooldown=False))
+                    hit = local.admit_now(_cache_only(request))
                     if hit.verdict == "cached":
                         return hit
                 return Decision("rate_limited", wait_s=wait, detail=f"the {self.kind} state store is "
