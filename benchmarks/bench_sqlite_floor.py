@@ -10,11 +10,11 @@ limits) on a WAL database with ``synchronous=NORMAL``, with a second connection 
 commits as the store's worker does (its time is left out: the worker does it off the search's path), and
 nothing else: no event loop, no pydantic, no policy code.
 
-* **current**: the store's schema and statements today (two write transactions, 17 statements).
+* **current**: the store's schema and statements today (two write transactions, 17 statements, BEGIN and COMMIT included).
 * **compact**: the same decisions on a schema built to touch fewer pages: one table for every rolling
   window's running total, the cache keyed by an integer (no separate key index), admissions keyed by
   ``(provider, seq)`` without a secondary index, the latency samples in the provider's row, no index on the
-  spend time (two write transactions, 13 statements).
+  spend time (two write transactions, 14 statements, BEGIN and COMMIT included).
 * **compact_one_tx**: the compact schema with the record folded into the decision's transaction (what
   deferring every record to the next search would cost at best; not a design the store can use, since other
   processes would see cache fills, settlements and cool-downs only when this process searches again).
