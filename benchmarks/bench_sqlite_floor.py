@@ -7,7 +7,7 @@ store, against a target of 300 us). This benchmark asks how much of that any imp
 ``sqlite3`` must pay: it replays the statements of one governed cache-miss search (the benchmark's "everything
 configured": cache with single flight, a rate limit, cool-downs, a priced provider under hour and day spend
 limits) on a WAL database with ``synchronous=NORMAL``, with a second connection checkpointing every 200
-commits as the store's worker does (its time is left out: the worker does it off the search's path), and
+commits as the store's worker does (its time is reported apart: the worker does it off the search's path), and
 nothing else: no event loop, no pydantic, no policy code.
 
 * **current**: the store's schema and statements today (two write transactions, 17 statements, BEGIN and COMMIT included).
