@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
+import contextlib
 import contextvars
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -107,12 +108,27 @@ def iterate(agen: AsyncIterator[T]) -> Iterator[T]:
     """
     ctx = contextvars.copy_context()
     sentinel = object()
+    aclose = getattr(agen, "aclose", None)
+    ended = False  # the iterator ended on the loop (exhausted or raised) and was closed there
 
     async def _next() -> Any:
+        # When the iterator ends, it is closed in the same hop: the caller gets its result or error
+        # without a second round trip to the loop.
         try:
             return await agen.__anext__()
         except StopAsyncIteration:
+            await _close()
             return sentinel
+        except Exception:
+            await _close()
+            raise
+
+    async def _close() -> None:
+        nonlocal ended
+        ended = True
+        if aclose is not None:
+            with contextlib.suppress(Exception):  # best effort: the iterator's own outcome wins
+                await aclose()
 
     try:
         while True:
@@ -127,8 +143,7 @@ def iterate(agen: AsyncIterator[T]) -> Iterator[T]:
                 return
             yield item
     finally:
-        aclose = getattr(agen, "aclose", None)
-        if aclose is not None and _loop is not None and not _loop.is_closed():
+        if not ended and aclose is not None and _loop is not None and not _loop.is_closed():
             try:
                 _submit(aclose(), ctx).result(timeout=5)
             except Exception:  # pragma: no cover - best effort on close
