@@ -33,7 +33,7 @@ from ._errors import (
     UpstreamError,
 )
 from ._extract import cut, markdown_to_text
-from ._failures import classify_exception
+from ._failures import classify_exception, reason_of
 from ._fetch_net import check_url, guarded_client, robots_verdict, split_url
 from ._http import get_client
 from ._keywords import credential_hint, unknown_keyword
@@ -237,7 +237,7 @@ async def afetch_many(
             except UpstreamError as exc:
                 page = exc
             except PerplexedError as exc:  # refused after resolving, a provider set-up error: this URL only
-                reason = getattr(exc, "reason", None) or "failed"
+                reason = reason_of(exc)  # always one of the closed set (Reason)
                 page = UpstreamError(reason, exc.attempts, message=f"{reason}: {exc.message}")
                 page.__cause__ = exc
         results[i] = page
@@ -637,7 +637,7 @@ async def _one_page(url: str, fetch_provider: Any, fetch_kw: dict[str, Any]) -> 
     except UpstreamError as exc:
         return exc
     except PerplexedError as exc:
-        reason = getattr(exc, "reason", None) or "failed"
+        reason = reason_of(exc)
         return UpstreamError(reason, exc.attempts, message=f"{reason}: {exc.message}")
 
 

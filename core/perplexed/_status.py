@@ -16,8 +16,9 @@ The contexts:
 * ``reported``: a page's status an API reported inside a successful reply (Firecrawl's ``metadata.statusCode``,
   Exa's ``statuses``): below 400 it is not a failure; otherwise read as ``page``.
 
-:func:`lookup` reads the rows in this order: the vendor's own rows for the context, the context's rows, then
-its parent's (``fetch`` -> ``api``, ``reported`` -> ``page``); the first row that applies wins.
+:func:`lookup` reads the rows in this order: the vendor's own rows for the context and then for its parent
+(``fetch`` -> ``api``, ``reported`` -> ``page``), then the context's rows and its parent's; the first row that
+applies wins.
 """
 
 from __future__ import annotations
@@ -173,13 +174,17 @@ ROWS: tuple[StatusRow, ...] = (
 
 def rows_for(context: Context, vendor: str = "") -> tuple[StatusRow, ...]:
     """The rows :func:`lookup` reads for ``context`` (and ``vendor``), in the order it reads them."""
-    rows: list[StatusRow] = []
-    if vendor:
-        rows.extend(r for r in ROWS if r.vendor == vendor and r.context == context)
+    chain: list[Context] = []
     current: Context | None = context
     while current is not None:
-        rows.extend(r for r in ROWS if not r.vendor and r.context == current)
+        chain.append(current)
         current = CONTEXTS[current]
+    rows: list[StatusRow] = []
+    if vendor:  # the vendor's own rows first, for the context and then its parents
+        for each in chain:
+            rows.extend(r for r in ROWS if r.vendor == vendor and r.context == each)
+    for each in chain:
+        rows.extend(r for r in ROWS if not r.vendor and r.context == each)
     return tuple(rows)
 
 
