@@ -10,9 +10,8 @@ from typing import Any
 import httpx
 import perplexed
 import pytest
-from perplexed import ConfigError, InvalidRequest
+from perplexed import ConfigError, InvalidRequest, providers
 from perplexed import fetchers as fetchers_module
-from perplexed import providers
 from perplexed.fetchers import FetchAnswer, FetchOptions, FetchProvider, FunctionFetcher
 from perplexed.providers import Exa, Firecrawl, Http, Jina, SearXNG, Tavily
 
@@ -72,7 +71,8 @@ def test_one_registry_lists_each_operation() -> None:
 def test_the_earlier_fetch_names_still_import_and_are_the_vendor_classes() -> None:
     from perplexed.fetchers.exa import ExaContents
     from perplexed.fetchers.firecrawl import FirecrawlScrape
-    from perplexed.fetchers.http import MAX_REDIRECTS, Http as OldHttp
+    from perplexed.fetchers.http import MAX_REDIRECTS
+    from perplexed.fetchers.http import Http as OldHttp
     from perplexed.fetchers.jina import Jina as OldJina
     from perplexed.fetchers.tavily import TavilyExtract
 
