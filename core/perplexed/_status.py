@@ -115,6 +115,8 @@ def _one(status: int, context: Context, reason: Reason | None, **kw: Any) -> Sta
 
 _CREDIT_LIMIT = "HTTP {status} (Tavily credit limit exceeded)"
 KEY_PREDATES_SEARCH_API = "api_key_created_before_search_api_cutoff"
+LINKUP_NO_RESULT_CODES = ("SEARCH_QUERY_NO_RESULT", "NO_RESULT")
+LINKUP_CREDIT_WORDS = ("CREDIT", "FUNDS", "BUDGET", "QUOTA")
 
 ROWS: tuple[StatusRow, ...] = (
     # -- an API's answer ----------------------------------------------------------------------------------------
@@ -148,9 +150,9 @@ ROWS: tuple[StatusRow, ...] = (
     _one(432, "api", "payment", vendor="tavily", message=_CREDIT_LIMIT),
     _one(433, "api", "payment", vendor="tavily", message=_CREDIT_LIMIT),
     _one(429, "api", "payment", vendor="linkup", message="HTTP 429 {code}: {message}",
-         codes=("CREDIT", "FUNDS", "BUDGET", "QUOTA")),
+         codes=LINKUP_CREDIT_WORDS),
     _one(400, "api", None, vendor="linkup", message="Linkup found no result (not billed)",
-         codes=("SEARCH_QUERY_NO_RESULT", "NO_RESULT"), words=("no result",)),
+         codes=LINKUP_NO_RESULT_CODES, words=("no result",)),
     _one(451, "api", "auth", vendor="perplexity", codes=(KEY_PREDATES_SEARCH_API,),
          message=f"HTTP 451 {KEY_PREDATES_SEARCH_API}: this API key was created before the Perplexity Search API "
                  "existed and cannot call it; create a new API key (perplexity.ai, API settings) and set "

@@ -14,6 +14,7 @@ import httpx
 
 from .._models import Hit, ProviderAnswer
 from .._options import SearchOptions
+from .._status import LINKUP_CREDIT_WORDS, LINKUP_NO_RESULT_CODES
 from ._base import Provider
 from ._common import as_str, date_window, merged_extra
 
@@ -34,8 +35,8 @@ class Linkup(Provider):
     # checked 2026-11). ``deep`` costs $0.05 (``deep_price``).
     default_price = 0.005
     deep_price: ClassVar[float] = 0.05
-    no_result_codes: ClassVar[tuple[str, ...]] = ("SEARCH_QUERY_NO_RESULT", "NO_RESULT")
-    credit_code_words: ClassVar[tuple[str, ...]] = ("CREDIT", "FUNDS", "BUDGET", "QUOTA")
+    no_result_codes: ClassVar[tuple[str, ...]] = LINKUP_NO_RESULT_CODES
+    credit_code_words: ClassVar[tuple[str, ...]] = LINKUP_CREDIT_WORDS
     # a 429 whose code names credit or budget is ``payment``, a 400 "no result" an unbilled empty answer: rows of
     # the status table (perplexed._status)
     native_options: ClassVar[frozenset[str]] = frozenset(
