@@ -40,20 +40,11 @@ from ._errors import (
     StreamError,
     UpstreamError,
 )
-from ._fetch import (
-    FetchPlan,
-    afetch,
-    afetch_many,
-    asearch,
-    check_fetch_content,
-    fetch,
-    fetch_many,
-    prepare_fetch,
-    search,
-)
+from ._fetch import FetchPlan, afetch, afetch_many, fetch, fetch_many, prepare_fetch
 from ._governance import aspend, spend
 from ._models import Attempt, Hit, Outcome, Page, ProviderAnswer, Result
 from ._options import ChainOptions, SearchOptions
+from ._search import asearch, check_fetch_content, search
 from ._toolschema import portable_schema
 from ._verify import Evidence, SentenceCheck, Verification, averify, verify
 

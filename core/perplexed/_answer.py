@@ -48,7 +48,7 @@ from ._errors import (
     StreamError,
 )
 from ._failures import classify_exception
-from ._fetch import with_pages
+from ._governance import Purse
 from ._grounding import (
     AGENT_CITATION_INSTRUCTION,
     AGENT_PROVIDER,
@@ -60,6 +60,7 @@ from ._grounding import (
 )
 from ._logs import get_logger
 from ._models import Hit, Result
+from ._search import with_pages
 from ._verify import Verification, verify
 from .agent import AgentRequest, AsyncAgentClient, Response
 from .agent._request import build_request
@@ -250,16 +251,20 @@ class _Grounded:
     request: AgentRequest
 
 
-async def _ground(plan: AnswerPlan) -> _Grounded:
-    """Run the search (chain mode) and build the Agent API request."""
+async def _ground(plan: AnswerPlan, budget: _Budget) -> _Grounded:
+    """Run the search (chain mode) and build the Agent API request. The search and its page fetches end by the
+    answer's deadline (``budget.at``; without ``deadline_ms``, the search's own from now) and share one
+    ``budget_usd``."""
     if plan.search is None:
         instructions = AGENT_CITATION_INSTRUCTION if plan.instructions is None else plan.instructions
         request = build_request(None, {**plan.params, "input": plan.query, "instructions": instructions})
         return _Grounded(None, [], request)
-    started = asyncio.get_running_loop().time()
-    result = await run(plan.search, on_attempt=plan.on_attempt)
+    chain = plan.search.chain
+    deadline = budget.at if budget.at is not None else asyncio.get_running_loop().time() + chain.deadline_ms / 1000
+    purse = Purse(chain.budget_usd)
+    result = await run(plan.search, on_attempt=plan.on_attempt, deadline=deadline, purse=purse)
     if plan.fetch is not None:  # fetch_content=N: ground on the top hits' page content
-        result = await with_pages(result, *plan.fetch, plan.deadline_ms, started)
+        result = await with_pages(result, plan.fetch, deadline, purse)
     sources = pack_sources(result.hits, plan.max_source_chars)
     if not sources and plan.on_empty == "raise":
         tried = ", ".join(f"{a.provider}: {a.outcome.value}" for a in result.attempts) or "no provider"
@@ -447,7 +452,7 @@ def _as_error(exc: Exception, budget: _Budget) -> PerplexedError:
 async def _execute(plan: AnswerPlan, client: Any) -> Answer:
     budget = _Budget(plan.deadline_ms)
     with telemetry.span("perplexed.answer", _span_attributes(plan)) as answer_span:
-        grounded = await _ground(plan)
+        grounded = await _ground(plan, budget)
         started = time.perf_counter()
         with telemetry.span("perplexed.answer.agent", {"perplexed.agent": plan.label}) as agent_span:
             try:
@@ -470,7 +475,7 @@ async def _execute(plan: AnswerPlan, client: Any) -> Answer:
 async def _stream(plan: AnswerPlan, client: Any) -> AsyncIterator[str | Answer]:
     budget = _Budget(plan.deadline_ms)
     with telemetry.span("perplexed.answer", _span_attributes(plan)) as answer_span:
-        grounded = await _ground(plan)
+        grounded = await _ground(plan, budget)
         started = time.perf_counter()
         with telemetry.span("perplexed.answer.agent", {"perplexed.agent": plan.label}) as agent_span:
             stream: Any = None

@@ -36,6 +36,7 @@ import httpx
 from . import _engine, _portal
 from ._engine import AttemptCallback
 from ._errors import BodyTooLargeError, ContentDecodingError
+from ._governance import Purse
 from ._hits import _finalize, _norm_url, finalize_hits, fuse
 from ._http import get_client, origin, read_capped, redirect_origin
 from ._keywords import check_names, check_search_options
@@ -197,9 +198,11 @@ def search(
     return _portal.run(run, prepared, on_attempt=on_attempt)
 
 
-async def run(prepared: Search, *, on_attempt: AttemptCallback | None = None) -> Result:
-    """Run a prepared search down its providers (through the engine)."""
-    return await _engine.run(SearchOperation(prepared), on_attempt)
+async def run(prepared: Search, *, on_attempt: AttemptCallback | None = None, deadline: float | None = None,
+              purse: Purse | None = None) -> Result:
+    """Run a prepared search down its providers (through the engine). ``deadline`` (absolute, the loop's
+    clock) and ``purse`` (the call's ``budget_usd``) when the search is one step of a larger call."""
+    return await _engine.run(SearchOperation(prepared), on_attempt, deadline=deadline, purse=purse)
 
 
 class SearchOperation:
