@@ -19,7 +19,7 @@ Two grounding modes:
    the same filters; ``[n]`` maps to the ids of its ``search_results``, which become :attr:`Answer.sources`;
    :attr:`Answer.search` is ``None`` and the cost is ``usage.cost.total_cost``.
 
-:func:`perplexed.prepare_answer` validates the arguments into a frozen :class:`~perplexed.AnswerPlan`
+:func:`perplexed.integration.prepare_answer` validates the arguments into a frozen :class:`~perplexed.integration.AnswerPlan`
 (``perplexed._answer_plan``); every entry point runs one (``answer(plan)``), building it from its arguments
 when given a query. :func:`aanswer` and :func:`astream_answer` are the implementation; :func:`answer` and
 :func:`stream_answer` run them on perplexed's portal loop.
@@ -535,8 +535,8 @@ def _plan_of(query: str | AnswerPlan, provider: Any, options: dict[str, Any]) ->
 async def aanswer(query: str | AnswerPlan, provider: Any = None, **options: Any) -> Answer:
     """Answer ``query`` from web sources, citing them with ``[n]`` markers.
 
-    Takes the arguments of :func:`perplexed.prepare_answer` (``provider``, ``client``, ``preset``,
-    ``deadline_ms``, the search options, ...), or an :class:`~perplexed.AnswerPlan` it returned
+    Takes the arguments of :func:`perplexed.integration.prepare_answer` (``provider``, ``client``, ``preset``,
+    ``deadline_ms``, the search options, ...), or an :class:`~perplexed.integration.AnswerPlan` it returned
     (``aanswer(plan)``). Prefers ``async_client`` over ``client`` when both are given.
 
     ``provider`` is a provider spec or chain as for :func:`perplexed.search`, or ``"perplexity-agent"`` to let
@@ -552,7 +552,7 @@ async def aanswer(query: str | AnswerPlan, provider: Any = None, **options: Any)
 
     Raises :class:`~perplexed.UpstreamError` (``all_providers_failed``) without calling the model when no
     provider answered; every Agent API failure is a :class:`~perplexed.APIError` subclass
-    (:class:`~perplexed.RateLimitError`, :class:`~perplexed.ResponseFailedError`,
+    (:class:`~perplexed.agent.RateLimitError`, :class:`~perplexed.agent.ResponseFailedError`,
     :class:`~perplexed.APITimeoutError`, ...) carrying the search attempts in ``.attempts`` (and their
     cost in ``.cost``).
     """
