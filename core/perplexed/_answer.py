@@ -48,7 +48,6 @@ from ._errors import (
     StreamError,
 )
 from ._failures import classify_exception
-from ._governance import Purse
 from ._grounding import (
     AGENT_CITATION_INSTRUCTION,
     AGENT_PROVIDER,
@@ -60,6 +59,7 @@ from ._grounding import (
 )
 from ._logs import get_logger
 from ._models import Hit, Result
+from ._policy import Purse
 from ._search import with_pages
 from ._verify import Verification, verify
 from .agent import AgentRequest, AsyncAgentClient, Response

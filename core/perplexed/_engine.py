@@ -48,6 +48,7 @@ from ._failures import classify_exception
 from ._logs import get_logger
 from ._models import Attempt, Outcome
 from ._options import ChainOptions
+from ._policy import Purse
 from ._strategies import Candidate, best_answer, hedge_delay_ms, is_configured, observed_p95, sample_latency
 from .providers import Provider
 
@@ -118,7 +119,7 @@ class Operation(Protocol[R]):
 
 
 async def run(op: Operation[R], on_attempt: AttemptCallback | None = None, *, deadline: float | None = None,
-              purse: _governance.Purse | None = None) -> R:
+              purse: Purse | None = None) -> R:
     """Run ``op`` under its chain options: its result, or ``UpstreamError("all_providers_failed")``.
 
     ``deadline`` is the absolute time (the running loop's clock) the run must end by, when it is one step of a
@@ -135,7 +136,7 @@ class Engine:
     """One run: the members' attempts (with their chain positions), the answers that may become the result."""
 
     def __init__(self, op: Operation[Any], on_attempt: AttemptCallback | None, *, deadline: float | None = None,
-                 purse: _governance.Purse | None = None) -> None:
+                 purse: Purse | None = None) -> None:
         self.op = op
         self.chain = chain = op.chain
         self.on_attempt = on_attempt
@@ -149,7 +150,7 @@ class Engine:
         self.span: Any = None
         self.reached_end = True  # False once an outcome that does not move on stopped the chain
         # budget_usd: what the call spent and holds in flight (shared with the call's other runs)
-        self.purse = _governance.Purse(chain.budget_usd) if purse is None else purse
+        self.purse = Purse(chain.budget_usd) if purse is None else purse
         self.event = ("perplexed", op.name, "attempt")
         # governance (cache, cool-downs, rate limits, budgets): None when nothing is configured
         self.gov = _governance.plan(op, self.purse)

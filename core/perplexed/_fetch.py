@@ -38,12 +38,12 @@ from ._errors import (
 from ._extract import cut, markdown_to_text
 from ._failures import classify_exception
 from ._fetch_net import check_url, guarded_client, robots_verdict, split_url
-from ._governance import Purse
 from ._http import get_client
 from ._keywords import credential_hint, unknown_keyword
 from ._logs import get_logger
 from ._models import Attempt, Hit, Page
 from ._options import ChainOptions
+from ._policy import Purse
 from ._ssrf import Allowed, check_literal, parse_allow_private
 from .chain import _in_thread, drive_flow, read_body
 from .fetchers import FetchAnswer, FetchOptions, FetchProvider, FunctionFetcher, resolve

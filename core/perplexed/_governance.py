@@ -31,6 +31,7 @@ from ._logs import get_logger
 from ._models import Attempt, Outcome
 from ._policy import (
     SPEND_WINDOWS,
+    Purse,
     RateLimit,
     check_provider_settings,
     health_of,
@@ -68,7 +69,6 @@ class Governed(Protocol):
 __all__ = [
     "STORE_ENV",
     "Governor",
-    "Purse",
     "aspend",
     "cache_identity",
     "configure",
@@ -366,30 +366,6 @@ def cache_identity(provider: Provider) -> str:
 
 
 # -- the per-search governor ----------------------------------------------------------------------------------
-
-
-class Purse:
-    """What one call may spend (``budget_usd``; ``None``: no cap) and what it has spent and holds in flight.
-
-    One purse per call, shared by every run of that call: a search and the page fetches of its
-    ``fetch_content`` draw on the same ``budget_usd``. A run checks and reserves a call's price in one step,
-    before its first await (no two concurrent calls both pass), and releases it when the call ends."""
-
-    __slots__ = ("in_flight", "in_flight_n", "limit", "spent")
-
-    def __init__(self, limit: float | None = None) -> None:
-        self.limit = limit
-        self.spent = 0.0
-        self.in_flight = 0.0  # the prices of the calls running, and how many there are
-        self.in_flight_n = 0
-
-    def reserve(self, price: float) -> None:
-        self.in_flight += price
-        self.in_flight_n += 1
-
-    def release(self, price: float) -> None:
-        self.in_flight_n -= 1
-        self.in_flight = self.in_flight - price if self.in_flight_n else 0.0
 
 
 def plan(op: Governed, purse: Purse | None = None) -> Governor | None:

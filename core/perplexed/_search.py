@@ -2,7 +2,7 @@
 content (``fetch_content=N``: the top hits' pages, :func:`with_pages`).
 
 One call, one deadline, one budget. The entry makes the call's absolute deadline (``deadline_ms`` from its start,
-on the running loop's clock) and its :class:`~perplexed._governance.Purse` (``budget_usd``) once, and hands both
+on the running loop's clock) and its :class:`~perplexed._policy.Purse` (``budget_usd``) once, and hands both
 down: the search runs by that deadline, then the page fetches run by the same deadline, drawing on the same
 budget. Page enrichment is a step inside the call: it ends by the deadline with the pages that finished; each hit
 whose page did not come keeps its place and says why in :attr:`~perplexed.Hit.page_failure` (``timeout``,
@@ -26,10 +26,10 @@ from ._fetch import (
     run_fetch,
 )
 from ._fetch_net import split_url
-from ._governance import Purse
 from ._logs import get_logger
 from ._models import Attempt, Outcome, Page, Result
 from ._options import ChainOptions
+from ._policy import Purse
 from ._ssrf import check_literal
 from .chain import asearch as _chain_asearch
 from .chain import prepare, run

@@ -36,13 +36,13 @@ import httpx
 from . import _engine, _portal
 from ._engine import AttemptCallback
 from ._errors import BodyTooLargeError, ContentDecodingError
-from ._governance import Purse
 from ._hits import _finalize, _norm_url, finalize_hits, fuse
 from ._http import get_client, origin, read_capped, redirect_origin
 from ._keywords import check_names, check_search_options
 from ._logs import get_logger
 from ._models import Attempt, Hit, ProviderAnswer, Result
 from ._options import _DEFAULT_SEARCH_OPTIONS, ChainOptions, SearchOptions, clean_query, split_options
+from ._policy import Purse
 from ._strategies import check_floor, judge
 from .providers import CallableProvider, Provider, resolve
 from .providers._base import to_answer
