@@ -109,7 +109,7 @@ _LAZY = {
 #: naming the new place. The Agent API client's own errors live in :mod:`perplexed.agent` (``APIError`` and
 #: ``APITimeoutError``, which ``answer()`` raises itself, stay here); the helpers of framework adapters and
 #: services in :mod:`perplexed.integration`.
-MOVED = {
+_MOVED = {
     **dict.fromkeys(
         (
             "APIConnectionError",
@@ -145,7 +145,7 @@ def __getattr__(name: str) -> Any:
         value = getattr(importlib.import_module(module_name), name)
         globals()[name] = value
         return value
-    moved_to = MOVED.get(name)
+    moved_to = _MOVED.get(name)
     if moved_to is not None:  # not cached: every use from a new place warns
         import warnings
 
