@@ -183,3 +183,25 @@ async def test_answer_page_fetches_stay_inside_budget_usd(mode: str, paid_site: 
     assert _page_requests(paid_site) == sum(1 for a in ans.search.fetches if a.cost > 0) == 1
     assert sum(1 for h in ans.search.hits if h.page_failure is not None
                and h.page_failure.reason == "over_budget") == 9
+
+
+# --- file:// pages go through the same engine ----------------------------------------------------------------
+
+
+@pytest.mark.timing
+async def test_a_file_url_is_fetched_by_the_engine_under_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the one private helper reached: the index lookup, made slow (an index on a network drive, say)
+    import perplexed._index._document as document
+
+    def slow_lookup(url: str) -> None:
+        time.sleep(1.0)
+
+    monkeypatch.setattr(document, "indexed_document", slow_lookup)
+    seen: list[perplexed.Attempt] = []
+    started = time.perf_counter()
+    with pytest.raises(perplexed.UpstreamError) as info:
+        await perplexed.afetch("file:///srv/docs/notes.md", deadline_ms=200, on_attempt=seen.append)
+    elapsed = time.perf_counter() - started
+    assert elapsed <= 0.25, f"returned after {elapsed:.3f} s"  # before: the lookup's whole second, then InvalidRequest
+    assert [(a.provider, a.outcome, a.reason) for a in info.value.attempts] == [("local", Outcome.TIMEOUT, "timeout")]
+    assert seen == info.value.attempts  # the engine's attempt pipeline: on_attempt, events, spans
