@@ -7,8 +7,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from langchain_core.documents import Document
-from perplexed import AnswerPlan, Hit, prepare_answer
+from perplexed import Hit
 from perplexed.citations import format_footnotes
+from perplexed.integration import AnswerPlan, prepare_answer
 from pydantic import BaseModel, Field, SecretStr
 
 from ._documents import NO_RESULTS, attempts_summary, flatten_metadata, hit_metadata

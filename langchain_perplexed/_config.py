@@ -13,7 +13,8 @@ from collections.abc import Callable, Mapping
 from datetime import date
 from typing import Any, ClassVar, Literal
 
-from perplexed import AnswerPlan, ChainOptions, InvalidRequest, SearchOptions, chain
+from perplexed import ChainOptions, InvalidRequest, SearchOptions, chain
+from perplexed.integration import AnswerPlan
 from perplexed.providers import with_credentials
 from pydantic import (
     AliasChoices,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from perplexed import portable_schema
+from perplexed.integration import portable_schema
 from pydantic import ConfigDict
 
 __all__ = ["PORTABLE", "PortableToolSchema"]

@@ -8,7 +8,8 @@ from typing import Any, TypeVar
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.runnables.config import patch_config, set_config_context
-from perplexed import AnswerPlan, Attempt, telemetry
+from perplexed import Attempt, telemetry
+from perplexed.integration import AnswerPlan
 
 from ._events import AsyncAttemptEvents, AsyncRunManager, SyncAttemptEvents, SyncRunManager, has_handlers
 

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any, Literal
 
 import perplexed
+import perplexed.integration
 from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackManagerForToolRun
 from langchain_core.document_loaders import BaseLoader
 from langchain_core.documents import Document
@@ -54,7 +55,7 @@ class PerplexedLoader(BaseLoader):
         self.continue_on_failure = continue_on_failure
         self.options = options
         for url in self.urls:  # every URL and option checked now, not at the first load
-            perplexed.prepare_fetch(url, provider, **options)
+            perplexed.integration.prepare_fetch(url, provider, **options)
 
     def _documents(self, results: list[Page | UpstreamError]) -> Iterator[Document]:
         for item in results:
@@ -153,7 +154,7 @@ class PerplexedFetchTool(KnownNames, PortableToolSchema, BaseTool):
     """Other :func:`perplexed.fetch` options (a provider's own, ``max_age_s``, governance)."""
 
     def model_post_init(self, context: Any) -> None:
-        perplexed.prepare_fetch("https://example.com/", self.provider, **self._options(None, None))
+        perplexed.integration.prepare_fetch("https://example.com/", self.provider, **self._options(None, None))
 
     def _options(self, max_chars: int | None, start_index: int | None) -> dict[str, Any]:
         options = {**(self.fetch_options or {}), "format": self.format, "max_chars": max_chars or self.max_chars,

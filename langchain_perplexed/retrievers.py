@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import perplexed
+import perplexed.integration
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from perplexed import AnswerPlan, NoSourcesError, aanswer, answer
+from perplexed import NoSourcesError, aanswer, answer
+from perplexed.integration import AnswerPlan
 from pydantic import AliasChoices, ConfigDict, Field
 
 from ._answer import AnswerConfig, answer_documents
@@ -92,7 +94,7 @@ class PerplexedRetriever(ProviderCredentials, SearchConfig, BaseRetriever):
     def model_post_init(self, context: Any) -> None:
         if self.fetch_content or self.fetch_provider is not None or self.allow_private or self.fetch_options:
             options = {k: v for k, v in self._fetch_kwargs().items() if k not in ("fetch_content", "fetch_provider")}
-            perplexed.check_fetch_content(self.fetch_content, self.fetch_provider, **options)
+            perplexed.integration.check_fetch_content(self.fetch_content, self.fetch_provider, **options)
 
     def _fetch_kwargs(self) -> dict[str, Any]:
         kwargs: dict[str, Any] = {**(self.fetch_options or {})}
@@ -145,7 +147,7 @@ class PerplexedAnswerRetriever(AnswerConfig, SearchConfig, BaseRetriever):
     overridden per call (``invoke(q, k=3, preset="low")``). When the search finds nothing the result is
     ``[]`` and the model is not called (``on_empty="answer"`` answers without sources instead). Errors are
     typed and raised (:class:`perplexed.UpstreamError`, Agent API errors such as
-    :class:`perplexed.RateLimitError`). Search attempts are dispatched as ``perplexed_attempt`` custom
+    :class:`perplexed.agent.RateLimitError`). Search attempts are dispatched as ``perplexed_attempt`` custom
     events and the Agent API call as ``perplexed_answer``.
     """
 

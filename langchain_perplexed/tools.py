@@ -9,7 +9,6 @@ from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackMan
 from langchain_core.documents import Document
 from langchain_core.tools import BaseTool, ToolException
 from perplexed import (
-    AnswerPlan,
     APIError,
     ConfigError,
     InvalidRequest,
@@ -19,6 +18,7 @@ from perplexed import (
     aanswer,
     answer,
 )
+from perplexed.integration import AnswerPlan
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
 from ._answer import AnswerConfig, format_answer, source_documents

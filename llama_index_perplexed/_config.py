@@ -7,14 +7,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from perplexed import (
-    AnswerPlan,
     ChainOptions,
     ConfigError,
     InvalidRequest,
     SearchOptions,
     chain,
-    prepare_answer,
 )
+from perplexed.integration import AnswerPlan, prepare_answer
 from perplexed.providers import describe, with_credentials
 from pydantic import SecretStr
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from llama_index.core.tools.types import ToolMetadata
-from perplexed import portable_schema
+from perplexed.integration import portable_schema
 
 
 class PortableToolMetadata(ToolMetadata):

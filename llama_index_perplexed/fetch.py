@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import perplexed
+import perplexed.integration
 from llama_index.core.readers.base import BaseReader
 from llama_index.core.schema import Document
 from perplexed import InvalidRequest, Page, UpstreamError
@@ -49,7 +50,7 @@ class PerplexedReader(BaseReader):
         self.concurrency = concurrency
         self.continue_on_failure = continue_on_failure
         self.options = options
-        perplexed.prepare_fetch("https://example.com/", provider, **options)
+        perplexed.integration.prepare_fetch("https://example.com/", provider, **options)
 
     def _call(self, urls: str | Sequence[str] | None, options: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
         """The URLs and the fetch options of one call (the reader's, overridden by the call's), checked:
@@ -65,7 +66,7 @@ class PerplexedReader(BaseReader):
         if not items:
             raise InvalidRequest("urls is empty: give at least one URL", param="urls")
         merged = {**self.options, **options}
-        perplexed.prepare_fetch(items[0], self.provider, **merged)  # unknown options: "did you mean", before any fetch
+        perplexed.integration.prepare_fetch(items[0], self.provider, **merged)  # unknown options: "did you mean", before any fetch
         return items, merged
 
     def _documents(self, results: list[Page | UpstreamError], continue_on_failure: bool | None) -> list[Document]:

@@ -12,6 +12,7 @@ from datetime import date
 from typing import Annotated, Any, Literal, TypeVar
 
 import perplexed
+import perplexed.integration
 from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
 from llama_index.core.tools.tool_spec.base import BaseToolSpec
 from llama_index.core.tools.utils import create_schema_from_function
@@ -165,7 +166,7 @@ class PerplexedToolSpec(BaseToolSpec):
         self._fetch_options = {"max_chars": 8000, **(fetch_options or {})}
         if allow_private is not None:
             self._fetch_options["allow_private"] = allow_private
-        perplexed.prepare_fetch("https://example.com/", fetch_provider, **self._fetch_options)
+        perplexed.integration.prepare_fetch("https://example.com/", fetch_provider, **self._fetch_options)
 
     def __repr__(self) -> str:
         settings = ", ".join(p for p in (self._search.describe(), self._answer.describe()) if p)

@@ -14,47 +14,23 @@ from typing import TYPE_CHECKING, Any
 from . import providers, telemetry
 from ._configure import configure, reset
 from ._errors import (
-    APIConnectionError,
     APIError,
-    APIStatusError,
     APITimeoutError,
-    AuthenticationError,
-    BadRequestError,
     BodyTooLargeError,
     ConfigError,
-    ConflictError,
     ContentDecodingError,
     CorruptIndexError,
     InvalidRequest,
-    MalformedResponseError,
-    NotFoundError,
-    PermissionDeniedError,
     PerplexedError,
     ProviderError,
-    RateLimitError,
     ResponseBodyError,
-    ResponseCancelledError,
-    ResponseFailedError,
-    ResponseIncompleteError,
-    ServerError,
-    StreamError,
     UpstreamError,
 )
-from ._fetch import (
-    FetchPlan,
-    afetch,
-    afetch_many,
-    asearch,
-    check_fetch_content,
-    fetch,
-    fetch_many,
-    prepare_fetch,
-    search,
-)
+from ._fetch import afetch, afetch_many, fetch, fetch_many
 from ._governance import aspend, spend
 from ._models import Attempt, Hit, Outcome, Page, ProviderAnswer, Result
 from ._options import ChainOptions, SearchOptions
-from ._toolschema import portable_schema
+from ._search import asearch, search
 from ._verify import Evidence, SentenceCheck, Verification, averify, verify
 
 if TYPE_CHECKING:  # answer() is imported lazily (it pulls in the Agent API client)
@@ -62,12 +38,10 @@ if TYPE_CHECKING:  # answer() is imported lazily (it pulls in the Agent API clie
         AGENT_PROVIDER,
         Answer,
         AnswerCitation,
-        AnswerPlan,
         NoSourcesError,
         aanswer,
         answer,
         astream_answer,
-        prepare_answer,
         stream_answer,
     )
 
@@ -75,45 +49,29 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AGENT_PROVIDER",
-    "APIConnectionError",
     "APIError",
-    "APIStatusError",
     "APITimeoutError",
     "Answer",
     "AnswerCitation",
-    "AnswerPlan",
     "Attempt",
-    "AuthenticationError",
-    "BadRequestError",
     "BodyTooLargeError",
     "ChainOptions",
     "ConfigError",
-    "ConflictError",
     "ContentDecodingError",
     "CorruptIndexError",
     "Evidence",
-    "FetchPlan",
     "Hit",
     "InvalidRequest",
-    "MalformedResponseError",
     "NoSourcesError",
-    "NotFoundError",
     "Outcome",
     "Page",
-    "PermissionDeniedError",
     "PerplexedError",
     "ProviderAnswer",
     "ProviderError",
-    "RateLimitError",
     "ResponseBodyError",
-    "ResponseCancelledError",
-    "ResponseFailedError",
-    "ResponseIncompleteError",
     "Result",
     "SearchOptions",
     "SentenceCheck",
-    "ServerError",
-    "StreamError",
     "UpstreamError",
     "Verification",
     "aanswer",
@@ -124,13 +82,9 @@ __all__ = [
     "aspend",
     "astream_answer",
     "averify",
-    "check_fetch_content",
     "configure",
     "fetch",
     "fetch_many",
-    "portable_schema",
-    "prepare_answer",
-    "prepare_fetch",
     "providers",
     "reset",
     "search",
@@ -149,19 +103,61 @@ _LAZY = {
     "NoSourcesError": "perplexed._answer",
     "AnswerCitation": "perplexed._answer",
     "AGENT_PROVIDER": "perplexed._answer",
-    "AnswerPlan": "perplexed._answer",
-    "prepare_answer": "perplexed._answer",
+}
+
+#: Names that moved out of the top level: still ``perplexed.NAME`` for one minor version, with a DeprecationWarning
+#: naming the new place. The Agent API client's own errors live in :mod:`perplexed.agent` (``APIError`` and
+#: ``APITimeoutError``, which ``answer()`` raises itself, stay here); the helpers of framework adapters and
+#: services in :mod:`perplexed.integration`.
+_MOVED = {
+    **dict.fromkeys(
+        (
+            "APIConnectionError",
+            "APIStatusError",
+            "AuthenticationError",
+            "BadRequestError",
+            "ConflictError",
+            "MalformedResponseError",
+            "NotFoundError",
+            "PermissionDeniedError",
+            "RateLimitError",
+            "ResponseCancelledError",
+            "ResponseFailedError",
+            "ResponseIncompleteError",
+            "ServerError",
+            "StreamError",
+        ),
+        "perplexed.agent",
+    ),
+    **dict.fromkeys(
+        ("AnswerPlan", "FetchPlan", "check_fetch_content", "portable_schema", "prepare_answer", "prepare_fetch"),
+        "perplexed.integration",
+    ),
 }
 
 
 def __getattr__(name: str) -> Any:
-    # answer() pulls in the Agent API client; import it on first use so `import perplexed` stays cheap.
-    module_name = _LAZY.get(name)
-    if module_name is None:
-        raise AttributeError(f"module 'perplexed' has no attribute {name!r}")
     import importlib
 
-    module = importlib.import_module(module_name)
-    value = getattr(module, name)
-    globals()[name] = value
-    return value
+    # answer() pulls in the Agent API client; import it on first use so `import perplexed` stays cheap.
+    module_name = _LAZY.get(name)
+    if module_name is not None:
+        value = getattr(importlib.import_module(module_name), name)
+        globals()[name] = value
+        return value
+    moved_to = _MOVED.get(name)
+    if moved_to is not None:  # not cached: every use from a new place warns
+        import warnings
+
+        warnings.warn(
+            f"perplexed.{name} moved to {moved_to}.{name}: import it from {moved_to} "
+            "(the old name is kept for one minor version)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(importlib.import_module(moved_to), name)
+    raise AttributeError(f"module 'perplexed' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -19,7 +19,7 @@ Two grounding modes:
    the same filters; ``[n]`` maps to the ids of its ``search_results``, which become :attr:`Answer.sources`;
    :attr:`Answer.search` is ``None`` and the cost is ``usage.cost.total_cost``.
 
-:func:`perplexed.prepare_answer` validates the arguments into a frozen :class:`~perplexed.AnswerPlan`
+:func:`perplexed.integration.prepare_answer` validates the arguments into a frozen :class:`~perplexed.integration.AnswerPlan`
 (``perplexed._answer_plan``); every entry point runs one (``answer(plan)``), building it from its arguments
 when given a query. :func:`aanswer` and :func:`astream_answer` are the implementation; :func:`answer` and
 :func:`stream_answer` run them on perplexed's portal loop.
@@ -48,7 +48,6 @@ from ._errors import (
     StreamError,
 )
 from ._failures import classify_exception
-from ._fetch import with_pages
 from ._grounding import (
     AGENT_CITATION_INSTRUCTION,
     AGENT_PROVIDER,
@@ -60,6 +59,8 @@ from ._grounding import (
 )
 from ._logs import get_logger
 from ._models import Hit, Result
+from ._policy import Purse
+from ._search import with_pages
 from ._verify import Verification, verify
 from .agent import AgentRequest, AsyncAgentClient, Response
 from .agent._request import build_request
@@ -250,16 +251,20 @@ class _Grounded:
     request: AgentRequest
 
 
-async def _ground(plan: AnswerPlan) -> _Grounded:
-    """Run the search (chain mode) and build the Agent API request."""
+async def _ground(plan: AnswerPlan, budget: _Budget) -> _Grounded:
+    """Run the search (chain mode) and build the Agent API request. The search and its page fetches end by the
+    answer's deadline (``budget.at``; without ``deadline_ms``, the search's own from now) and share one
+    ``budget_usd``."""
     if plan.search is None:
         instructions = AGENT_CITATION_INSTRUCTION if plan.instructions is None else plan.instructions
         request = build_request(None, {**plan.params, "input": plan.query, "instructions": instructions})
         return _Grounded(None, [], request)
-    started = asyncio.get_running_loop().time()
-    result = await run(plan.search, on_attempt=plan.on_attempt)
+    chain = plan.search.chain
+    deadline = budget.at if budget.at is not None else asyncio.get_running_loop().time() + chain.deadline_ms / 1000
+    purse = Purse(chain.budget_usd)
+    result = await run(plan.search, on_attempt=plan.on_attempt, deadline=deadline, purse=purse)
     if plan.fetch is not None:  # fetch_content=N: ground on the top hits' page content
-        result = await with_pages(result, *plan.fetch, plan.deadline_ms, started)
+        result = await with_pages(result, plan.fetch, deadline, purse)
     sources = pack_sources(result.hits, plan.max_source_chars)
     if not sources and plan.on_empty == "raise":
         tried = ", ".join(f"{a.provider}: {a.outcome.value}" for a in result.attempts) or "no provider"
@@ -447,7 +452,7 @@ def _as_error(exc: Exception, budget: _Budget) -> PerplexedError:
 async def _execute(plan: AnswerPlan, client: Any) -> Answer:
     budget = _Budget(plan.deadline_ms)
     with telemetry.span("perplexed.answer", _span_attributes(plan)) as answer_span:
-        grounded = await _ground(plan)
+        grounded = await _ground(plan, budget)
         started = time.perf_counter()
         with telemetry.span("perplexed.answer.agent", {"perplexed.agent": plan.label}) as agent_span:
             try:
@@ -470,7 +475,7 @@ async def _execute(plan: AnswerPlan, client: Any) -> Answer:
 async def _stream(plan: AnswerPlan, client: Any) -> AsyncIterator[str | Answer]:
     budget = _Budget(plan.deadline_ms)
     with telemetry.span("perplexed.answer", _span_attributes(plan)) as answer_span:
-        grounded = await _ground(plan)
+        grounded = await _ground(plan, budget)
         started = time.perf_counter()
         with telemetry.span("perplexed.answer.agent", {"perplexed.agent": plan.label}) as agent_span:
             stream: Any = None
@@ -530,8 +535,8 @@ def _plan_of(query: str | AnswerPlan, provider: Any, options: dict[str, Any]) ->
 async def aanswer(query: str | AnswerPlan, provider: Any = None, **options: Any) -> Answer:
     """Answer ``query`` from web sources, citing them with ``[n]`` markers.
 
-    Takes the arguments of :func:`perplexed.prepare_answer` (``provider``, ``client``, ``preset``,
-    ``deadline_ms``, the search options, ...), or an :class:`~perplexed.AnswerPlan` it returned
+    Takes the arguments of :func:`perplexed.integration.prepare_answer` (``provider``, ``client``, ``preset``,
+    ``deadline_ms``, the search options, ...), or an :class:`~perplexed.integration.AnswerPlan` it returned
     (``aanswer(plan)``). Prefers ``async_client`` over ``client`` when both are given.
 
     ``provider`` is a provider spec or chain as for :func:`perplexed.search`, or ``"perplexity-agent"`` to let
@@ -547,7 +552,7 @@ async def aanswer(query: str | AnswerPlan, provider: Any = None, **options: Any)
 
     Raises :class:`~perplexed.UpstreamError` (``all_providers_failed``) without calling the model when no
     provider answered; every Agent API failure is a :class:`~perplexed.APIError` subclass
-    (:class:`~perplexed.RateLimitError`, :class:`~perplexed.ResponseFailedError`,
+    (:class:`~perplexed.agent.RateLimitError`, :class:`~perplexed.agent.ResponseFailedError`,
     :class:`~perplexed.APITimeoutError`, ...) carrying the search attempts in ``.attempts`` (and their
     cost in ``.cost``).
     """

@@ -18,11 +18,11 @@ from types import MappingProxyType
 from typing import Any, ClassVar, Literal
 
 from ._errors import ConfigError, InvalidRequest
-from ._fetch import fetch_plan
 from ._grounding import AGENT_PROVIDER, DEFAULT_MAX_SOURCE_CHARS, search_off, web_search_tool
 from ._keywords import check_search_options
 from ._models import Attempt
 from ._options import ChainOptions, SearchOptions, clean_query, split_options
+from ._search import FetchRequest, fetch_plan
 from ._settings import default_chain
 from .agent import AgentClient, AsyncAgentClient
 from .agent._client import ENV_API_KEY
@@ -88,7 +88,7 @@ class AnswerPlan:
     verify: bool = False
     """Check the answer's citations (:func:`perplexed.verify`) and attach it as ``Answer.verification``."""
     deadline_ms: int | None = None
-    fetch: tuple[int, Any, dict[str, Any]] | None = None
+    fetch: FetchRequest | None = None
     """``fetch_content``: (how many top hits, the fetch chain, fetch options); None when not fetching."""
     on_attempt: AttemptCallback | None = field(default=None, repr=False)
     client: Any = field(default=None, repr=False)

@@ -48,6 +48,7 @@ from ._failures import classify_exception
 from ._logs import get_logger
 from ._models import Attempt, Outcome
 from ._options import ChainOptions
+from ._policy import Purse
 from ._strategies import Candidate, best_answer, hedge_delay_ms, is_configured, observed_p95, sample_latency
 from .providers import Provider
 
@@ -117,9 +118,14 @@ class Operation(Protocol[R]):
         """The run's return value: answered by ``provider`` ("" when nobody), with every attempt."""
 
 
-async def run(op: Operation[R], on_attempt: AttemptCallback | None = None) -> R:
-    """Run ``op`` under its chain options: its result, or ``UpstreamError("all_providers_failed")``."""
-    result: R = await Engine(op, on_attempt).run()
+async def run(op: Operation[R], on_attempt: AttemptCallback | None = None, *, deadline: float | None = None,
+              purse: Purse | None = None) -> R:
+    """Run ``op`` under its chain options: its result, or ``UpstreamError("all_providers_failed")``.
+
+    ``deadline`` is the absolute time (the running loop's clock) the run must end by, when it is one step of a
+    larger call (a search and its page fetches, an answer); default: ``deadline_ms`` from now. ``purse`` is the
+    call's budget shared by those steps (default: the run's own ``budget_usd``)."""
+    result: R = await Engine(op, on_attempt, deadline=deadline, purse=purse).run()
     return result
 
 
@@ -129,12 +135,13 @@ _ANSWERS = (Outcome.OK, Outcome.EMPTY, Outcome.INSUFFICIENT)
 class Engine:
     """One run: the members' attempts (with their chain positions), the answers that may become the result."""
 
-    def __init__(self, op: Operation[Any], on_attempt: AttemptCallback | None) -> None:
+    def __init__(self, op: Operation[Any], on_attempt: AttemptCallback | None, *, deadline: float | None = None,
+                 purse: Purse | None = None) -> None:
         self.op = op
         self.chain = chain = op.chain
         self.on_attempt = on_attempt
         self.loop = asyncio.get_running_loop()
-        self.deadline = self.loop.time() + chain.deadline_ms / 1000
+        self.deadline = self.loop.time() + chain.deadline_ms / 1000 if deadline is None else deadline
         self.member_budget = chain.provider_timeout_ms / 1000
         self.recorded: list[tuple[int, Attempt]] = []
         self.in_order = True  # attempts were recorded in chain order (no sort needed)
@@ -142,11 +149,11 @@ class Engine:
         self.last_error: BaseException | None = None
         self.span: Any = None
         self.reached_end = True  # False once an outcome that does not move on stopped the chain
-        self.in_flight = 0.0  # prices of the calls running (budget_usd), and how many there are
-        self.in_flight_n = 0
+        # budget_usd: what the call spent and holds in flight (shared with the call's other runs)
+        self.purse = Purse(chain.budget_usd) if purse is None else purse
         self.event = ("perplexed", op.name, "attempt")
         # governance (cache, cool-downs, rate limits, budgets): None when nothing is configured
-        self.gov = _governance.plan(op)
+        self.gov = _governance.plan(op, self.purse)
 
     async def run(self) -> Any:
         op, chain = self.op, self.chain
@@ -258,7 +265,8 @@ class Engine:
             if called[0].cost > 0:
                 _governance.note_spend(called[0].provider, called[0].cost)
             return called
-        limit = self.chain.budget_usd
+        purse = self.purse
+        limit = purse.limit
         price = 0.0
         if limit is not None:
             # budget_usd across concurrent calls: the prices of the calls in flight count as spent (the
@@ -267,13 +275,12 @@ class Engine:
                 price = float(self.op.price(member))
             except Exception:  # a pricing bug: the attempt prices itself again
                 price = 0.0
-            if price > 0 and self.in_flight_n and gov.spent + self.in_flight + price > limit + 1e-12:
+            if price > 0 and purse.in_flight_n and purse.spent + purse.in_flight + price > limit + 1e-12:
                 why = (f"price ${price:g} would exceed budget_usd ${limit:g} "
-                       f"(spent ${gov.spent:g}, ${self.in_flight:g} in flight)")
+                       f"(spent ${purse.spent:g}, ${purse.in_flight:g} in flight)")
                 return Attempt(provider=member.label, outcome=Outcome.SKIPPED, reason="over_budget",
                                error=why), self.op.nothing, None
-            self.in_flight += price
-            self.in_flight_n += 1
+            purse.reserve(price)
         try:
             try:  # the pooled client before the admission: the call follows its admission at once
                 client = self.op.client(member)
@@ -291,8 +298,7 @@ class Engine:
             return await gov.settle(gate, called)
         finally:
             if limit is not None:
-                self.in_flight_n -= 1
-                self.in_flight = self.in_flight - price if self.in_flight_n else 0.0
+                purse.release(price)
 
     async def call(
         self, member: Provider, budget: float, capped: bool = False, client: Any = None,

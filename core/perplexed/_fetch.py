@@ -1,5 +1,5 @@
-"""Fetching a page's content: :func:`fetch`, :func:`afetch`, :func:`fetch_many`, :func:`afetch_many`, and search
-with page content (``search(..., fetch_content=N)``).
+"""Fetching a page's content: :func:`fetch`, :func:`afetch`, :func:`fetch_many`, :func:`afetch_many` (search with
+page content, ``search(..., fetch_content=N)``, is in :mod:`perplexed._search`).
 
 A fetch is the second operation of the chain: a URL goes down an ordered list of fetch providers (default
 ``["http"]``) with the search chain's rules: ``fallback_on`` (default ``error``, ``empty`` and ``insufficient``),
@@ -10,7 +10,12 @@ applies to the whole extracted text; ``content`` is the slice ``[start_index, st
 The trust boundary (see :mod:`perplexed._ssrf`): before any provider is called the URL's host is checked (a
 literal non-public address in any spelling, or a name whose addresses are all non-public, is refused with
 ``InvalidRequest(reason="private_address")``); the ``http`` provider connects only to checked addresses and checks
-every redirect hop. ``file://`` URLs are answered from the local index only, never read from disk.
+every redirect hop. ``file://`` URLs are answered from the local index only, never read from disk: by the
+``local`` page provider (:class:`LocalPages`), run by the same engine as any other fetch provider.
+
+One deadline: :func:`run_fetch` takes the absolute time the fetch must end by (the running loop's clock), made
+once at the entry (``deadline_ms`` from the call's start) or handed down by the call the fetch is a step of (a
+search's page enrichment); the host check and the engine run both end by it.
 """
 
 from __future__ import annotations
@@ -18,15 +23,13 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-import logging
 import math
-import time
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, cast
 
 import httpx
 
-from . import _engine, _portal, telemetry
+from . import _engine, _portal
 from ._errors import (
     InvalidRequest,
     PerplexedError,
@@ -38,12 +41,11 @@ from ._fetch_net import check_url, guarded_client, robots_verdict, split_url
 from ._http import get_client
 from ._keywords import credential_hint, unknown_keyword
 from ._logs import get_logger
-from ._models import Attempt, Hit, Outcome, Page, Result
+from ._models import Attempt, Hit, Page
 from ._options import ChainOptions
+from ._policy import Purse
 from ._ssrf import Allowed, check_literal, parse_allow_private
 from .chain import _in_thread, drive_flow, read_body
-from .chain import asearch as _chain_asearch
-from .chain import search as _chain_search
 from .fetchers import FetchAnswer, FetchOptions, FetchProvider, FunctionFetcher, resolve
 from .fetchers.http import MAX_REDIRECTS, Http
 from .providers import Provider
@@ -52,16 +54,15 @@ __all__ = [
     "ATTEMPT_EVENT",
     "FETCH_OPTION_NAMES",
     "FetchPlan",
+    "LocalPages",
     "afetch",
     "afetch_many",
-    "asearch",
-    "check_fetch_content",
+    "build_options",
+    "clean_url",
     "fetch",
     "fetch_many",
-    "fetch_plan",
     "prepare_fetch",
-    "search",
-    "with_pages",
+    "run_fetch",
 ]
 
 logger = get_logger("perplexed.fetch")
@@ -80,7 +81,6 @@ FETCH_OPTION_NAMES = (
     "allow_private",
     "respect_robots",
 )
-_FETCH_NAMES = frozenset(FETCH_OPTION_NAMES)  # the hot path of search(): one set check
 #: options of how the fetch chain runs
 FETCH_CHAIN_NAMES = (
     "provider_timeout_ms",
@@ -317,7 +317,7 @@ class FetchOperation:
         self._options_key: str | None = None
 
     def client(self, member: Provider) -> httpx.AsyncClient | None:
-        if isinstance(member, FunctionFetcher):
+        if isinstance(member, FunctionFetcher | LocalPages):
             return None
         if isinstance(member, Http):
             return guarded_client(self.plan.options.allow_private, member.resolver, member.transport)
@@ -345,6 +345,8 @@ class FetchOperation:
         return cast(FetchProvider, member).fetch_price(self.plan.options)
 
     def cache_parts(self, member: Provider) -> tuple[str, ...] | None:
+        if isinstance(member, LocalPages):  # the embedded index answers in milliseconds and changes when rebuilt
+            return None
         if self._options_key is None:
             opts = self.plan.options
             self._options_key = json.dumps(
@@ -378,23 +380,23 @@ class FetchOperation:
         return _page(self.plan, provider, answer or FetchAnswer(format=self.plan.options.format), attempts)
 
 
-async def run_fetch(plan: FetchPlan, *, on_attempt: AttemptCallback | None = None) -> Page:
-    """Run a prepared fetch: the trust-boundary check, then the engine down the fetch providers."""
-    if plan.url[:7].lower() == "file://":
-        return await _local_page(plan, on_attempt)
-    resolver = next((p.resolver for p in plan.providers if isinstance(p, Http) and p.resolver is not None), None)
+async def run_fetch(plan: FetchPlan, *, on_attempt: AttemptCallback | None = None, deadline: float | None = None,
+                    purse: Purse | None = None) -> Page:
+    """Run a prepared fetch: the trust-boundary check, then the engine down the fetch providers, both ending by
+    ``deadline`` (absolute, the loop's clock; default ``deadline_ms`` from now). ``purse``: the budget of the call
+    the fetch is a step of (default: the fetch's own ``budget_usd``)."""
     loop = asyncio.get_running_loop()
-    started = loop.time()
+    if deadline is None:
+        deadline = loop.time() + plan.chain.deadline_ms / 1000
+    if plan.url[:7].lower() == "file://":
+        return await _local_page(plan, on_attempt, deadline, purse)
+    resolver = next((p.resolver for p in plan.providers if isinstance(p, Http) and p.resolver is not None), None)
     try:
-        async with asyncio.timeout(plan.chain.deadline_ms / 1000):
+        async with asyncio.timeout_at(deadline):
             await check_url(plan.url, plan.options.allow_private, resolver)
     except TimeoutError:
         pass  # the resolver did not answer in time: the providers' attempts say what happened
-    spent_ms = int((loop.time() - started) * 1000)
-    if spent_ms > 0:  # the check is part of the fetch's deadline
-        chain = plan.chain.model_copy(update={"deadline_ms": max(1, plan.chain.deadline_ms - spent_ms)})
-        plan = FetchPlan(plan.url, plan.providers, plan.is_chain, plan.options, chain)
-    page: Page = await _engine.run(FetchOperation(plan), on_attempt)
+    page: Page = await _engine.run(FetchOperation(plan), on_attempt, deadline=deadline, purse=purse)
     return page
 
 
@@ -435,6 +437,8 @@ async def _call_fetcher(provider: FetchProvider, plan: FetchPlan, client: httpx.
         return provider.coerce(value)
     if isinstance(provider, Http):
         return await _fetch_direct(provider, plan, client)
+    if isinstance(provider, LocalPages):
+        return await _in_thread(_local_answer, plan.url)
     return await drive_flow(provider, provider.fetch_flow(plan.url, plan.options), client)
 
 
@@ -493,159 +497,46 @@ def _next_hop(provider: Http, response: httpx.Response, hops: int, allowed: Allo
     return text
 
 
-async def _local_page(plan: FetchPlan, on_attempt: AttemptCallback | None) -> Page:
-    """A ``file://`` URL: the indexed document's full text, from the local index only."""
+class LocalPages(FetchProvider):
+    """The ``local`` page provider: a ``file://`` URL's indexed document (its full text), from the local index
+    only, never read from disk. :func:`run_fetch` runs it for ``file://`` URLs, through the engine."""
+
+    name = "local"
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("cost", 0.0)
+        super().__init__(**kwargs)
+
+
+_local_pages: list[LocalPages] = []
+
+
+def _local_answer(url: str) -> FetchAnswer:
+    """The indexed document of ``url``; :class:`~perplexed.InvalidRequest` when it is not one."""
     from ._index._document import indexed_document
 
-    start = time.perf_counter()
-    document = await _in_thread(indexed_document, plan.url)
+    document = indexed_document(url)
     if document is None:
         raise InvalidRequest(
-            f"{plan.url} is not a document of the local index: file:// URLs are answered from the index only "
+            f"{url} is not a document of the local index: file:// URLs are answered from the index only "
             "(index the folder with `perplexed index PATH`)",
             param="url",
         )
-    attempt = Attempt(provider="local", outcome=Outcome.OK if document.text.strip() else Outcome.EMPTY,
-                      duration_ms=int((time.perf_counter() - start) * 1000))
-    attempts: list[Attempt] = []
-    _record(attempts, attempt, plan.url, on_attempt)
-    answer = FetchAnswer(text=document.text, format="text", final_url=document.url, title=document.title,
-                         content_type="application/pdf" if document.kind == "pdf" else f"text/{document.kind}")
-    piece = cut(answer.text, plan.options.start_index, plan.options.max_chars)
-    return Page(url=plan.url, final_url=document.url, title=document.title, content=piece.content,
-                format=plan.options.format, content_type=answer.content_type, provider="local", attempts=attempts,
-                truncated=piece.truncated, total_chars=piece.total_chars, next_index=piece.next_index)
+    return FetchAnswer(text=document.text, format="text", final_url=document.url, title=document.title,
+                       content_type="application/pdf" if document.kind == "pdf" else f"text/{document.kind}")
 
 
-def _record(attempts: list[Attempt], attempt: Attempt, url: str, on_attempt: AttemptCallback | None) -> None:
-    attempts.append(attempt)
-    if logger.isEnabledFor(logging.DEBUG):
-        logger.debug("fetch attempt provider=%s outcome=%s duration_ms=%d cost=%.6f error=%s",
-                     attempt.provider, attempt.outcome.value, attempt.duration_ms, attempt.cost, attempt.error)
-    if telemetry.listening():
-        telemetry.emit(
-            ATTEMPT_EVENT,
-            {"duration_ms": attempt.duration_ms, "cost": attempt.cost},
-            {"provider": attempt.provider, "outcome": attempt.outcome.value, "billable": attempt.billable,
-             "error": attempt.error, "detail": attempt.detail, "url": url, "cached": attempt.cached,
-             "reason": attempt.reason},
-        )
-    if on_attempt is not None:
-        try:
-            on_attempt(attempt)
-        except Exception:
-            logger.exception("on_attempt callback raised; ignored")
-
-
-# --- search with page content --------------------------------------------------------------------------------
-
-
-def _split_fetch_kw(options: dict[str, Any]) -> dict[str, Any]:
-    return {k: options.pop(k) for k in FETCH_OPTION_NAMES if k in options}
-
-
-def _count(fetch_content: Any) -> int | None:
-    """How many top hits to fetch: None for none, -1 for all; InvalidRequest for anything else."""
-    if fetch_content is None or fetch_content is False:
-        return None
-    if fetch_content is True:
-        return -1
-    if isinstance(fetch_content, int) and fetch_content >= 0:
-        return fetch_content or None
-    raise InvalidRequest(
-        f"fetch_content must be True, False or a number of top hits, got {fetch_content!r}", param="fetch_content"
-    )
-
-
-FetchRequest = tuple[int, Any, dict[str, Any]]
-
-
-def fetch_plan(fetch_content: Any, fetch_provider: Any, options: dict[str, Any]) -> FetchRequest | None:
-    """``fetch_content`` / ``fetch_provider`` and the fetch options (taken out of ``options``), validated before
-    the search is paid for: (how many top hits, -1 for all; the fetch chain; fetch options), or None."""
-    count = _count(fetch_content)
-    fetch_kw = _split_fetch_kw(options)
-    if count is None:
-        if fetch_provider is not None:
-            raise InvalidRequest("fetch_provider needs fetch_content=N (how many top hits to fetch)",
-                                 param="fetch_provider")
-        if fetch_kw:
-            name = next(iter(fetch_kw))
-            raise InvalidRequest(f"{name} is a fetch option: pass fetch_content=N to fetch the top hits' pages",
-                                 param=name)
-        return None
-    fetchers, _ = resolve(fetch_provider)
-    build_options(dict(fetch_kw), fetchers)
-    return count, fetch_provider, fetch_kw
-
-
-def check_fetch_content(fetch_content: Any = None, fetch_provider: Any = None, **options: Any) -> None:
-    """Validate search's ``fetch_content``, ``fetch_provider`` and fetch options (``allow_private``,
-    ``max_chars``, ...) without searching: for components configured once and used later (the adapters)."""
-    fetch_plan(fetch_content, fetch_provider, dict(options))
-
-
-async def asearch(query: str, provider: Any = None, *, fetch_content: Any = None, fetch_provider: Any = None,
-                  **options: Any) -> Result:
-    """:func:`perplexed.chain.asearch`, plus ``fetch_content=N`` (the N top hits' pages, ``True`` for all;
-    ``fetch_provider=`` picks the fetch chain, default ``["http"]``): each fetched hit gets ``content`` (the page's
-    text) and ``page``; ``Result.cost`` includes what the fetches cost. Fetch options (``max_chars``,
-    ``allow_private``, ``respect_robots``, ...) may be given too."""
-    if fetch_content is None and fetch_provider is None and (not options or _FETCH_NAMES.isdisjoint(options)):
-        return await _chain_asearch(query, provider, **options)
-    fetch = fetch_plan(fetch_content, fetch_provider, options)  # before the search is paid for
-    if fetch is None:
-        return await _chain_asearch(query, provider, **options)
-    started = asyncio.get_running_loop().time()
-    result = await _chain_asearch(query, provider, **options)
-    return await with_pages(result, *fetch, options.get("deadline_ms"), started)
-
-
-async def with_pages(result: Result, count: int, fetch_provider: Any, fetch_kw: dict[str, Any],
-                     deadline_ms: int | None, started: float) -> Result:
-    """``result`` with its top ``count`` hits' pages fetched (``-1``: all)."""
-    hits = result.hits if count < 0 else result.hits[:count]
-    if not hits:
-        return result
-    loop = asyncio.get_running_loop()
-    total_ms = deadline_ms if isinstance(deadline_ms, int) and not isinstance(deadline_ms, bool) else 30_000
-    left_ms = max(1, int(total_ms - (loop.time() - started) * 1000))
-    fetch_kw = {**fetch_kw, "deadline_ms": left_ms}
-    fetchable = [i for i, h in enumerate(hits) if h.url[:7].lower() != "file://"]
-    urls = [hits[i].url for i in fetchable]
-    pages: list[PageOrError] = []
-    if urls:
-        try:
-            pages = await afetch_many(urls, fetch_provider, **fetch_kw)
-        except InvalidRequest as exc:  # one hit's URL is not fetchable (a literal private address): skip it
-            logger.debug("fetch_content: %s", exc)
-            pages = [await _one_page(url, fetch_provider, fetch_kw) for url in urls]
-    new_hits = list(result.hits)
-    fetches: list[Attempt] = list(result.fetches)
-    for index, page in zip(fetchable, pages, strict=True):
-        if isinstance(page, Page):
-            new_hits[index] = new_hits[index].model_copy(update={"content": page.content, "page": page})
-            fetches.extend(page.attempts)
-        else:
-            fetches.extend(page.attempts)
-    return result.with_fetches(new_hits, fetches)
-
-
-async def _one_page(url: str, fetch_provider: Any, fetch_kw: dict[str, Any]) -> PageOrError:
+async def _local_page(plan: FetchPlan, on_attempt: AttemptCallback | None, deadline: float,
+                      purse: Purse | None) -> Page:
+    """A ``file://`` URL: the ``local`` page provider down the same engine (deadline, attempts, events)."""
+    if not _local_pages:
+        _local_pages.append(LocalPages())
+    local = FetchPlan(plan.url, [_local_pages[0]], False, plan.options, plan.chain)
     try:
-        return await afetch(url, fetch_provider, **fetch_kw)
+        page: Page = await _engine.run(FetchOperation(local), on_attempt, deadline=deadline, purse=purse)
     except UpstreamError as exc:
-        return exc
-    except PerplexedError as exc:
-        reason = reason_of(exc)
-        return UpstreamError(reason, exc.attempts, message=f"{reason}: {exc.message}")
-
-
-def search(query: str, provider: Any = None, *, fetch_content: Any = None, fetch_provider: Any = None,
-           **options: Any) -> Result:
-    """Synchronous :func:`asearch` (the same coroutine on the portal)."""
-    if fetch_content is None and fetch_provider is None and (not options or _FETCH_NAMES.isdisjoint(options)):
-        return _chain_search(query, provider, **options)
-    return _portal.run(asearch, query, provider, fetch_content=fetch_content, fetch_provider=fetch_provider,
-                       **options)
-
+        cause = exc.__cause__
+        if isinstance(cause, InvalidRequest) and cause.param == "url":  # not an indexed document
+            raise cause from None
+        raise
+    return page

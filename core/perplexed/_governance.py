@@ -31,6 +31,7 @@ from ._logs import get_logger
 from ._models import Attempt, Outcome
 from ._policy import (
     SPEND_WINDOWS,
+    Purse,
     RateLimit,
     check_provider_settings,
     health_of,
@@ -368,19 +369,22 @@ def cache_identity(provider: Provider) -> str:
 # -- the per-search governor ----------------------------------------------------------------------------------
 
 
-def plan(op: Governed) -> Governor | None:
-    """A :class:`Governor` for this run, or None when nothing is configured (the plain chain).
+def plan(op: Governed, purse: Purse | None = None) -> Governor | None:
+    """A :class:`Governor` for this run, or None when nothing is configured (the plain chain). ``purse``: the
+    call's budget when the run is one step of a larger call (default: the run's own ``budget_usd``).
 
     Raises :class:`~perplexed.ConfigError` (before any call) when ``PERPLEXED_STORE`` is not a store.
     """
     chain = op.chain
-    if chain.cache_ttl_s is None and chain.budget_usd is None and not _settings.active:
+    if purse is None:
+        purse = Purse(chain.budget_usd)
+    if chain.cache_ttl_s is None and purse.limit is None and not _settings.active:
         for provider in op.members:
             if _governed(provider):
                 break
         else:
             return None
-    return Governor(op, _settings.store or current_store())
+    return Governor(op, _settings.store or current_store(), purse)
 
 
 _flights: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Future[CachedAnswer | None]]] = (
@@ -438,14 +442,19 @@ class Governor:
     when the call was cancelled); governance never calls the provider nor back into the engine.
     """
 
-    __slots__ = ("_cooling", "chain", "op", "spent", "store")
+    __slots__ = ("_cooling", "chain", "op", "purse", "store")
 
-    def __init__(self, op: Governed, store: Store) -> None:
+    def __init__(self, op: Governed, store: Store, purse: Purse | None = None) -> None:
         self.op = op
         self.chain = op.chain
         self.store = store
-        self.spent = 0.0
+        self.purse = Purse(op.chain.budget_usd) if purse is None else purse
         self._cooling: list[tuple[float, int, Provider]] = []
+
+    @property
+    def spent(self) -> float:
+        """What the call has spent so far (every run sharing its :class:`Purse`)."""
+        return self.purse.spent
 
     # -- one provider ----------------------------------------------------------------------------------------
 
@@ -486,9 +495,8 @@ class Governor:
                 gate.flights = flights
         try:
             price = self._price(provider)
-            over_call_budget = (
-                chain.budget_usd is not None and price > 0 and self.spent + price > chain.budget_usd + 1e-12
-            )
+            limit = self.purse.limit
+            over_call_budget = limit is not None and price > 0 and self.spent + price > limit + 1e-12
             request = self._admission(provider, identity, settings, lookup, budget, early, price, over_call_budget)
             gate.ends = asyncio.get_running_loop().time() + budget
             decision, waited, finished = await self._admitted(
@@ -517,7 +525,7 @@ class Governor:
                 total_ms = int((time.perf_counter() - gate.start) * 1000)
                 if total_ms > attempt.duration_ms:
                     attempt = attempt.model_copy(update={"duration_ms": total_ms})
-            self.spent += attempt.cost
+            self.purse.spent += attempt.cost
             assert gate.decision is not None
             gate.filled = await self._record_call(
                 gate.provider, gate.identity, gate.settings, gate.key, gate.decision, attempt, answer, failure
@@ -637,7 +645,7 @@ class Governor:
                     self._skipped(provider, "cooling_down", start, decision, why), self.op.nothing, None
                 )
             # over_budget (or an unknown verdict from a third-party store: skip, never call blindly)
-            why = (f"price ${price:g} would exceed budget_usd ${self.chain.budget_usd:g} (spent ${self.spent:g})"
+            why = (f"price ${price:g} would exceed budget_usd ${self.purse.limit:g} (spent ${self.spent:g})"
                    if over_call_budget else decision.detail if decision.detail == _NO_STORE_SPEND
                    else "price would exceed a spend limit")
             return decision, waited, (

@@ -52,6 +52,11 @@ class Hit(BaseModel):
     raw: dict[str, Any] = Field(default_factory=dict)
     page: Page | None = None
     """The fetched page (``search(..., fetch_content=N)``), with the fetch's own attempts; None otherwise."""
+    page_failure: Attempt | None = None
+    """Why the page asked for with ``fetch_content=N`` did not come (``page`` is None): the attempt that ended
+    its fetch, ``reason`` saying why: ``timeout`` (the call's deadline passed first), ``over_budget`` (its price
+    did not fit ``budget_usd``), the refusal (``private_address``, ``bad_request``), or the fetch's failure
+    (``not_found``, ``blocked``, ...). None when the page came or was not asked for."""
 
     @property
     def text(self) -> str:

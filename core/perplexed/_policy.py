@@ -2,7 +2,8 @@
 
 Nothing here does I/O or reads a clock: every function takes ``now`` (seconds, any monotonic-enough epoch)
 and returns a decision or a new state. The stores (memory, SQLite, Redis) apply these rules inside one
-atomic step each; the tests drive them table-style with a fake clock.
+atomic step each; the tests drive them table-style with a fake clock. :class:`Purse` is the in-process
+account of one call's ``budget_usd`` (what it spent, what it holds in flight), shared by the runs of the call.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ __all__ = [
     "SPEND_WINDOWS",
     "CoolState",
     "Health",
+    "Purse",
     "RateLimit",
     "check_provider_settings",
     "check_ttl",
@@ -309,3 +311,27 @@ def p95(samples: Sequence[float]) -> float | None:
         return None
     ordered = sorted(samples)
     return float(ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)])
+
+
+class Purse:
+    """What one call may spend (``budget_usd``; ``None``: no cap) and what it has spent and holds in flight.
+
+    One purse per call, shared by every run of that call: a search and the page fetches of its
+    ``fetch_content`` draw on the same ``budget_usd``. A run checks and reserves a call's price in one step,
+    before its first await (no two concurrent calls both pass), and releases it when the call ends."""
+
+    __slots__ = ("in_flight", "in_flight_n", "limit", "spent")
+
+    def __init__(self, limit: float | None = None) -> None:
+        self.limit = limit
+        self.spent = 0.0
+        self.in_flight = 0.0  # the prices of the calls running, and how many there are
+        self.in_flight_n = 0
+
+    def reserve(self, price: float) -> None:
+        self.in_flight += price
+        self.in_flight_n += 1
+
+    def release(self, price: float) -> None:
+        self.in_flight_n -= 1
+        self.in_flight = self.in_flight - price if self.in_flight_n else 0.0

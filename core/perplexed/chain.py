@@ -42,6 +42,7 @@ from ._keywords import check_names, check_search_options
 from ._logs import get_logger
 from ._models import Attempt, Hit, ProviderAnswer, Result
 from ._options import _DEFAULT_SEARCH_OPTIONS, ChainOptions, SearchOptions, clean_query, split_options
+from ._policy import Purse
 from ._strategies import check_floor, judge
 from .providers import CallableProvider, Provider, resolve
 from .providers._base import to_answer
@@ -197,9 +198,11 @@ def search(
     return _portal.run(run, prepared, on_attempt=on_attempt)
 
 
-async def run(prepared: Search, *, on_attempt: AttemptCallback | None = None) -> Result:
-    """Run a prepared search down its providers (through the engine)."""
-    return await _engine.run(SearchOperation(prepared), on_attempt)
+async def run(prepared: Search, *, on_attempt: AttemptCallback | None = None, deadline: float | None = None,
+              purse: Purse | None = None) -> Result:
+    """Run a prepared search down its providers (through the engine). ``deadline`` (absolute, the loop's
+    clock) and ``purse`` (the call's ``budget_usd``) when the search is one step of a larger call."""
+    return await _engine.run(SearchOperation(prepared), on_attempt, deadline=deadline, purse=purse)
 
 
 class SearchOperation:

@@ -634,6 +634,7 @@ def _attempt_note(attempt: Attempt) -> str:
 
 def _cmd_answer(args: argparse.Namespace) -> int:
     import perplexed
+    import perplexed.integration
 
     options = _chain_kwargs(args)
     if args.preset:
@@ -641,7 +642,7 @@ def _cmd_answer(args: argparse.Namespace) -> int:
     if args.verify:
         options["verify"] = True
     # every check before any call (exit 2): the chain or the perplexity-agent mode, options, the key
-    plan = perplexed.prepare_answer(" ".join(args.query), _chain_spec(args), **options)
+    plan = perplexed.integration.prepare_answer(" ".join(args.query), _chain_spec(args), **options)
     labels = plan.providers
     out, err = _consoles()
     spin = not args.json and err.is_terminal

@@ -442,10 +442,10 @@ def _error(message: str) -> Any:
 
 def _answer_unavailable(provider: Any, answer_options: Mapping[str, Any]) -> str | None:
     """Why ``answer`` cannot run with this configuration (no Agent API key, ...), or None when it can."""
-    import perplexed
+    import perplexed.integration
 
     try:
-        perplexed.prepare_answer("a question", provider, **answer_options)
+        perplexed.integration.prepare_answer("a question", provider, **answer_options)
     except ConfigError as exc:
         if "PERPLEXITY_API_KEY" in str(exc):
             return "no Perplexity Agent API key is configured (set PERPLEXITY_API_KEY where the server runs)"

@@ -12,7 +12,7 @@
 :class:`AsyncAgentClient` is the implementation; :class:`AgentClient` runs the same coroutines from sync
 code. Requests are validated before sending (:class:`perplexed.InvalidRequest`); HTTP errors become typed
 :class:`perplexed.APIError` subclasses; a run that ends ``failed``/``cancelled``/``incomplete`` raises
-:class:`perplexed.ResponseFailedError`.
+:class:`perplexed.agent.ResponseFailedError`.
 
 This package exports what ``docs/agent-api.md`` documents (see its "Names" paragraph) and nothing else.
 Internals stay importable from their private modules for tests and tools: ``_policy`` (timeouts, retry and

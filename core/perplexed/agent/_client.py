@@ -346,7 +346,7 @@ class AsyncAgentClient:
         """Create a response (``POST /v1/agent``) and return it.
 
         Takes an :class:`AgentRequest` and/or its fields as keyword arguments. A response whose status is
-        ``failed``, ``cancelled`` or ``incomplete`` raises :class:`perplexed.ResponseFailedError` (carrying
+        ``failed``, ``cancelled`` or ``incomplete`` raises :class:`perplexed.agent.ResponseFailedError` (carrying
         it). With ``background=True`` it returns at once (status ``queued``): use :meth:`wait`. With
         ``stream=True`` it streams and returns the response assembled from the stream; then ``timeout``
         bounds the wait for each event and ``stream_timeout`` the whole stream (see the class docstring).

@@ -93,7 +93,7 @@ class SSEDecoder:
     """Incremental WHATWG SSE decoder over bytes.
 
     ``max_event_bytes`` bounds the memory one event (or one unterminated line) may take; crossing it
-    raises :class:`perplexed.StreamError`. ``None`` disables the bound.
+    raises :class:`perplexed.agent.StreamError`. ``None`` disables the bound.
     """
 
     __slots__ = (

@@ -1,0 +1,31 @@
+"""Helpers for framework adapters and services that check their settings once and run calls later.
+
+The LangChain and LlamaIndex adapters, the MCP server and the CLI are built on these; an application rarely
+needs them (``perplexed.search``, ``fetch`` and ``answer`` validate their own arguments).
+
+- :func:`prepare_answer` validates :func:`perplexed.answer`'s arguments into a frozen :class:`AnswerPlan`
+  (``perplexed.answer(plan)`` runs it; ``AnswerPlan.ARGUMENTS`` lists the keywords that are not search options).
+- :func:`prepare_fetch` validates :func:`perplexed.fetch`'s arguments into a :class:`FetchPlan`.
+- :func:`check_fetch_content` validates search's ``fetch_content`` / ``fetch_provider`` and fetch options
+  without searching.
+- :func:`portable_schema` turns a tool's JSON schema into the subset every model vendor accepts.
+
+These names were ``perplexed.NAME`` before; that spelling still works for one minor version, with a
+``DeprecationWarning``.
+"""
+
+from __future__ import annotations
+
+from ._answer_plan import AnswerPlan, prepare_answer
+from ._fetch import FetchPlan, prepare_fetch
+from ._search import check_fetch_content
+from ._toolschema import portable_schema
+
+__all__ = [
+    "AnswerPlan",
+    "FetchPlan",
+    "check_fetch_content",
+    "portable_schema",
+    "prepare_answer",
+    "prepare_fetch",
+]
