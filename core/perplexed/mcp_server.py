@@ -25,8 +25,6 @@ never a traceback or a key. Lists sent as JSON strings and numbers sent as strin
 
 from __future__ import annotations
 
-import hmac
-import ipaddress
 import json
 import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -35,6 +33,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from ._errors import ConfigError, InvalidRequest, PerplexedError, UpstreamError, install_hint, redact
+from ._mcp_http import MAX_BODY_BYTES, http_app, serve_http
+from ._mcp_http import allowed_hosts as _allowed_hosts  # noqa: F401 - the name the transport's tests use
 from ._models import Attempt, Hit, Result
 from ._toolschema import portable_schema
 
@@ -53,8 +53,6 @@ __all__ = [
 
 #: Each text result is cut to this many characters (``truncated`` / ``next_index`` say where).
 DEFAULT_MAX_CHARS = 8000
-#: Request bodies larger than this get 413 on streamable HTTP.
-MAX_BODY_BYTES = 1024 * 1024
 MAX_RESULTS = 20
 SNIPPET_CHARS = 1000
 RECENCY = ("day", "week", "month", "year")
@@ -564,137 +562,6 @@ def create_server(
 
     return MCPServer(SERVER_NAME, title="perplexed web search", version=__version__, instructions=instructions,
                      tools=tools, log_level="WARNING")
-
-
-# --- streamable HTTP, safe by default -----------------------------------------------------------------------
-
-
-def _is_loopback(host: str) -> bool:
-    if host.strip("[]") in ("localhost",):
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def _allowed_hosts(host: str, port: int) -> set[str]:
-    names = {host.strip("[]")}
-    if _is_loopback(host):
-        names |= {"localhost", "127.0.0.1", "::1"}
-    hosts = set()
-    for name in names:
-        shown = f"[{name}]" if ":" in name else name
-        hosts.add(f"{shown}:{port}".lower())
-        if port == 80:  # a client may leave the default port out of Host
-            hosts.add(shown.lower())
-    return hosts
-
-
-class _Guard:
-    """ASGI middleware: Host and Origin checks (DNS rebinding), the bearer token, the request-body cap."""
-
-    def __init__(self, app: Any, *, hosts: set[str], origins: set[str], token: str | None, max_body: int) -> None:
-        self.app = app
-        self.hosts = hosts
-        self.origins = origins
-        self.token = token.encode() if token else None
-        self.max_body = max_body
-
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope.get("type") != "http":
-            await self.app(scope, receive, send)
-            return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-        host = headers.get("host", "").strip().lower()
-        if host not in self.hosts:
-            await _plain(send, 403, "Forbidden: the Host header does not name this server")
-            return
-        origin = headers.get("origin")
-        if origin is not None and origin.strip().lower().rstrip("/") not in self.origins:
-            await _plain(send, 403, "Forbidden: Origin not allowed (start the server with --allow-origin ORIGIN)")
-            return
-        if self.token is not None:
-            auth = headers.get("authorization", "")
-            scheme, _, value = auth.partition(" ")
-            if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(), self.token):
-                await _plain(send, 401, "Unauthorized: send Authorization: Bearer <token>",
-                             extra=[(b"www-authenticate", b'Bearer realm="perplexed"')])
-                return
-        declared = headers.get("content-length")
-        if declared is not None:
-            try:
-                if int(declared) > self.max_body:
-                    await _plain(send, 413, "Request body too large")
-                    return
-            except ValueError:
-                await _plain(send, 400, "Bad Content-Length")
-                return
-        # a body without Content-Length (chunked) is capped by the SDK's own limit, set to the same size
-        await self.app(scope, receive, send)
-
-
-async def _plain(send: Any, status: int, text: str, extra: list[tuple[bytes, bytes]] | None = None) -> None:
-    body = text.encode()
-    headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": status, "headers": headers + (extra or [])})
-    await send({"type": "http.response.body", "body": body})
-
-
-def _check_exposure(host: str, token: str | None) -> None:
-    if not _is_loopback(host) and not token:
-        raise ConfigError(
-            f"refusing to serve on {host}, a non-loopback address, without a token: pass --token "
-            "(or set PERPLEXED_MCP_TOKEN), or bind to 127.0.0.1"
-        )
-
-
-def http_app(server: Any, *, host: str = "127.0.0.1", port: int = 8000, token: str | None = None,
-             allow_origins: Sequence[str] = ()) -> Any:
-    """The ASGI app serving ``server`` over streamable HTTP (stateless) at ``/mcp``, guarded.
-
-    ``Host`` must name the bound host and port (also ``localhost``/``127.0.0.1`` when bound to loopback);
-    an ``Origin``, when sent, must be one of those or in ``allow_origins``; with ``token`` every request needs
-    ``Authorization: Bearer <token>``; bodies over 1 MiB get 413. A non-loopback ``host`` needs a token.
-    """
-    _check_exposure(host, token)
-    from mcp.server.transport_security import TransportSecuritySettings
-
-    app = server.streamable_http_app(
-        streamable_http_path="/mcp", stateless_http=True, max_request_body_size=MAX_BODY_BYTES,
-        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False), host=host,
-    )
-    hosts = _allowed_hosts(host, port)
-    origins = {f"http://{h}" for h in hosts} | {f"https://{h}" for h in hosts}
-    origins |= {o.strip().lower().rstrip("/") for o in allow_origins if o.strip()}
-    return _Guard(app, hosts=hosts, origins=origins, token=token, max_body=MAX_BODY_BYTES)
-
-
-def serve_http(server: Any, *, host: str = "127.0.0.1", port: int = 8000, token: str | None = None,
-               allow_origins: Sequence[str] = (), ready: Callable[[int], None] | None = None) -> None:
-    """Serve ``server`` over streamable HTTP until interrupted (uvicorn). ``port=0`` picks a free port."""
-    import socket
-
-    import anyio
-    import uvicorn
-
-    _check_exposure(host, token)
-    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host.strip("[]"), port))
-    sock.listen(128)
-    bound = sock.getsockname()[1]
-    app = http_app(server, host=host, port=bound, token=token, allow_origins=allow_origins)
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
-    runner = uvicorn.Server(config)
-    if ready is not None:
-        ready(bound)
-
-    async def main() -> None:
-        await runner.serve(sockets=[sock])
-
-    anyio.run(main)
 
 
 Transport = Literal["stdio", "http"]
