@@ -37,16 +37,21 @@ def _member(provider: Any) -> str:
     index_path = getattr(provider, "index_path", None)
     if index_path is not None:
         return f"{label} ({_index_state(index_path)})"
-    if not hasattr(provider, "configured"):
-        return label
+    from .providers._credentials import missing_setup
+
     try:
-        _ = provider.base_url
-        if getattr(provider, "env_key", None):
-            provider.api_key()
-    except ConfigError as exc:
-        return f"{label} (CANNOT RUN: {_operator_words(str(exc))})"
+        missing = missing_setup(provider)
     except Exception:  # a provider of the caller's: its own business
         return label
+    if missing is not None:
+        return f"{label} (CANNOT RUN: {_operator_words(missing[1])})"
+    if getattr(provider, "name", None) == "http" and hasattr(provider, "extra_options"):
+        import importlib.util
+
+        if importlib.util.find_spec("trafilatura") is None:  # looked up, not imported
+            from ._extract import FETCH_HINT
+
+            return f"{label} (CANNOT READ HTML PAGES: {FETCH_HINT})"
     return label
 
 
