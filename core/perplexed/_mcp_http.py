@@ -129,12 +129,10 @@ def _local_hosts(scope: dict[str, Any], port: int) -> set[str]:
     if not server or not server[0]:
         return set()
     address = str(server[0]).split("%", 1)[0]
-    names = {address}
-    if is_loopback(address):
+    ipv4 = address.removeprefix("::ffff:")  # an IPv4 client of a dual-stack socket bound to ::
+    names = {address, ipv4}
+    if is_loopback(ipv4):
         names |= {"localhost", "127.0.0.1", "::1"}
-    ipv4 = address.removeprefix("::ffff:")
-    if ipv4 != address:
-        names.add(ipv4)
     hosts: set[str] = set()
     for name in names:
         hosts |= _host_forms(name, port)
