@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import ipaddress
+import os
 import socket
 import sys
 import time
@@ -37,6 +38,7 @@ __all__ = [
     "MAX_HEAD_BYTES",
     "Guard",
     "allowed_hosts",
+    "authentication",
     "check_exposure",
     "check_token",
     "connection_limit",
@@ -44,6 +46,7 @@ __all__ = [
     "http_app",
     "is_loopback",
     "is_wildcard",
+    "resolve_token",
     "serve_http",
 ]
 
@@ -216,6 +219,21 @@ def check_token(token: str | None, source: str = "token") -> str | None:
             "or leave the token out to serve loopback only"
         )
     return token.strip()
+
+
+def resolve_token(flag: str | None) -> str | None:
+    """The token of ``perplexed mcp --http``: ``--token`` when given, else ``$PERPLEXED_MCP_TOKEN``; either one
+    set but blank refuses to start."""
+    if flag is not None:
+        return check_token(flag, "--token")
+    return check_token(os.environ.get("PERPLEXED_MCP_TOKEN"), "PERPLEXED_MCP_TOKEN")
+
+
+def authentication(host: str, token: str | None, from_flag: bool) -> str:
+    """The start-up line's words for how requests are authenticated."""
+    if token:
+        return f"bearer token (from {'--token' if from_flag else 'PERPLEXED_MCP_TOKEN'})"
+    return "none (no token: loopback only)" if is_loopback(host) else "none"
 
 
 def check_exposure(host: str, token: str | None) -> None:

@@ -334,16 +334,11 @@ def _port(text: str) -> int:
 def _cmd_mcp(args: argparse.Namespace) -> int:
     from . import mcp_server
     from ._cli_fetch import access_options
-    from ._mcp_http import check_token, is_loopback
+    from ._mcp_http import authentication, resolve_token
 
-    if not args.http:
-        if args.token is not None or args.allow_origin or args.allow_host:
-            raise UsageError("--token, --allow-origin and --allow-host go with --http")
-        token = None
-    elif args.token is not None:
-        token = check_token(args.token, "--token")
-    else:
-        token = check_token(os.environ.get("PERPLEXED_MCP_TOKEN"), "PERPLEXED_MCP_TOKEN")
+    if not args.http and (args.token is not None or args.allow_origin or args.allow_host):
+        raise UsageError("--token, --allow-origin and --allow-host go with --http")
+    token = resolve_token(args.token) if args.http else None
     answer_options = {"preset": args.preset} if args.preset else {}
     fetch_options = access_options(args)
     max_chars = args.max_chars or mcp_server.DEFAULT_MAX_CHARS
@@ -355,12 +350,10 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
         _say(mcp_server.startup_line(server, "stdio", "none (stdio: only the client that started it can call it)"))
         server.run("stdio")
         return EXIT_OK
-    source = "--token" if args.token is not None else "PERPLEXED_MCP_TOKEN"
-    auth = (f"bearer token (from {source})" if token else
-            "none (no token: loopback only)" if is_loopback(args.host) else "none")
 
     def ready(port: int) -> None:
-        _say(mcp_server.startup_line(server, f"http://{_url_host(args.host)}:{port}/mcp", auth))
+        where = f"http://{_url_host(args.host)}:{port}/mcp"
+        _say(mcp_server.startup_line(server, where, authentication(args.host, token, args.token is not None)))
 
     mcp_server.serve_http(server, host=args.host, port=args.port, token=token, allow_origins=args.allow_origin,
                           allow_hosts=args.allow_host, ready=ready)

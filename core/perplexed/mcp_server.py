@@ -52,6 +52,7 @@ __all__ = [
     "create_server",
     "http_app",
     "serve_http",
+    "startup_line",
 ]
 
 #: Each text result is cut to this many characters (``truncated`` / ``next_index`` say where).
