@@ -230,3 +230,22 @@ def test_no_local_index_from_another_folder_says_where_it_looked(tmp_path: Path)
     assert "no local index at" in words
     assert f"Looked for .perplexed/index.db in {folder} and every folder above it" in words, words
     assert "--index FILE" in words and "PERPLEXED_LOCAL_INDEX" in words
+
+
+@pytest.mark.parametrize("token", ["", "   ", "\t\n"])
+def test_the_library_refuses_a_blank_token(token: str) -> None:
+    from perplexed import ConfigError
+    from perplexed.mcp_server import create_server, http_app
+
+    server = create_server(lambda query, options: [])
+    with pytest.raises(ConfigError, match="token is empty"):
+        http_app(server, token=token)
+    with pytest.raises(ConfigError, match="token is empty"):
+        http_app(server, host="0.0.0.0", token=token)
+
+
+def test_token_flags_without_http_are_a_usage_error(tmp_path: Path) -> None:
+    for extra in (["--token", ""], ["--allow-host", "a.example"]):
+        done = subprocess.run([CLI, "mcp", "--provider", "searxng", *extra], env=user_env(tmp_path), cwd=tmp_path,
+                              input="", capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2 and "go with --http" in done.stderr, done.stderr
