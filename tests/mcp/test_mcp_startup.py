@@ -249,3 +249,21 @@ def test_token_flags_without_http_are_a_usage_error(tmp_path: Path) -> None:
         done = subprocess.run([CLI, "mcp", "--provider", "searxng", *extra], env=user_env(tmp_path), cwd=tmp_path,
                               input="", capture_output=True, text=True, timeout=60)
         assert done.returncode == 2 and "go with --http" in done.stderr, done.stderr
+
+
+async def test_a_mixed_failure_names_the_configuration_and_what_may_pass(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from perplexed.mcp_server import create_server
+
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()
+    monkeypatch.delenv("TAVILY_API_KEY", raising=False)
+    server = create_server(["tavily", {"name": "searxng", "base_url": f"http://127.0.0.1:{port}"}])
+    async with Client(server) as client:
+        result = await client.call_tool("web_search", {"query": "q"})
+    text = result.content[0].text
+    assert result.is_error
+    assert "Part of this is the server's configuration (tavily" in text, text
+    assert "searxng failed for a reason that passes: retrying later may help" in text
