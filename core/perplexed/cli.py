@@ -299,10 +299,13 @@ def _build_parser() -> _Parser:
     p_mcp.add_argument("--host", default="127.0.0.1", help="with --http: address to bind (default 127.0.0.1)")
     p_mcp.add_argument("--port", type=_port, default=8000, help="with --http: port (default 8000; 0 = any free)")
     p_mcp.add_argument("--token", metavar="TOKEN",
-                       help="with --http: require Authorization: Bearer TOKEN ($PERPLEXED_MCP_TOKEN); "
-                       "needed to bind to a non-loopback address")
+                       help="with --http: require Authorization: Bearer TOKEN (better: set $PERPLEXED_MCP_TOKEN, "
+                       "which `ps` does not show); needed to bind to a non-loopback address; never empty")
     p_mcp.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
                        help="with --http: also accept requests whose Origin is ORIGIN (repeatable)")
+    p_mcp.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                       help="with --http: also accept requests whose Host is NAME or NAME:PORT, e.g. a DNS name "
+                       "of this machine (repeatable)")
     p_mcp.set_defaults(command="mcp", run=_cmd_mcp)
 
     p_doc = sub.add_parser("doctor", help="check the configuration; --live: check the APIs still match", description=(
@@ -331,7 +334,11 @@ def _port(text: str) -> int:
 def _cmd_mcp(args: argparse.Namespace) -> int:
     from . import mcp_server
     from ._cli_fetch import access_options
+    from ._mcp_http import authentication, resolve_token
 
+    if not args.http and (args.token is not None or args.allow_origin or args.allow_host):
+        raise UsageError("--token, --allow-origin and --allow-host go with --http")
+    token = resolve_token(args.token) if args.http else None
     answer_options = {"preset": args.preset} if args.preset else {}
     fetch_options = access_options(args)
     max_chars = args.max_chars or mcp_server.DEFAULT_MAX_CHARS
@@ -340,19 +347,23 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
         answer_options=answer_options, fetch_options=fetch_options, **_chain_kwargs(args),
     )
     if not args.http:
-        if args.token or args.allow_origin:
-            raise UsageError("--token and --allow-origin go with --http")
+        _say(mcp_server.startup_line(server, "stdio", "none (stdio: only the client that started it can call it)"))
         server.run("stdio")
         return EXIT_OK
-    token = args.token or os.environ.get("PERPLEXED_MCP_TOKEN", "").strip() or None
 
     def ready(port: int) -> None:
-        sys.stderr.write(f"perplexed: MCP server on http://{_url_host(args.host)}:{port}/mcp\n")
-        sys.stderr.flush()
+        where = f"http://{_url_host(args.host)}:{port}/mcp"
+        _say(mcp_server.startup_line(server, where, authentication(args.host, token, args.token is not None)))
 
-    mcp_server.serve_http(server, host=args.host, port=args.port, token=token,
-                          allow_origins=args.allow_origin, ready=ready)
+    mcp_server.serve_http(server, host=args.host, port=args.port, token=token, allow_origins=args.allow_origin,
+                          allow_hosts=args.allow_host, ready=ready)
     return EXIT_OK
+
+
+def _say(line: str) -> None:
+    """One line on stderr, now (a client reading the server's log sees it at once)."""
+    sys.stderr.write(line.replace("\n", " ") + "\n")
+    sys.stderr.flush()
 
 
 def _url_host(host: str) -> str:

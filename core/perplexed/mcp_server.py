@@ -25,8 +25,7 @@ never a traceback or a key. Lists sent as JSON strings and numbers sent as strin
 
 from __future__ import annotations
 
-import hmac
-import ipaddress
+import functools
 import json
 import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -34,7 +33,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from ._errors import ConfigError, InvalidRequest, PerplexedError, UpstreamError, install_hint, redact
+from ._errors import ConfigError, InvalidRequest, PerplexedError, install_hint, redact
+from ._logs import get_logger
+from ._mcp_http import MAX_BODY_BYTES, http_app, serve_http
+from ._mcp_http import allowed_hosts as _allowed_hosts  # noqa: F401 - the name the transport's tests use
+from ._mcp_status import describe_members, failure_text
 from ._models import Attempt, Hit, Result
 from ._toolschema import portable_schema
 
@@ -49,12 +52,11 @@ __all__ = [
     "create_server",
     "http_app",
     "serve_http",
+    "startup_line",
 ]
 
 #: Each text result is cut to this many characters (``truncated`` / ``next_index`` say where).
 DEFAULT_MAX_CHARS = 8000
-#: Request bodies larger than this get 413 on streamable HTTP.
-MAX_BODY_BYTES = 1024 * 1024
 MAX_RESULTS = 20
 SNIPPET_CHARS = 1000
 RECENCY = ("day", "week", "month", "year")
@@ -247,20 +249,9 @@ def search_text(out: SearchOutput, query: str) -> str:
 
 
 def _failure_message(exc: PerplexedError) -> str:
-    """What a model reads when the chain failed: what happened, per provider, and what to do."""
-    attempts: list[Attempt] = list(getattr(exc, "attempts", None) or [])
-    if isinstance(exc, UpstreamError) and attempts:
-        parts = []
-        for a in attempts:
-            why = a.error or a.reason or a.outcome.value
-            parts.append(f"{a.provider}: {a.outcome.value}" + (f" ({why})" if why != a.outcome.value else ""))
-        return ("Every provider in the chain failed; nothing was found. " + "; ".join(parts)
-                + ". Try again later, or rephrase the query.")
-    if isinstance(exc, InvalidRequest) and exc.param is not None and exc.reason is None:
-        return str(exc)  # a tool argument: the message says what to send instead
-    if isinstance(exc, InvalidRequest | ConfigError):
-        return f"The request was not accepted: {exc}"
-    return f"The call failed: {exc}"
+    """What a model reads when the call failed: what happened, per provider, and whether retrying can help
+    (the server's configuration: its operator must fix it; a failure that passes: retry later)."""
+    return failure_text(exc)
 
 
 # --- the tools ----------------------------------------------------------------------------------------------
@@ -440,6 +431,87 @@ def _error(message: str) -> Any:
     return CallToolResult(content=[TextContent(type="text", text=redact(message))], is_error=True)
 
 
+# --- arguments of any size and shape: a sentence saying what to send, never a traceback ----------------------
+
+
+#: The longest text each argument may be (others: :data:`MAX_ARGUMENT_CHARS`), and what to send instead.
+_ARGUMENT_LIMITS: dict[str, tuple[int, str]] = {
+    "query": (4000, "a search query in plain words, at most 4000 characters"),
+    "question": (4000, "a question in plain words, at most 4000 characters"),
+    "url": (8192, "one http(s) URL, at most 8192 characters"),
+    "include_domains": (10_000, 'a flat list of at most 100 domain names such as ["example.com"]'),
+    "exclude_domains": (10_000, 'a flat list of at most 100 domain names such as ["example.com"]'),
+}
+MAX_ARGUMENT_CHARS = 10_000
+MAX_ARGUMENT_ITEMS = 100
+MAX_ARGUMENT_NESTING = 2
+
+log = get_logger("perplexed.mcp")
+
+
+def _nesting(value: Any) -> tuple[int, int]:
+    """How deep ``value`` nests (a list of strings: 1; a string holding JSON counts its brackets), and its
+    largest number of items; stops counting past the limits."""
+    deepest, items = 0, 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack and deepest <= MAX_ARGUMENT_NESTING and items <= MAX_ARGUMENT_ITEMS:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            level = 0
+            for ch in item.lstrip()[:MAX_ARGUMENT_CHARS] if item.lstrip()[:1] in ("[", "{") else "":
+                level += 1 if ch in "[{" else -1 if ch in "]}" else 0
+                deepest = max(deepest, depth + level)
+                if deepest > MAX_ARGUMENT_NESTING:
+                    break
+        elif isinstance(item, list | dict):
+            children = list(item.values()) if isinstance(item, dict) else item
+            deepest, items = max(deepest, depth + 1), max(items, len(children))
+            stack.extend((child, depth + 1) for child in children[: MAX_ARGUMENT_ITEMS + 1])
+    return deepest, items
+
+
+def _argument_problem(arguments: Mapping[str, Any]) -> str | None:
+    """Why an argument is too large or nests too deeply to be read, in a sentence saying what to send."""
+    for name, value in arguments.items():
+        if name == "ctx" or value is None or isinstance(value, bool | int | float):
+            continue
+        limit, what = _ARGUMENT_LIMITS.get(name, (MAX_ARGUMENT_CHARS, "a short value as the tool's schema says"))
+        depth, items = _nesting(value)
+        if isinstance(value, str) and len(value) > limit:
+            return f"{name} is {len(value):,} characters long; send {what}."
+        if depth > MAX_ARGUMENT_NESTING:
+            return f"{name} is nested more than {MAX_ARGUMENT_NESTING} levels deep; send {what}."
+        if items > MAX_ARGUMENT_ITEMS:
+            return f"{name} has more than {MAX_ARGUMENT_ITEMS} items; send {what}."
+        if not isinstance(value, str) and len(json.dumps(value, default=str)) > limit:
+            return f"{name} is more than {limit:,} characters long; send {what}."
+    return None
+
+
+def _guarded(fn: Callable[..., Awaitable[Any]], name: str) -> Callable[..., Awaitable[Any]]:
+    """``fn`` as the SDK calls it: arguments too large or too deeply nested get an ``isError`` sentence saying
+    what to send, and anything ``fn`` raises is one line in the log and an ``isError`` result, never a
+    traceback."""
+
+    @functools.wraps(fn)
+    async def call(*args: Any, **kwargs: Any) -> Any:
+        problem = _argument_problem(kwargs)
+        if problem is not None:
+            return _error(problem)
+        try:
+            return await fn(*args, **kwargs)
+        except (RecursionError, MemoryError, ValueError, TypeError) as exc:
+            log.warning("perplexed mcp: %s could not read its arguments (%s)", name, type(exc).__name__)
+            return _error(f"{name} could not read its arguments; send them as the tool's schema describes "
+                          "(short strings, a flat list of domains).")
+        except Exception as exc:
+            log.error("perplexed mcp: %s failed: %s: %s", name, type(exc).__name__, redact(str(exc))[:300])
+            return _error(f"{name} failed inside the server ({type(exc).__name__}); this is not about the "
+                          "request and retrying will probably not help.")
+
+    return call
+
+
 def _answer_unavailable(provider: Any, answer_options: Mapping[str, Any]) -> str | None:
     """Why ``answer`` cannot run with this configuration (no Agent API key, ...), or None when it can."""
     import perplexed.integration
@@ -496,13 +568,14 @@ def create_server(
 
     if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 100:
         raise InvalidRequest(f"max_chars must be a whole number >= 100, got {max_chars!r}", param="max_chars")
-    chain.prepare("check", provider, **options)  # every option and provider checked before serving
+    prepared = chain.prepare("check", provider, **options)  # every option and provider checked before serving
     extra = dict(answer_options or {})
     state = _Chain(provider, fetch_provider, options, max_chars, extra, dict(fetch_options or {}))
+    fetchers: list[Any] = []
     if _has_fetch():
         from ._fetch import prepare_fetch
 
-        prepare_fetch("https://example.com/", fetch_provider, **state.fetch_options())  # checked now too
+        fetchers = prepare_fetch("https://example.com/", fetch_provider, **state.fetch_options()).providers
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=True, destructive_hint=False,
                                 idempotent_hint=True)
     tools: list[Any] = []
@@ -513,7 +586,7 @@ def create_server(
         fn.__annotations__ = {**{p: Any for p in schema["properties"]},
                               **({"ctx": Context} if context else {}),
                               "return": Annotated[CallToolResult, output]}
-        tool = Tool.from_function(fn, name=name, title=title, description=description, annotations=read_only,
+        tool = Tool.from_function(_guarded(fn, name), name=name, title=title, description=description, annotations=read_only,
                                   context_kwarg="ctx" if context else None)
         tool.parameters = portable_schema(json.loads(json.dumps(schema)))
         tools.append(tool)
@@ -562,139 +635,21 @@ def create_server(
     instructions = INSTRUCTIONS.format(fetch=fetch_note, answer=answer_note, max_chars=max_chars)
     from . import __version__
 
-    return MCPServer(SERVER_NAME, title="perplexed web search", version=__version__, instructions=instructions,
-                     tools=tools, log_level="WARNING")
+    server = MCPServer(SERVER_NAME, title="perplexed web search", version=__version__, instructions=instructions,
+                       tools=tools, log_level="WARNING")
+    answer_state = "answer offered" if unavailable is None else f"answer not offered: {unavailable}"
+    fetch_state = f"web_fetch: {describe_members(fetchers)}; " if _has_fetch() else ""
+    # what the start-up line says about this server (startup_line): worked out now, nothing on the network
+    server.perplexed_summary = f"search: {describe_members(prepared.providers)}; {fetch_state}{answer_state}"  # type: ignore[attr-defined]
+    return server
 
 
-# --- streamable HTTP, safe by default -----------------------------------------------------------------------
-
-
-def _is_loopback(host: str) -> bool:
-    if host.strip("[]") in ("localhost",):
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def _allowed_hosts(host: str, port: int) -> set[str]:
-    names = {host.strip("[]")}
-    if _is_loopback(host):
-        names |= {"localhost", "127.0.0.1", "::1"}
-    hosts = set()
-    for name in names:
-        shown = f"[{name}]" if ":" in name else name
-        hosts.add(f"{shown}:{port}".lower())
-        if port == 80:  # a client may leave the default port out of Host
-            hosts.add(shown.lower())
-    return hosts
-
-
-class _Guard:
-    """ASGI middleware: Host and Origin checks (DNS rebinding), the bearer token, the request-body cap."""
-
-    def __init__(self, app: Any, *, hosts: set[str], origins: set[str], token: str | None, max_body: int) -> None:
-        self.app = app
-        self.hosts = hosts
-        self.origins = origins
-        self.token = token.encode() if token else None
-        self.max_body = max_body
-
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope.get("type") != "http":
-            await self.app(scope, receive, send)
-            return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-        host = headers.get("host", "").strip().lower()
-        if host not in self.hosts:
-            await _plain(send, 403, "Forbidden: the Host header does not name this server")
-            return
-        origin = headers.get("origin")
-        if origin is not None and origin.strip().lower().rstrip("/") not in self.origins:
-            await _plain(send, 403, "Forbidden: Origin not allowed (start the server with --allow-origin ORIGIN)")
-            return
-        if self.token is not None:
-            auth = headers.get("authorization", "")
-            scheme, _, value = auth.partition(" ")
-            if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(), self.token):
-                await _plain(send, 401, "Unauthorized: send Authorization: Bearer <token>",
-                             extra=[(b"www-authenticate", b'Bearer realm="perplexed"')])
-                return
-        declared = headers.get("content-length")
-        if declared is not None:
-            try:
-                if int(declared) > self.max_body:
-                    await _plain(send, 413, "Request body too large")
-                    return
-            except ValueError:
-                await _plain(send, 400, "Bad Content-Length")
-                return
-        # a body without Content-Length (chunked) is capped by the SDK's own limit, set to the same size
-        await self.app(scope, receive, send)
-
-
-async def _plain(send: Any, status: int, text: str, extra: list[tuple[bytes, bytes]] | None = None) -> None:
-    body = text.encode()
-    headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": status, "headers": headers + (extra or [])})
-    await send({"type": "http.response.body", "body": body})
-
-
-def _check_exposure(host: str, token: str | None) -> None:
-    if not _is_loopback(host) and not token:
-        raise ConfigError(
-            f"refusing to serve on {host}, a non-loopback address, without a token: pass --token "
-            "(or set PERPLEXED_MCP_TOKEN), or bind to 127.0.0.1"
-        )
-
-
-def http_app(server: Any, *, host: str = "127.0.0.1", port: int = 8000, token: str | None = None,
-             allow_origins: Sequence[str] = ()) -> Any:
-    """The ASGI app serving ``server`` over streamable HTTP (stateless) at ``/mcp``, guarded.
-
-    ``Host`` must name the bound host and port (also ``localhost``/``127.0.0.1`` when bound to loopback);
-    an ``Origin``, when sent, must be one of those or in ``allow_origins``; with ``token`` every request needs
-    ``Authorization: Bearer <token>``; bodies over 1 MiB get 413. A non-loopback ``host`` needs a token.
-    """
-    _check_exposure(host, token)
-    from mcp.server.transport_security import TransportSecuritySettings
-
-    app = server.streamable_http_app(
-        streamable_http_path="/mcp", stateless_http=True, max_request_body_size=MAX_BODY_BYTES,
-        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False), host=host,
-    )
-    hosts = _allowed_hosts(host, port)
-    origins = {f"http://{h}" for h in hosts} | {f"https://{h}" for h in hosts}
-    origins |= {o.strip().lower().rstrip("/") for o in allow_origins if o.strip()}
-    return _Guard(app, hosts=hosts, origins=origins, token=token, max_body=MAX_BODY_BYTES)
-
-
-def serve_http(server: Any, *, host: str = "127.0.0.1", port: int = 8000, token: str | None = None,
-               allow_origins: Sequence[str] = (), ready: Callable[[int], None] | None = None) -> None:
-    """Serve ``server`` over streamable HTTP until interrupted (uvicorn). ``port=0`` picks a free port."""
-    import socket
-
-    import anyio
-    import uvicorn
-
-    _check_exposure(host, token)
-    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host.strip("[]"), port))
-    sock.listen(128)
-    bound = sock.getsockname()[1]
-    app = http_app(server, host=host, port=bound, token=token, allow_origins=allow_origins)
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
-    runner = uvicorn.Server(config)
-    if ready is not None:
-        ready(bound)
-
-    async def main() -> None:
-        await runner.serve(sockets=[sock])
-
-    anyio.run(main)
+def startup_line(server: Any, where: str, authentication: str) -> str:
+    """The one line ``perplexed mcp`` writes to stderr at start: where it serves, its chain (the index it uses
+    and its document count, each member that cannot run and why), its fetch chain, whether ``answer`` is
+    offered, and its authentication. Nothing in it waits on the network."""
+    summary = getattr(server, "perplexed_summary", "")
+    return f"perplexed: MCP server on {where}; {summary}; authentication: {authentication}"
 
 
 Transport = Literal["stdio", "http"]

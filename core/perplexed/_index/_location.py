@@ -150,7 +150,18 @@ def hint(path: Path) -> str:
     if os.environ.get(INDEX_ENV, "").strip():
         return f"run `perplexed index PATH` (the index path comes from {INDEX_ENV}={path})"
     option = index_option(path).strip()
-    return "run `perplexed index PATH`" + (f" with `{option}`" if option else "") + " to index a folder of documents"
+    run = "run `perplexed index PATH`" + (f" with `{option}`" if option else "") + " to index a folder of documents"
+    if option or locate_index().source != "user":
+        return run
+    try:
+        folder = os.getcwd()
+    except OSError:  # pragma: no cover - the working folder was deleted
+        folder = "the working folder"
+    return (
+        f"{run}, or point at an existing index with --index FILE (index= in Python) or {INDEX_ENV}=FILE. "
+        f"Looked for {PROJECT_DIR}/{PROJECT_INDEX} in {folder} and every folder above it, then in the per-user "
+        "data folder"
+    )
 
 
 def shown(path: str | os.PathLike[str]) -> str:
