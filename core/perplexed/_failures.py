@@ -2,9 +2,10 @@
 
 Every caller reads failures through it: the engine (a chain's attempts), the providers' ``check_status``, the
 Agent client and its stream, ``answer()`` and ``doctor --live``. The reasons are the closed set
-:data:`perplexed._errors.Reason`. A provider's own statuses (Tavily's 432/433, Perplexity Search's 451, Linkup's
-credit 429) are data: :class:`StatusRule` rows in the provider's ``status_rules``, checked before the general
-table.
+:data:`perplexed._errors.Reason`. Statuses are read from the one status table, :mod:`perplexed._status` (the
+vendors' own statuses, Tavily's 432/433, Perplexity Search's 451, Linkup's credit 429, are rows there). A
+provider written outside the package may still declare :class:`StatusRule` rows in its ``status_rules``, checked
+before the table.
 """
 
 from __future__ import annotations
@@ -20,23 +21,19 @@ from ._errors import (
     APIError,
     APIStatusError,
     APITimeoutError,
-    AuthenticationError,
-    BadRequestError,
     ConfigError,
-    ConflictError,
     InvalidRequest,
-    NotFoundError,
-    PermissionDeniedError,
     PerplexedError,
     ProviderError,
-    RateLimitError,
     Reason,
-    ServerError,
 )
 from ._models import Outcome
+from ._status import lookup
 from ._wire import ErrorEnvelope
 
-__all__ = ["Failure", "StatusRule", "classify_exception", "classify_status", "match_rule", "status_error"]
+__all__ = [
+    "Failure", "StatusRule", "classify_exception", "classify_status", "match_rule", "reason_of", "status_error",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,39 +46,16 @@ class Failure:
     error: type[PerplexedError]
 
 
-# status -> (reason, the Agent API's exception class)
-_STATUSES: dict[int, tuple[Reason, type[APIStatusError]]] = {
-    400: ("bad_request", BadRequestError),
-    401: ("auth", AuthenticationError),
-    402: ("payment", APIStatusError),
-    403: ("auth", PermissionDeniedError),
-    404: ("not_found", NotFoundError),
-    409: ("bad_request", ConflictError),
-    422: ("bad_request", BadRequestError),
-    429: ("rate_limited", RateLimitError),
-}
-
-
 def classify_status(status: int) -> Failure:
-    """The failure an HTTP error status means (a 2xx is not a failure: do not ask)."""
-    known = _STATUSES.get(status)
-    if known is not None:
-        reason = known[0]
-    elif status >= 500:
-        reason = "upstream"
-    elif 300 <= status < 400:
-        reason = "redirect"
-    else:
-        reason = "bad_request"
-    return Failure(Outcome.ERROR, reason, status_error(status))
+    """The failure an API's HTTP error status means (a 2xx is not a failure: do not ask), read from the status
+    table (:mod:`perplexed._status`)."""
+    row = lookup(status, "api")
+    return Failure(Outcome.ERROR, row.reason or "bad_request", row.error)
 
 
 def status_error(status: int) -> type[APIStatusError]:
     """The Agent API's exception class for an HTTP error status (:func:`classify_status`'s ``error``)."""
-    known = _STATUSES.get(status)
-    if known is not None:
-        return known[1]
-    return ServerError if status >= 500 else APIStatusError
+    return lookup(status, "api").error
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +84,12 @@ def match_rule(rules: Sequence[StatusRule], status: int, envelope: ErrorEnvelope
         if any(code.upper() in said for code in rule.codes):
             return rule
     return None
+
+
+def reason_of(exc: BaseException) -> Reason:
+    """The failure reason of ``exc`` (always one of :data:`~perplexed._errors.Reason`): what
+    :func:`classify_exception` reads, for a caller that re-wraps an error."""
+    return classify_exception(exc).reason
 
 
 def classify_exception(exc: BaseException) -> Failure:

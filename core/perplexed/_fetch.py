@@ -33,7 +33,7 @@ from ._errors import (
     UpstreamError,
 )
 from ._extract import cut, markdown_to_text
-from ._failures import classify_exception
+from ._failures import classify_exception, reason_of
 from ._fetch_net import check_url, guarded_client, robots_verdict, split_url
 from ._http import get_client
 from ._keywords import credential_hint, unknown_keyword
@@ -136,7 +136,7 @@ def _int_option(values: dict[str, Any], name: str, minimum: int) -> None:
 def build_options(values: dict[str, Any], providers: Sequence[FetchProvider] = ()) -> FetchOptions:
     """Validate fetch options (given by name; None keeps the default) into :class:`FetchOptions`."""
     values = {k: v for k, v in values.items() if v is not None}
-    extra_names = {name for p in providers for name in type(p).extra_options}
+    extra_names = {name for p in providers for name in type(p).fetch_options}
     extra = {k: values.pop(k) for k in list(values) if k in extra_names and k not in FETCH_OPTION_NAMES}
     if "format" in values and values["format"] not in ("markdown", "text"):
         raise InvalidRequest(f"format must be 'markdown' or 'text', got {values['format']!r}", param="format")
@@ -177,7 +177,7 @@ def prepare_fetch(url: object, provider: Any = None, **options: Any) -> FetchPla
     services that check their settings once)."""
     cleaned = clean_url(url)
     providers, is_chain = resolve(provider)
-    extra_names = {name for p in providers for name in type(p).extra_options}
+    extra_names = {name for p in providers for name in type(p).fetch_options}
     known = set(FETCH_OPTION_NAMES) | set(FETCH_CHAIN_NAMES) | extra_names
     for name in options:
         if name not in known:
@@ -237,7 +237,7 @@ async def afetch_many(
             except UpstreamError as exc:
                 page = exc
             except PerplexedError as exc:  # refused after resolving, a provider set-up error: this URL only
-                reason = getattr(exc, "reason", None) or "failed"
+                reason = reason_of(exc)  # always one of the closed set (Reason)
                 page = UpstreamError(reason, exc.attempts, message=f"{reason}: {exc.message}")
                 page.__cause__ = exc
         results[i] = page
@@ -328,7 +328,7 @@ class FetchOperation:
 
     def finish(self, member: Provider, raw: FetchAnswer) -> tuple[FetchAnswer, float, str | None]:
         answer = _in_format(raw, self.plan.options.format)
-        charged = answer.cost if answer.cost is not None else member.price()
+        charged = answer.cost if answer.cost is not None else cast(FetchProvider, member).fetch_price(self.plan.options)
         return answer, charged, answer.detail
 
     def is_empty(self, answer: FetchAnswer | None) -> bool:
@@ -342,7 +342,7 @@ class FetchOperation:
         return None if size >= self.plan.options.min_chars else "min_chars"
 
     def price(self, member: Provider) -> float:
-        return member.price()
+        return cast(FetchProvider, member).fetch_price(self.plan.options)
 
     def cache_parts(self, member: Provider) -> tuple[str, ...] | None:
         if self._options_key is None:
@@ -637,7 +637,7 @@ async def _one_page(url: str, fetch_provider: Any, fetch_kw: dict[str, Any]) -> 
     except UpstreamError as exc:
         return exc
     except PerplexedError as exc:
-        reason = getattr(exc, "reason", None) or "failed"
+        reason = reason_of(exc)
         return UpstreamError(reason, exc.attempts, message=f"{reason}: {exc.message}")
 
 

@@ -37,6 +37,7 @@ from ._policy import (
     parse_rate_limit,
     parse_spend_limits,
 )
+from ._status import lookup
 from .providers._base import CallableProvider, FunctionProvider
 from .store._base import Admission, CachedAnswer, Decision, Record, Store, copy_hits
 from .store.memory import MemoryStore
@@ -652,7 +653,8 @@ class Governor:
         outcome = attempt.outcome
         health = health_of(outcome.value, attempt.reason)
         retry_after = None
-        if isinstance(failure, ProviderError) and failure.retry_after is not None and failure.status in (429, 503):
+        if (isinstance(failure, ProviderError) and failure.retry_after is not None and failure.status is not None
+                and lookup(failure.status, "api").retry_after):  # the status table: a 429 or a 503
             retry_after = failure.retry_after
         filled = (CachedAnswer(self.op.to_cache(answer), attempt.detail)
                   if (key is not None and outcome is Outcome.OK) else None)

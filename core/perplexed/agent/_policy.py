@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 import httpx
 
+from .._status import ROWS, lookup
 from .._wire import parse_retry_after
 from ._request import AgentRequest
 
@@ -57,7 +58,9 @@ MAX_BODY_BYTES = 32 * 1024 * 1024  # a whole response (decoded)
 #: a whole stream (decoded): far above any answer; memory is bounded per event (the SSE decoder's 32 MB)
 MAX_STREAM_BYTES = 512 * 1024 * 1024
 ERROR_BODY_BYTES = 1024 * 1024  # an error response's body is read up to this much, for its message
-RETRYABLE_STATUSES = frozenset({408, 409, 429})
+#: the single statuses the status table marks retried (408, 409, 429, 503; every 5xx is retried too)
+RETRYABLE_STATUSES = frozenset(r.low for r in ROWS if r.context == "api" and not r.vendor and r.retry
+                               and r.low == r.high)
 
 
 def _lower(headers: Mapping[str, str] | None) -> dict[str, str]:
@@ -71,8 +74,9 @@ def _lower(headers: Mapping[str, str] | None) -> dict[str, str]:
 def should_retry(status: int | None, headers: Mapping[str, str] | None = None) -> bool:
     """Whether a failed attempt is worth retrying.
 
-    ``status=None`` is a connection error or timeout (retried). Otherwise 408, 409, 429 and 5xx are
-    retried, unless the server says ``x-should-retry: false`` (and ``true`` forces a retry).
+    ``status=None`` is a connection error or timeout (retried). Otherwise the status table decides
+    (:mod:`perplexed._status`, an API's answer: 408, 409, 429 and 5xx are retried), unless the server says
+    ``x-should-retry: false`` (and ``true`` forces a retry).
     """
     flag = _lower(headers).get("x-should-retry", "").strip().lower()
     if flag == "true":
@@ -81,7 +85,7 @@ def should_retry(status: int | None, headers: Mapping[str, str] | None = None) -
         return False
     if status is None:
         return True
-    return status in RETRYABLE_STATUSES or status >= 500
+    return lookup(status, "api").retry
 
 
 def backoff_delay(retry_number: int, *, jitter: float | None = None) -> float:

@@ -1,6 +1,8 @@
-"""Search providers, registered by name, and the resolution of provider specs.
+"""Providers, registered by name in one registry, and the resolution of provider specs.
 
-A provider spec is a registered name (``"searxng"``), a dict (``{"name": "searxng", "base_url": ...}``), a
+Each provider class declares what it can do (``operations``): ``search``, ``fetch`` (a page's content), or both
+(Tavily, Exa and Firecrawl are one class each). Asking a provider for an operation it does not declare is a
+:class:`~perplexed.ConfigError` when the call is validated, before any request. A provider spec is a registered name (``"searxng"``), a dict (``{"name": "searxng", "base_url": ...}``), a
 :class:`Provider` instance, a plain function ``fn(query, options)`` (sync or async), or a list of these (a
 chain). Provider modules are imported on first use, so ``import perplexed`` stays cheap.
 """
@@ -9,9 +11,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._base import CallableProvider, FunctionProvider, Provider, parse_published, parse_retry_after
+from ._base import (
+    OPERATIONS,
+    CallableProvider,
+    FunctionProvider,
+    Operation,
+    Provider,
+    parse_published,
+    parse_retry_after,
+)
 from ._credentials import describe, with_credentials
-from ._registry import _CLASS_NAMES, available, get, register, resolve
+from ._fetching import FetchAnswer, FetchOptions, FetchProvider, FunctionFetcher
+from ._registry import _CLASS_NAMES, available, check_operation, get, register, resolve
 from ._registry import unregister as unregister  # tests and plug-ins undo a register()
 from ._table import support_table
 
@@ -20,6 +31,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .ceramic import Ceramic
     from .exa import Exa
     from .firecrawl import Firecrawl
+    from .http import Http
+    from .jina import Jina
     from .linkup import Linkup
     from .local import Local
     from .perplexity import PerplexitySearch
@@ -27,19 +40,28 @@ if TYPE_CHECKING:  # pragma: no cover
     from .tavily import Tavily
 
 __all__ = [
+    "OPERATIONS",
     "Brave",
     "CallableProvider",
     "Ceramic",
     "Exa",
+    "FetchAnswer",
+    "FetchOptions",
+    "FetchProvider",
     "Firecrawl",
+    "FunctionFetcher",
     "FunctionProvider",
+    "Http",
+    "Jina",
     "Linkup",
     "Local",
+    "Operation",
     "PerplexitySearch",
     "Provider",
     "SearXNG",
     "Tavily",
     "available",
+    "check_operation",
     "describe",
     "get",
     "parse_published",

@@ -13,26 +13,29 @@ import math
 from collections.abc import Awaitable, Callable, Generator, Mapping
 from datetime import UTC, date, datetime
 from email.utils import parsedate_to_datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import httpx
 from pydantic import SecretStr
 
 from .._bounds import check_usd
 from .._errors import ConfigError, ProviderError, Reason, mask_url, register_secret, register_url_secret
-from .._failures import StatusRule, classify_status, match_rule
+from .._failures import StatusRule, match_rule
 from .._http import DEFAULT_MAX_BODY_BYTES
 from .._logs import get_logger
 from .._models import Hit, ProviderAnswer
 from .._options import SearchOptions
 from .._policy import check_provider_settings
 from .._settings import env_secret, env_str, price_override
+from .._status import Context, StatusRow, lookup, reason_from_text
 from .._wire import check_key, clip, parse_error_envelope, parse_retry_after
 
 __all__ = [
+    "OPERATIONS",
     "CallableProvider",
     "Flow",
     "FunctionProvider",
+    "Operation",
     "Provider",
     "parse_published",
     "parse_retry_after",
@@ -41,6 +44,10 @@ __all__ = [
 logger = get_logger("perplexed.providers")
 
 Flow = Generator[httpx.Request, httpx.Response, ProviderAnswer]
+
+Operation = Literal["search", "fetch"]
+#: the operations a provider may declare (``Provider.operations``)
+OPERATIONS: tuple[Operation, ...] = ("search", "fetch")
 
 
 class Provider:
@@ -69,6 +76,9 @@ class Provider:
     """
 
     name: ClassVar[str] = ""
+    #: what this provider can do: ``search`` (this class's protocol), ``fetch`` (a page's content: see
+    #: :class:`~perplexed.providers.FetchProvider`), or both; asking it for another is a ConfigError at validation
+    operations: ClassVar[frozenset[Operation]] = frozenset({"search"})
     env_key: ClassVar[str | None] = None
     env_base_url: ClassVar[str | None] = None
     default_base_url: ClassVar[str | None] = None
@@ -251,34 +261,47 @@ class Provider:
             **kw,
         )
 
-    def check_status(self, response: httpx.Response) -> None:
-        """Raise a classified :class:`ProviderError` for a non-2xx response (the failure map's reading of the
-        status, after this provider's own :attr:`status_rules`)."""
-        status = response.status_code
-        if 200 <= status < 300:
+    def status_row(self, response: httpx.Response, context: Context = "api") -> StatusRow:
+        """The status table's row for ``response`` (:mod:`perplexed._status`): this provider's own rows first."""
+        return lookup(response.status_code, context, vendor=self.name, body=response.content)
+
+    def error_message(self, response: httpx.Response) -> str:
+        """The upstream's own words for a failed response (redacted; a provider that puts them elsewhere
+        overrides this)."""
+        return parse_error_envelope(response.content).message or ""
+
+    def check_status(self, response: httpx.Response, *, url: str = "", context: Context = "api") -> None:
+        """Raise a classified :class:`ProviderError` for a response the status table reads as a failure (this
+        provider's :attr:`status_rules` first, then its rows in the table, then the general rows). ``url``: the
+        page asked for (a fetch), for the message; ``context``: ``fetch`` for an API's answer to a fetch."""
+        row = self.status_row(response, context)
+        if row.reason is None:
             return
+        status = response.status_code
         if self.status_rules:
-            envelope = parse_error_envelope(response.content)
-            rule = match_rule(self.status_rules, status, envelope)
+            rule = match_rule(self.status_rules, status, parse_error_envelope(response.content))
             if rule is not None:
-                code = "" if envelope.code is None else str(envelope.code).upper()
-                text = rule.message.format(
-                    status=status, code=code, message=clip(envelope.message or "", ERROR_TEXT_LIMIT),
-                    detail=_error_text(response) if "{detail}" in rule.message else "",
-                )
-                raise self.fail(rule.reason, text.strip(), response)
-        reason = classify_status(status).reason
-        detail = _error_text(response)
-        retry: float | None = None
-        note = ""
-        if status == 429 or status == 503:
-            retry = self.retry_after(response)
-            note = "" if retry is None else f" (retry after {retry:g} s)"
-        if reason == "payment" and status == 402:
-            raise self.fail(reason, f"HTTP 402 (credits or quota exhausted) {detail}", response)
+                raise self.fail(rule.reason, self._status_text(rule.message, response, url).strip(), response)
+        reason: Reason = row.reason
+        if row.from_text:
+            reason = reason_from_text(self.error_message(response)) or reason
+        if row.vendor:
+            raise self.fail(reason, self._status_text(row.message, response, url).strip(), response)
         if reason == "redirect":  # a 3xx the flow was handed: never followed here either
             reason = "bad_request"
-        raise self.fail(reason, f"HTTP {status} {detail}{note}", response, retry_after=retry)
+        retry = self.retry_after(response) if row.retry_after else None
+        note = "" if retry is None else f" (retry after {retry:g} s)"
+        raise self.fail(reason, self._status_text(row.message, response, url) + note, response, retry_after=retry)
+
+    def _status_text(self, template: str, response: httpx.Response, url: str) -> str:
+        envelope = parse_error_envelope(response.content)
+        return template.format(
+            status=response.status_code,
+            code="" if envelope.code is None else str(envelope.code).upper(),
+            message=clip(self.error_message(response), ERROR_TEXT_LIMIT),
+            detail=_error_text(response) if "{detail}" in template else "",
+            url=url,
+        )
 
     def retry_after(self, response: httpx.Response) -> float | None:
         """Seconds to wait after a 429, from ``retry-after-ms`` / ``Retry-After`` (a provider that reports it

@@ -1,5 +1,5 @@
-"""The provider registry (name -> class, provider modules imported on first use) and the resolution of
-provider specs into providers. Re-exported by :mod:`perplexed.providers`; its helpers (``_credentials``,
+"""The provider registry (name -> class, provider modules imported on first use; one registry for search and
+fetch, each class declaring its ``operations``) and the resolution of provider specs into providers. Re-exported by :mod:`perplexed.providers`; its helpers (``_credentials``,
 ``_table``) import it from here, so the package's ``__init__`` is imported by nobody below it."""
 
 from __future__ import annotations
@@ -12,27 +12,42 @@ from typing import Any
 from .._errors import ConfigError
 from .._keywords import suggestion
 from .._settings import default_chain, default_chain_origin
-from ._base import FunctionProvider, Provider
+from ._base import OPERATIONS, FunctionProvider, Operation, Provider
+from ._fetching import FunctionFetcher
 
-__all__ = ["available", "get", "masked", "register", "resolve", "unregister"]
+__all__ = [
+    "DEFAULT_FETCH_CHAIN", "available", "check_operation", "get", "get_for", "masked", "register", "resolve",
+    "unregister",
+]
 
-# registry name -> "module:Class" (imported lazily) or a class registered at run time
+#: the fetch chain when none is given
+DEFAULT_FETCH_CHAIN = ("http",)
+
+# registry name -> "module:Class" (imported lazily) or a class registered at run time. ONE registry for every
+# operation: each class declares what it can do (``Provider.operations``): search, fetch, or both.
 _REGISTRY: dict[str, str | type[Provider]] = {
+    "http": "http:Http",  # fetch only: the page itself
+    "jina": "jina:Jina",  # fetch only: Jina Reader
     "local": "local:Local",
     "searxng": "searxng:SearXNG",
     "ceramic": "ceramic:Ceramic",
-    "firecrawl": "firecrawl:Firecrawl",
+    "firecrawl": "firecrawl:Firecrawl",  # search and fetch (scrape)
     "perplexity": "perplexity:PerplexitySearch",
-    "tavily": "tavily:Tavily",
-    "exa": "exa:Exa",
+    "tavily": "tavily:Tavily",  # search and fetch (extract)
+    "exa": "exa:Exa",  # search and fetch (contents)
     "brave": "brave:Brave",
     "linkup": "linkup:Linkup",
 }
 _CLASS_NAMES = {v.split(":")[1]: k for k, v in _REGISTRY.items() if isinstance(v, str)}
+#: the earlier names of the fetch side of a vendor's class (``perplexed.fetchers``): the same class
+_CLASS_NAMES.update({"TavilyExtract": "tavily", "ExaContents": "exa", "FirecrawlScrape": "firecrawl"})
+#: what each operation is called in messages ("unknown fetch provider ...")
+_WHAT: dict[Operation, str] = {"search": "provider", "fetch": "fetch provider"}
+_VERB: dict[Operation, str] = {"search": "search", "fetch": "fetch pages"}
 
 
 def register(name: str, cls: type[Provider]) -> None:
-    """Register a provider class under ``name`` so specs can use it."""
+    """Register a provider class under ``name`` so specs can use it (for every operation it declares)."""
     if not (isinstance(cls, type) and issubclass(cls, Provider)):
         raise ConfigError(f"cannot register {cls!r}: not a Provider subclass")
     _REGISTRY[name] = cls
@@ -43,17 +58,23 @@ def unregister(name: str) -> None:
     _REGISTRY.pop(name, None)
 
 
-def available() -> list[str]:
-    """Registered provider names, in registration order."""
-    return list(_REGISTRY)
+def available(operation: Operation | None = "search") -> list[str]:
+    """Registered provider names that can do ``operation`` (``"search"`` by default, ``"fetch"``; None: every
+    registered name), in registration order."""
+    if operation is None:
+        return list(_REGISTRY)
+    return [name for name in _REGISTRY if operation in get(name).operations]
 
 
-def _unknown_provider(name: str) -> ConfigError:
+def _unknown_provider(name: str, operation: Operation = "search") -> ConfigError:
     """The error for a provider name nobody registered: the closest registered one (``"Tavily"`` → did you
     mean ``'tavily'``?), then the list."""
-    near = suggestion(name, _REGISTRY)
+    able = available(operation)
+    near = suggestion(name, able)
     hint = f": did you mean {near!r}?" if near is not None else ""
-    return ConfigError(f"unknown provider {name!r}{hint} (known providers: {', '.join(sorted(_REGISTRY))})")
+    what = _WHAT[operation]
+    known = ", ".join(able if operation == "fetch" else sorted(able))
+    return ConfigError(f"unknown {what} {name!r}{hint} (known {what}s: {known})")
 
 
 def get(name: str) -> type[Provider]:
@@ -68,31 +89,70 @@ def get(name: str) -> type[Provider]:
     return entry
 
 
-def _one(spec: Any) -> Provider:
+def get_for(name: str, operation: Operation) -> type[Provider]:
+    """The class registered as ``name``, which must be able to do ``operation`` (ConfigError otherwise, naming
+    the registered providers that can)."""
+    if name not in _REGISTRY:
+        raise _unknown_provider(name, operation)
+    cls = get(name)
+    check_operation(cls, operation, name)
+    return cls
+
+
+def check_operation(provider: Provider | type[Provider], operation: Operation, label: str | None = None) -> None:
+    """ConfigError when ``provider`` (a class or an instance) does not declare ``operation``: names the operation,
+    what the provider can do, and the registered providers that can do it."""
+    declared = provider.operations
+    if operation in declared:
+        return
+    if label is None:
+        label = provider.label if isinstance(provider, Provider) else (provider.name or provider.__name__)
+    can = " and ".join(_VERB[op] for op in OPERATIONS if op in declared) or "nothing"
+    able = ", ".join(available(operation))
+    raise ConfigError(
+        f"provider {label!r} cannot {_VERB[operation]}: it can {can} only "
+        f"(registered providers that can {_VERB[operation]}: {able})"
+    )
+
+
+def _one(spec: Any, operation: Operation = "search") -> Provider:
+    what = _WHAT[operation]
     if isinstance(spec, Provider):
+        check_operation(spec, operation)
         return spec
     if isinstance(spec, str):
         name = spec.strip()
         if not name:
-            raise ConfigError("empty provider name")
-        return get(name)()
+            raise ConfigError(f"empty {what} name")
+        return get_for(name, operation)()
     if isinstance(spec, Mapping):
         options = dict(spec)
         # {"name": "searxng", ...}; or {"provider": "searxng", "name": "label", ...} to label the attempts
         name = options.pop("provider", None) if "provider" in options else options.pop("name", None)
         if not isinstance(name, str) or not name.strip():
+            if operation == "fetch":
+                raise ConfigError(f"a fetch provider dict needs a 'name' naming a registered fetch provider "
+                                  f"({', '.join(available('fetch'))})")
             raise ConfigError(
                 f"a provider dict needs a 'name' naming a registered provider: {masked(spec)}"
             )
-        cls = get(name.strip())
+        cls = get_for(name.strip(), operation)
         try:
             return cls(**options)
         except TypeError as exc:
-            raise ConfigError(f"bad options for provider {name!r}: {exc}") from None
+            raise ConfigError(f"bad options for {what} {name!r}: {exc}") from None
+    if operation == "fetch":
+        if callable(spec) and not isinstance(spec, type):
+            return FunctionFetcher(spec)
+        raise ConfigError(
+            f"not a fetch provider spec: {spec!r} (use a name, a dict with 'name', a FetchProvider, a function, "
+            "or a list)"
+        )
     adapter = getattr(spec, "__perplexed_provider__", None)
     if callable(adapter):
         provider = adapter()
         if isinstance(provider, Provider):
+            check_operation(provider, operation)
             return provider
     if callable(spec):
         fn: Callable[..., Any] = spec
@@ -113,9 +173,13 @@ def masked(spec: Mapping[Any, Any]) -> str:
     return "{" + items + "}"
 
 
-def resolve(spec: Any) -> tuple[list[Provider], bool]:
-    """Turn a spec into providers. Returns ``(providers, is_chain)``; a list spec is a chain even of one."""
+def resolve(spec: Any, operation: Operation = "search") -> tuple[list[Provider], bool]:
+    """Turn a spec into providers able to do ``operation``. Returns ``(providers, is_chain)``; a list spec is a
+    chain even of one. None is the default chain (``PERPLEXED_PROVIDER`` for a search, ``["http"]`` for a fetch).
+    A provider that does not declare ``operation`` is a ConfigError here, before any call."""
     if spec is None:
+        if operation == "fetch":
+            return [_one(name, operation) for name in DEFAULT_FETCH_CHAIN], True
         spec, origin = default_chain(), default_chain_origin()
         if origin is not None:  # a bad value must say where it came from
             try:
@@ -127,6 +191,8 @@ def resolve(spec: Any) -> tuple[list[Provider], bool]:
     if isinstance(spec, Sequence) and not isinstance(spec, str | bytes):
         items = list(spec)
         if not items:
+            if operation == "fetch":
+                raise ConfigError("the fetch provider chain is empty: name at least one fetch provider")
             raise ConfigError("the provider chain is empty: name at least one provider")
-        return [_one(item) for item in items], True
-    return [_one(spec)], False
+        return [_one(item, operation) for item in items], True
+    return [_one(spec, operation)], False

@@ -4,27 +4,44 @@ By default each hit's page text (up to 10,000 characters, as exa-py asks for) an
 the search, included in the base price: the text becomes :attr:`Hit.content`, the highlights the snippet.
 The cost of a call is the one Exa reports (``costDollars.total``); without it, the price table applies.
 ``recency`` becomes a ``startPublishedDate`` (Exa's date filters leave out undated pages).
+
+The same class fetches pages (``operations`` search and fetch): ``POST {base}/contents`` with ``{"urls": [url],
+"text": true}`` (``text: {"maxCharacters": N}`` with the ``max_characters`` option), ``maxAgeHours`` from
+``max_age_s`` (rounded up), ``livecrawlTimeout`` (ms) with ``livecrawl_timeout_ms``. The reply's per-URL
+``statuses`` (``{id, status, error: {tag, httpStatusCode}}``) say whether the page was read: a failed status maps
+its ``httpStatusCode`` (or tag) to the same reasons as any page. A fetch's cost: ``costDollars.total`` when
+reported, else 0.001 USD a page (⚠ list price, configurable with ``cost=``).
 """
 
 from __future__ import annotations
 
+import math
 from datetime import date
 from typing import Any, ClassVar
 
 import httpx
 
+from .._errors import Reason
 from .._models import Hit, ProviderAnswer
 from .._options import SearchOptions
-from ._base import Provider, parse_published
+from ._base import Operation, parse_published
 from ._common import as_float, as_str, country_code, date_window, merged_extra
+from ._fetching import FetchAnswer, FetchOptions, FetchProvider, reported_page_failure
 
 __all__ = ["Exa"]
 
 _PASS_THROUGH = {"type": "type", "category": "category", "livecrawl": "livecrawl"}
+#: a page Exa could not read, by its error tag
+_TAGS: dict[str, Reason] = {
+    "CRAWL_NOT_FOUND": "not_found",
+    "CRAWL_TIMEOUT": "timeout",
+    "SOURCE_NOT_AVAILABLE": "blocked",
+    "CRAWL_UNKNOWN_ERROR": "upstream",
+}
 
 
-class Exa(Provider):
-    """Exa search (``EXA_API_KEY``; default ``base_url`` ``https://api.exa.ai``).
+class Exa(FetchProvider):
+    """Exa search and contents (``EXA_API_KEY``; default ``base_url`` ``https://api.exa.ai``).
 
     Extra options: ``type`` (``auto``/``fast``/``neural``/``deep``/...), ``category``, ``include_text`` /
     ``exclude_text`` (a phrase of at most 5 words), ``text`` (True, False or the max characters of page text;
@@ -33,6 +50,11 @@ class Exa(Provider):
     """
 
     name = "exa"
+    operations: ClassVar[frozenset[Operation]] = frozenset({"search", "fetch"})
+    #: fetch options: ``max_characters``, ``livecrawl_timeout_ms``
+    fetch_options: ClassVar[tuple[str, ...]] = ("max_characters", "livecrawl_timeout_ms")
+    #: USD per fetched page when Exa reports no cost (list price)
+    fetch_default_price: ClassVar[float] = 0.001
     env_key = "EXA_API_KEY"
     default_base_url = "https://api.exa.ai"
     # $7 per 1,000 searches with text and highlights for up to 10 results (exa.ai pricing after the
@@ -162,5 +184,62 @@ class Exa(Provider):
         return total if total is not None and total >= 0 else None
 
 
+    # -- fetch (contents) -----------------------------------------------------------------------------------
+
+    def fetch_price(self, options: FetchOptions | None = None) -> float:
+        """USD per fetched page when Exa reports no cost: an override if set, else 0.001."""
+        configured = self.price_override()
+        return self.fetch_default_price if configured is None else configured
+
+    def build_fetch_request(self, url: str, options: FetchOptions) -> httpx.Request:
+        key = self.api_key()
+        limit = self.option(options, "max_characters")
+        body: dict[str, Any] = {"urls": [url], "text": {"maxCharacters": int(limit)} if limit else True}
+        if options.max_age_s is not None:
+            body["maxAgeHours"] = math.ceil(options.max_age_s / 3600)
+        timeout = self.option(options, "livecrawl_timeout_ms")
+        if timeout is not None:
+            body["livecrawlTimeout"] = int(timeout)
+        return httpx.Request("POST", f"{self.base_url}/contents", json=body, headers=self.headers(**{"x-api-key": key}))
+
+    def parse_fetch_response(self, response: httpx.Response, url: str, options: FetchOptions) -> FetchAnswer:
+        data = self.json_object(response)
+        cost = _dollars(data.get("costDollars"))
+        statuses = data.get("statuses")
+        if isinstance(statuses, list):
+            for status in statuses:
+                if not isinstance(status, dict) or status.get("status") == "success":
+                    continue
+                error: dict[str, Any] = status["error"] if isinstance(status.get("error"), dict) else {}
+                code = error.get("httpStatusCode")
+                tag = str(error.get("tag") or "")
+                failure = reported_page_failure(self, code, tag, response)
+                if failure is None:
+                    failure = self.fail(_TAGS.get(tag, "upstream"), f"Exa could not read the page ({tag or 'error'})", response)
+                failure.charged = cost
+                raise failure
+        results = data.get("results")
+        if not isinstance(results, list):
+            raise self.fail("malformed", "Exa contents reply has no results list", response)
+        page = next((r for r in results if isinstance(r, dict)), None)
+        if page is None:
+            return FetchAnswer(cost=cost if cost is not None else 0.0, format=options.format)
+        text = page.get("text") or ""
+        return FetchAnswer(
+            text=str(text).strip(),
+            format="markdown",
+            final_url=str(page.get("url") or url),
+            title=str(page.get("title") or ""),
+            published=parse_published(page.get("publishedDate")),
+            cost=cost,
+        )
+
 def _iso(day: date, *, end_of_day: bool = False) -> str:
     return f"{day.isoformat()}T23:59:59.999Z" if end_of_day else f"{day.isoformat()}T00:00:00.000Z"
+
+
+def _dollars(value: Any) -> float | None:
+    total = value.get("total") if isinstance(value, dict) else value
+    if isinstance(total, bool) or not isinstance(total, int | float) or not math.isfinite(total) or total < 0:
+        return None
+    return float(total)

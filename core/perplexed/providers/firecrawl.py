@@ -8,6 +8,13 @@ return its markdown, which becomes :attr:`Hit.content` (a scraped page's ``modif
 (``soft_failure``). Only keys of the v2 request schema are sent (it rejects unknown keys): there is no
 safe-search key, so ``safe_search`` is not native here; ``country`` goes in lower case. Cost is Firecrawl's credits (``creditsUsed`` when reported, else 2 credits per 10
 results, plus 1 per scraped page) times ``usd_per_credit``.
+
+The same class fetches pages (``operations`` search and fetch): ``POST {base}/v2/scrape`` with ``{"url": url,
+"formats": ["markdown"], "onlyMainContent": true}`` plus ``maxAge`` (ms) from ``max_age_s``, ``timeout`` (ms) and
+``parsers: ["pdf"]``. The reply is ``{success, data: {markdown, metadata: {title, sourceURL, url, statusCode,
+language, ...}}}``: a page status of 400 or more in ``metadata.statusCode`` maps to the same reasons as any page,
+and ``success: false`` is a failure read from its ``error`` text. A fetch's cost: credits
+(``metadata.creditsUsed`` when reported, else 1) times ``usd_per_credit`` (0.001 cloud, 0 self-hosted).
 """
 
 from __future__ import annotations
@@ -19,11 +26,14 @@ from urllib.parse import urlsplit
 import httpx
 
 from .._errors import ConfigError
+from .._extract import markdown_to_text
 from .._models import Hit, ProviderAnswer
 from .._options import SearchOptions
+from .._status import reason_from_text
 from .._wire import clip
-from ._base import Provider, parse_published
+from ._base import Operation, parse_published
 from ._common import as_float, as_str, country_code, date_window, merged_extra
+from ._fetching import FetchAnswer, FetchOptions, FetchProvider, credits_cost, reported_page_failure
 
 __all__ = ["Firecrawl"]
 
@@ -37,17 +47,22 @@ _PASS_THROUGH = {
 }
 
 
-class Firecrawl(Provider):
-    """Firecrawl search (``FIRECRAWL_API_KEY``; ``base_url`` or ``FIRECRAWL_API_URL`` for a self-hosted
+class Firecrawl(FetchProvider):
+    """Firecrawl search and scrape (``FIRECRAWL_API_KEY``; ``base_url`` or ``FIRECRAWL_API_URL`` for a self-hosted
     instance, default ``https://api.firecrawl.dev``).
 
     Extra options: ``scrape`` (bool: return each hit's markdown as ``content``), ``scrape_options`` (a raw
     ``scrapeOptions`` object, implies scraping), ``formats`` (scrape with these formats, e.g. ``["markdown"]``), ``usd_per_credit`` (default 0.001 for the cloud API, 0 for a
     self-hosted ``base_url``), ``sources``, ``categories``, ``location``, ``timeout`` (ms), ``tbs`` (raw
     time filter, replaces the one built from ``recency``/dates).
+
+    Fetch (scrape) options: ``usd_per_credit``, ``timeout_ms``, ``only_main_content`` (default True); main
+    content only, markdown.
     """
 
     name = "firecrawl"
+    operations: ClassVar[frozenset[Operation]] = frozenset({"search", "fetch"})
+    fetch_options: ClassVar[tuple[str, ...]] = ("usd_per_credit", "timeout_ms", "only_main_content")
     env_key = "FIRECRAWL_API_KEY"
     env_base_url = "FIRECRAWL_API_URL"
     default_base_url = "https://api.firecrawl.dev"
@@ -269,3 +284,58 @@ class Firecrawl(Provider):
             scraped = hits if self._scraping(merged_extra(self.options, options)) else 0
             used = float(self.credits(hits, scraped))
         return used * self.usd_per_credit(options)
+
+    # -- fetch (scrape) -------------------------------------------------------------------------------------
+
+    def fetch_price(self, options: FetchOptions | None = None) -> float:
+        """USD per scraped page: an override if set, else 1 credit times ``usd_per_credit``."""
+        configured = self.price_override()
+        return configured if configured is not None else self.credits_per_scraped_page * self.usd_per_credit()
+
+    def build_fetch_request(self, url: str, options: FetchOptions) -> httpx.Request:
+        headers = self.auth_headers()
+        body: dict[str, Any] = {
+            "url": url,
+            "formats": ["markdown"],
+            "onlyMainContent": bool(self.option(options, "only_main_content", True)),
+            "parsers": ["pdf"],
+        }
+        if options.max_age_s is not None:
+            body["maxAge"] = math.ceil(options.max_age_s * 1000)
+        timeout = self.option(options, "timeout_ms")
+        if timeout is not None:
+            body["timeout"] = int(timeout)
+        return httpx.Request("POST", f"{self.base_url}/v2/scrape", json=body, headers=headers)
+
+    def parse_fetch_response(self, response: httpx.Response, url: str, options: FetchOptions) -> FetchAnswer:
+        # the status table reads a 408, a 500 and a 400 about the URL as a scrape that failed on the page's side
+        self.check_status(response, url=url, context="fetch")
+        data = self.json_object(response)
+        if data.get("success") is False:
+            message = str(data.get("error") or "success: false")
+            raise self.fail(reason_from_text(message) or "upstream", f"Firecrawl: {message[:300]}", response)
+        page = data.get("data")
+        if not isinstance(page, dict):
+            raise self.fail("malformed", "Firecrawl scrape reply has no data object", response)
+        meta: dict[str, Any] = page["metadata"] if isinstance(page.get("metadata"), dict) else {}
+        rate = float(self.option(options, "usd_per_credit", self.usd_per_credit()))
+        cost = None if self.price_override() is not None else credits_cost(meta.get("creditsUsed", 1), rate)
+        failure = reported_page_failure(self, meta.get("statusCode"), str(meta.get("error") or ""), response)
+        if failure is not None:
+            failure.charged = cost
+            raise failure
+        markdown = page.get("markdown") or ""
+        if not isinstance(markdown, str):
+            raise self.fail("malformed", "Firecrawl's data.markdown is not text", response)
+        text = markdown.strip() if options.format == "markdown" else markdown_to_text(markdown)
+        return FetchAnswer(
+            text=text,
+            format=options.format,
+            final_url=str(meta.get("url") or meta.get("sourceURL") or url),
+            title=str(meta.get("title") or meta.get("ogTitle") or ""),
+            published=parse_published(meta.get("publishedTime") or meta.get("article:published_time")),
+            language=meta.get("language") if isinstance(meta.get("language"), str) else None,
+            content_type=meta.get("contentType") if isinstance(meta.get("contentType"), str) else None,
+            status=None,
+            cost=cost,
+        )

@@ -12,11 +12,10 @@ from typing import Any, ClassVar
 
 import httpx
 
-from .._failures import StatusRule
 from .._models import Hit, ProviderAnswer
 from .._options import SearchOptions
-from .._wire import clip, parse_error_envelope
-from ._base import ERROR_TEXT_LIMIT, Provider
+from .._status import LINKUP_CREDIT_WORDS, LINKUP_NO_RESULT_CODES
+from ._base import Provider
 from ._common import as_str, date_window, merged_extra
 
 __all__ = ["Linkup"]
@@ -36,12 +35,10 @@ class Linkup(Provider):
     # checked 2026-11). ``deep`` costs $0.05 (``deep_price``).
     default_price = 0.005
     deep_price: ClassVar[float] = 0.05
-    no_result_codes: ClassVar[tuple[str, ...]] = ("SEARCH_QUERY_NO_RESULT", "NO_RESULT")
-    credit_code_words: ClassVar[tuple[str, ...]] = ("CREDIT", "FUNDS", "BUDGET", "QUOTA")
-    #: a 429 whose code names credit or budget is ``payment``
-    status_rules: ClassVar[tuple[StatusRule, ...]] = (
-        StatusRule(429, "payment", "HTTP 429 {code}: {message}", codes=credit_code_words),
-    )
+    no_result_codes: ClassVar[tuple[str, ...]] = LINKUP_NO_RESULT_CODES
+    credit_code_words: ClassVar[tuple[str, ...]] = LINKUP_CREDIT_WORDS
+    # a 429 whose code names credit or budget is ``payment``, a 400 "no result" an unbilled empty answer: rows of
+    # the status table (perplexed._status)
     native_options: ClassVar[frozenset[str]] = frozenset(
         {
             "max_results",
@@ -96,10 +93,9 @@ class Linkup(Provider):
 
     def parse_response(self, response: httpx.Response, query: str, options: SearchOptions) -> ProviderAnswer:
         """``results[]`` (text only) to hits; the 400 "no result" answer is an unbilled empty answer."""
-        if response.status_code == 400:
-            code, message = _error_code(response)
-            if any(c in code for c in self.no_result_codes) or "no result" in message.lower():
-                return ProviderAnswer(hits=[], cost=0.0, detail="Linkup found no result (not billed)")
+        row = self.status_row(response)
+        if row.vendor and row.reason is None:  # not a failure: Linkup found nothing
+            return ProviderAnswer(hits=[], cost=0.0, detail=row.message)
         data = self.json_object(response)
         results = data.get("results")
         if results is None:
@@ -123,10 +119,3 @@ class Linkup(Provider):
             )
         return ProviderAnswer(hits=hits)
 
-
-def _error_code(response: httpx.Response) -> tuple[str, str]:
-    """``(CODE, message)`` from Linkup's ``{"statusCode", "error": {"code", "message", "details"}}`` body
-    (read by the shared envelope parser; the message redacted, then cut)."""
-    envelope = parse_error_envelope(response.content)
-    code = "" if envelope.code is None else str(envelope.code).upper()
-    return code, clip(envelope.message or "", ERROR_TEXT_LIMIT)

@@ -12,9 +12,9 @@ from typing import Any, ClassVar
 
 import httpx
 
-from .._failures import StatusRule
 from .._models import Hit, ProviderAnswer
 from .._options import SearchOptions
+from .._status import KEY_PREDATES_SEARCH_API
 from ._base import Provider, parse_published
 from ._common import as_str, country_code, date_window, language_code, merged_extra
 
@@ -32,7 +32,6 @@ _PASS_THROUGH = (
 )
 _MAX_DOMAINS = 20
 #: the error type of the HTTP 451 the Search API answers to a key created before the API existed
-KEY_PREDATES_SEARCH_API = "api_key_created_before_search_api_cutoff"
 
 
 class PerplexitySearch(Provider):
@@ -63,16 +62,8 @@ class PerplexitySearch(Provider):
         }
     )
     extra_options: ClassVar[tuple[str, ...]] = _PASS_THROUGH
-    #: HTTP 451 api_key_created_before_search_api_cutoff is a key problem: the key predates the Search API
-    status_rules: ClassVar[tuple[StatusRule, ...]] = (
-        StatusRule(
-            451, "auth",
-            f"HTTP 451 {KEY_PREDATES_SEARCH_API}: this API key was created before the Perplexity Search API "
-            "existed and cannot call it; create a new API key (perplexity.ai, API settings) and set "
-            "PERPLEXITY_API_KEY to it",
-            codes=(KEY_PREDATES_SEARCH_API,),
-        ),
-    )
+    # HTTP 451 api_key_created_before_search_api_cutoff (a key older than the Search API) is ``auth``: a row of
+    # the status table (perplexed._status)
 
     def build_request(self, query: str, options: SearchOptions) -> httpx.Request:
         """``POST {base}/search`` with the options mapped to Perplexity's filters."""

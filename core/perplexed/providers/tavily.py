@@ -3,6 +3,12 @@
 Maps every common option except ``safe_search``. Cost is Tavily's credits (``usage.credits``, asked for with
 ``include_usage``; else 1 credit for a basic/fast search and 2 for an advanced one) times ``usd_per_credit``.
 HTTP 432/433 (plan or pay-as-you-go credit limit) are ``payment`` errors; a 429 keeps its retry-after.
+
+The same class fetches pages (``operations`` search and fetch): ``POST {base}/extract`` with ``{"urls": [url],
+"extract_depth": "basic"|"advanced", "format": "markdown"|"text", "include_usage": true}``. The reply's
+``results[].raw_content`` is the page; ``failed_results[].error`` (a URL Tavily could not read) maps to the same
+reasons as any page (from the error's words). A fetch's cost: ``usage.credits`` times ``usd_per_credit`` (default
+0.008) when reported, else a basic extract's 1 credit per 5 URLs (2 for advanced), ⚠ Tavily's list price.
 """
 
 from __future__ import annotations
@@ -12,10 +18,10 @@ from typing import Any, ClassVar
 import httpx
 
 from .._errors import ConfigError
-from .._failures import StatusRule
 from .._models import Hit, ProviderAnswer
 from .._options import SearchOptions
-from ._base import Provider, parse_published
+from .._status import reason_from_text
+from ._base import Operation, parse_published
 from ._common import (
     as_float,
     as_str,
@@ -25,6 +31,7 @@ from ._common import (
     language_code,
     merged_extra,
 )
+from ._fetching import FetchAnswer, FetchOptions, FetchProvider, credits_cost
 
 __all__ = ["Tavily"]
 
@@ -102,25 +109,27 @@ _COUNTRY_NAMES = {
 }
 
 
-class Tavily(Provider):
-    """Tavily search (``TAVILY_API_KEY``; default ``base_url`` ``https://api.tavily.com``).
+class Tavily(FetchProvider):
+    """Tavily search and extract (``TAVILY_API_KEY``; default ``base_url`` ``https://api.tavily.com``).
 
     Extra options: ``usd_per_credit`` (default 0.008, pay-as-you-go), ``include_usage`` (default True: ask
     Tavily for the credits used), ``country_name`` (Tavily's own country name, e.g. ``"united states"``), and,
     sent as they are: ``search_depth``, ``topic``, ``chunks_per_source``, ``include_raw_content`` (the raw
     page becomes ``Hit.content``), ``include_favicon``, ``include_domains_mode``, ``exact_match``,
     ``auto_parameters``, ``days``, ``max_age_hours``, ``filter_by_language``.
+
+    Fetch options (HTTP 432/433 are ``payment``): ``extract_depth`` (``basic`` or ``advanced``),
+    ``usd_per_credit``, ``timeout`` (seconds, Tavily's own).
     """
 
     name = "tavily"
+    operations: ClassVar[frozenset[Operation]] = frozenset({"search", "fetch"})
+    fetch_options: ClassVar[tuple[str, ...]] = ("extract_depth", "usd_per_credit", "timeout")
     env_key = "TAVILY_API_KEY"
     default_base_url = "https://api.tavily.com"
     #: pay-as-you-go USD per credit (tavily.com pricing, reference checked 2026-11; plans $0.005-0.0075)
     default_usd_per_credit: ClassVar[float] = 0.008
-    status_rules: ClassVar[tuple[StatusRule, ...]] = (  # Tavily's credit limits
-        StatusRule(432, "payment", "HTTP {status} (Tavily credit limit exceeded)"),
-        StatusRule(433, "payment", "HTTP {status} (Tavily credit limit exceeded)"),
-    )
+    # Tavily's credit limits (HTTP 432/433) are ``payment``: rows of the status table (perplexed._status)
     # USD per basic search (1 credit) at the default usd_per_credit; advanced searches cost 2 credits.
     default_price = 0.008
     native_options: ClassVar[frozenset[str]] = frozenset(
@@ -241,3 +250,61 @@ class Tavily(Provider):
         if credits is None or credits < 0:
             return None  # the engine uses price(options)
         return credits * self.usd_per_credit(options)
+
+    # -- fetch (extract) ------------------------------------------------------------------------------------
+
+    def _credits(self, depth: str) -> float:
+        return (2 if depth == "advanced" else 1) / 5
+
+    def fetch_price(self, options: FetchOptions | None = None) -> float:
+        """USD per extracted page: an override if set, else 1 credit per 5 URLs (2 for ``extract_depth=
+        "advanced"``) times ``usd_per_credit``."""
+        configured = self.price_override()
+        if configured is not None:
+            return configured
+        return self._credits(str(self.options.get("extract_depth", "basic"))) * self.usd_per_credit()
+
+    def build_fetch_request(self, url: str, options: FetchOptions) -> httpx.Request:
+        key = self.api_key()
+        body: dict[str, Any] = {
+            "urls": [url],
+            "extract_depth": str(self.option(options, "extract_depth", "basic")),
+            "format": options.format,
+            "include_images": False,
+            "include_usage": True,
+        }
+        timeout = self.option(options, "timeout")
+        if timeout is not None:
+            body["timeout"] = timeout
+        return httpx.Request("POST", f"{self.base_url}/extract", json=body, headers=self.headers(Authorization=f"Bearer {key}"))
+
+    def parse_fetch_response(self, response: httpx.Response, url: str, options: FetchOptions) -> FetchAnswer:
+        data = self.json_object(response)
+        rate = self.option(options, "usd_per_credit", self.usd_per_credit())
+        usage = data.get("usage")
+        cost = credits_cost(usage.get("credits"), float(rate)) if isinstance(usage, dict) else None
+        if self.price_override() is not None:
+            cost = None
+        failed = data.get("failed_results")
+        results = data.get("results")
+        page = next((r for r in results if isinstance(r, dict)), None) if isinstance(results, list) else None
+        if page is None and isinstance(failed, list) and failed:
+            first = failed[0] if isinstance(failed[0], dict) else {}
+            message = str(first.get("error") or "extraction failed")
+            error = self.fail(reason_from_text(message) or "upstream", f"Tavily could not extract the page: {message[:300]}", response)
+            error.charged = cost if cost is not None else 0.0  # Tavily bills successful extractions only
+            raise error
+        if results is not None and not isinstance(results, list):
+            raise self.fail("malformed", "Tavily extract reply's results is not a list", response)
+        if page is None:
+            return FetchAnswer(format=options.format, cost=cost if cost is not None else 0.0)
+        text = page.get("raw_content") or ""
+        if cost is None and self.price_override() is None:
+            cost = self._credits(str(self.option(options, "extract_depth", "basic"))) * float(rate)
+        return FetchAnswer(
+            text=str(text).strip(),
+            format=options.format,
+            final_url=str(page.get("url") or url),
+            title=str(page.get("title") or ""),
+            cost=cost,
+        )
