@@ -8,8 +8,10 @@ import logging
 import warnings
 
 import pytest
+
 from langchain_perplexed import PerplexedRetriever, PerplexedSearchTool
-from llama_index_perplexed import PerplexedQueryEngine, PerplexedRetriever as LIRetriever, PerplexedToolSpec
+from llama_index_perplexed import PerplexedQueryEngine, PerplexedToolSpec
+from llama_index_perplexed import PerplexedRetriever as LIRetriever
 
 BUILDERS = {
     "langchain-retriever": lambda chain: PerplexedRetriever(provider=chain),

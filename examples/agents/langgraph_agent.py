@@ -28,10 +28,10 @@ try:
 except ImportError:  # the agent runtime: the `agents` extra installs it
     raise SystemExit('this example needs the langchain package (create_agent): pip install -e ".[agents]" '
                      "(or pip install langchain)") from None
+import perplexed
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, ToolMessage
 
-import perplexed
 from langchain_perplexed import PerplexedFetchTool, PerplexedSearchTool
 
 

@@ -19,7 +19,14 @@ from typing import Any
 import httpx
 
 from .. import _portal
-from .._errors import ConfigError, PerplexedError, ResponseBodyError, install_hint, redact, register_url_secret
+from .._errors import (
+    ConfigError,
+    PerplexedError,
+    ResponseBodyError,
+    install_hint,
+    redact,
+    register_url_secret,
+)
 from .._http import get_client, read_capped, redirect_origin
 from ..providers import CallableProvider, Provider, available, get
 from ..providers._table import WEB_PROVIDERS
