@@ -18,6 +18,15 @@ timing and the citations are perplexed's.
 
 from __future__ import annotations
 
+try:  # the extra: without it, say how to install it instead of a bare ModuleNotFoundError
+    import langchain_core  # noqa: F401
+except ImportError as _missing:
+    raise ImportError(
+        "langchain_perplexed needs langchain-core, which is not installed: pip install 'perplexed-search[langchain]' "
+        "(from a clone: pip install -e '.[langchain]')",
+        name=_missing.name,
+    ) from None
+
 from ._documents import NO_RESULTS
 from ._events import ANSWER_EVENT, ATTEMPT_EVENT
 from .fetch import PerplexedFetchInput, PerplexedFetchTool, PerplexedLoader

@@ -15,6 +15,15 @@ modules are its own.
 
 from __future__ import annotations
 
+try:  # the extra: without it, say how to install it instead of a bare ModuleNotFoundError
+    import llama_index.core  # noqa: F401
+except ImportError as _missing:
+    raise ImportError(
+        "llama_index_perplexed needs llama-index-core, which is not installed: pip install 'perplexed-search[llama-index]' "
+        "(from a clone: pip install -e '.[llama-index]')",
+        name=_missing.name,
+    ) from None
+
 from .events import PerplexedAgentEvent, PerplexedAttemptEvent
 from .fetch import PerplexedReader
 from .provider import RetrieverProvider, as_provider

@@ -446,3 +446,13 @@ def test_without_the_cli_extra_the_command_says_what_to_install(env: dict[str, s
     assert proc.returncode == 2
     assert "perplexed-search[cli]" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_providers_never_prints_a_url_password(cli, as_json: bool) -> None:  # type: ignore[no-untyped-def]
+    """Issue 40, #15: ``perplexed providers`` printed SEARXNG_URL with its password."""
+    args = ["providers", "--json"] if as_json else ["providers"]
+    run = cli(*args, extra_env={"SEARXNG_URL": "http://operator:Hunter2-secret@127.0.0.1:9/", "COLUMNS": "200"})
+    assert run.code == 0, run.both
+    assert "Hunter2-secret" not in run.both
+    assert "operator:" in run.both  # the URL is still recognisable: only the password is masked

@@ -94,3 +94,47 @@ def test_the_checker_sees_a_split_name() -> None:
     with pytest.raises(AssertionError, match="wider"):
         readable("x" * 81, 80)
     assert re.search("ok", "ok")
+
+
+def test_long_file_urls_are_never_split(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+                                       tmp_path: Path) -> None:
+    """Issue 39, #8: at 80 columns a hit's URL (here a ``file://`` URL longer than the terminal) is printed on a
+    line of its own, whole, so a copied link works; everything else stays within the width."""
+    deep = tmp_path / "documents" / "a-rather-long-folder-name" / "another-long-folder-name" / "and-one-more-level"
+    deep.mkdir(parents=True)
+    (deep / "zoning-setbacks.md").write_text((ROOT / "examples" / "corpus" / "zoning-setbacks.md").read_text())
+    index = tmp_path / ".perplexed" / "index.db"
+    build_index(tmp_path / "documents", index=index)
+    url = (deep / "zoning-setbacks.md").as_uri()
+    assert len(url) > 80
+    out = run(capsys, monkeypatch, 80, "search", "front yard setback", "-p", "local,searxng", "--no-cache",
+              "--index", str(index))
+    lines = out.splitlines()
+    assert [line.strip() for line in lines if "file://" in line] == [url]
+    wide = [line for line in lines if len(line.rstrip()) > 80 and url not in line]
+    assert not wide, wide
+    assert any("not needed: local answered" in line for line in lines), out  # a note on one line, not a word a line
+
+
+def test_fetch_shows_the_reason_of_a_url_refused_before_any_call(capsys: pytest.CaptureFixture[str],
+                                                                monkeypatch: pytest.MonkeyPatch,
+                                                                tmp_path: Path) -> None:
+    """Issue 39, #8: ``perplexed fetch`` of a ``file://`` URL that is not indexed used to show an empty table and
+    "0 attempts"; the reason was only in ``--json``."""
+    index = tmp_path / ".perplexed" / "index.db"
+    build_index(ROOT / "examples" / "corpus", index=index)
+    missing = (tmp_path / "not-indexed" / "some-document-that-nobody-indexed.md").as_uri()
+    monkeypatch.setenv("COLUMNS", "80")
+    code = cli.main(["fetch", missing])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "error (bad_request)" in out
+    assert any(missing in line and "not a document of the local index" in line for line in out.splitlines()), out
+
+
+def test_fetch_of_a_plain_path_suggests_its_file_url(capsys: pytest.CaptureFixture[str],
+                                                    monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    code = cli.main(["fetch", "notes/setbacks.md"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert (tmp_path / "notes" / "setbacks.md").resolve().as_uri() in err.replace("\n", "")

@@ -5,6 +5,7 @@ cost gate (nothing sent without --yes, exit 2), --json, --agent and --record (re
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ import perplexed
 import pytest
 import vcr
 import yaml
-from perplexed import doctor
+from perplexed import InvalidRequest, doctor
 from perplexed.cli import main
 from perplexed.doctor import SHAPES, acheck_live
 from perplexed.doctor._checks import check_shape
@@ -28,7 +29,7 @@ from testkit.doctor_answers import (
     repriced,
     with_new_field,
 )
-from testkit.loopback import Html, Json, Status, serve
+from testkit.loopback import Drip, Html, Json, Status, serve
 
 env = clean_env  # the fixture, by name
 pytestmark = pytest.mark.usefixtures("env")
@@ -271,3 +272,22 @@ def test_record_writes_redacted_cassettes_that_replay(
     with player.use_cassette(str(tmp_path / "perplexity" / "ok.yaml")) as cas:
         result = perplexed.search("anything", provider=[get("perplexity")(base_url=base, api_key=key)])
     assert cas.all_played and result.provider == "perplexity" and len(result.hits) == 3
+
+
+async def test_a_dripping_provider_ends_at_the_checks_timeout() -> None:
+    """Issue 40, #15: httpx's timeout bounds each read, so a server sending a byte every 0.2 s kept the live
+    check running (150 s and more against the documented 60 s). The timeout bounds the whole check."""
+    drip = Drip(body=json.dumps(good("searxng")), interval=0.2, chunks=200)  # 40 s to send it all
+    with serve({PATHS["searxng"]: drip}) as server:
+        started = time.monotonic()
+        report = await acheck_live([make("searxng", server.url)], timeout_s=1.0)
+        took = time.monotonic() - started
+    [row] = report.rows
+    assert row.status == "error"
+    assert "timeout" in (row.error or "")
+    assert took < 5.0, took
+
+
+async def test_the_checks_timeout_is_validated() -> None:
+    with pytest.raises(InvalidRequest, match="timeout_s"):
+        await acheck_live([], timeout_s=0)

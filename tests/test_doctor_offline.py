@@ -258,3 +258,23 @@ async def test_live_on_a_non_http_provider_is_an_error_row_not_a_crash() -> None
 
     report = await doctor.acheck_live([get("local")()])
     assert report.rows[0].status == "error" and "offline" in (report.rows[0].error or "")
+
+
+def test_doctor_lists_the_extras_from_the_packages_own_metadata() -> None:
+    """Issue 39, #7: ``doctor`` lists the extras installed and missing. What each extra installs is read from
+    the installed package's metadata (pyproject.toml's optional-dependencies), so the list cannot drift."""
+    import tomllib
+    from pathlib import Path
+
+    declared = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    extras = declared["project"]["optional-dependencies"]
+    checks = {c.name: c for c in doctor.diagnose("local").checks if c.name.startswith("extra:")}
+    assert set(checks) <= {f"extra:{name}" for name in extras}
+    for feature in ("cli", "fetch", "mcp", "langchain", "llama-index"):  # the test extra installs them all
+        check = checks[f"extra:{feature}"]
+        assert check.status == "ok", check
+        for requirement in extras[feature]:
+            name = requirement.split(">")[0].split("<")[0].split("[")[0].split("~")[0].split("=")[0].strip()
+            if not name.startswith("perplexed-search"):
+                assert name.lower().replace("_", "-") in check.detail.lower().replace("_", "-"), (name, check)
+    assert all(not c.needed for c in checks.values())  # an extra the chain does not need never fails doctor

@@ -13,7 +13,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from ._cli_output import EXIT_NO_RESULTS, EXIT_OK, consoles, escape, money
-from ._errors import UpstreamError
+from ._errors import UpstreamError, UsageError
 from ._fetch import fetch_many, prepare_fetch
 from ._models import Attempt, Page
 
@@ -86,8 +86,6 @@ def _spec(raw: str | None) -> Any:
         return None
     names = [n.strip() for n in raw.split(",") if n.strip()]
     if not names:
-        from ._errors import UsageError
-
         raise UsageError("--provider names no fetch provider")
     return names if len(names) > 1 else names[0]
 
@@ -96,6 +94,11 @@ def command(args: argparse.Namespace) -> int:
     spec = _spec(args.provider)
     options = _options(args)
     for url in args.urls:  # every URL and option validated: exit 2 before anything is fetched
+        if "://" not in url and not url.startswith(("http:", "https:", "file:")):  # a plain path: say its URL
+            from pathlib import Path
+
+            raise UsageError(f"{url!r} is not a URL; for a document of the local index pass its file:// URL: "
+                             f"{Path(url).expanduser().resolve().as_uri()}")
         prepare_fetch(url, spec, **options)
     out, err = consoles()
     results = _run(args.urls, spec, args.concurrency, options, err, show=not args.json and len(args.urls) > 1)
@@ -113,8 +116,10 @@ def command(args: argparse.Namespace) -> int:
                                              "message": str(item)},
                        "attempts": [a.model_dump(mode="json") for a in item.attempts], "cost": item.cost})
             else:
-                out.print(f"[bold red]Could not fetch[/] {escape(url)}.")
-                _print_attempts(out, item.attempts, None)
+                why = str(item).removeprefix(f"{item.reason}: ") if not item.attempts else ""
+                out.print(f"[bold red]Could not fetch[/] {escape(url)}" + (f": {escape(why)}" if why else "."),
+                          soft_wrap=True)  # one line, however narrow the terminal: the URL stays whole
+                _print_attempts(out, item.attempts, None, failure=item)
     return EXIT_NO_RESULTS if failed else EXIT_OK
 
 
@@ -153,7 +158,8 @@ def _print_page(out: Console, page: Page) -> None:
     _print_attempts(out, page.attempts, page.provider)
 
 
-def _print_attempts(out: Console, attempts: list[Attempt], answered: str | None) -> None:
+def _print_attempts(out: Console, attempts: list[Attempt], answered: str | None,
+                    failure: UpstreamError | None = None) -> None:
     from rich import box
     from rich.table import Table
     from rich.text import Text
@@ -161,7 +167,10 @@ def _print_attempts(out: Console, attempts: list[Attempt], answered: str | None)
     table = Table(title="Attempts", title_justify="left", box=box.SIMPLE_HEAD)
     for name, justify in (("Provider", "left"), ("Outcome", "left"), ("Duration", "right"), ("Cost", "right")):
         table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
-    table.add_column("Note", overflow="fold")
+    table.add_column("Note", overflow="fold", ratio=1, min_width=24)
+    if failure is not None and not attempts:  # refused before any provider was asked: the reason is the row
+        table.add_row("-", Text(f"error ({failure.reason})", style=_OUTCOME_STYLE.get("error", "")), "", "",
+                      Text("refused before any provider was asked (the line above says why)"))
     for attempt in attempts:
         outcome = attempt.outcome.value
         shown = "cached" if attempt.cached else (f"{outcome} ({attempt.reason})" if attempt.reason else outcome)

@@ -16,7 +16,7 @@ from ._cli_output import escape as _escape
 from ._cli_output import money as _money
 from ._cli_output import print_json as _print_json
 from ._cli_output import use_cli_store as _use_cli_store
-from ._errors import ConfigError, PerplexedError
+from ._errors import ConfigError, PerplexedError, mask_url
 from ._index import INDEX_ENV, index_problem, index_stats, locate_index
 from ._settings import default_chain
 from .agent._client import ENV_API_KEY
@@ -74,7 +74,7 @@ def _provider_rows() -> list[dict[str, Any]]:
         row["missing"] = missing if not row["configured"] else []
         if row["configured"]:
             try:
-                row["note"] = f"url {instance.base_url}" if cls.env_base_url else ""
+                row["note"] = f"url {mask_url(instance.base_url)}" if cls.env_base_url else ""  # no password
             except ConfigError:
                 row["note"] = ""
         elif missing:

@@ -72,7 +72,10 @@ def price_override(name: str) -> float | None:
     prices = _overrides.get("prices", {})
     if name.lower() in prices:
         return float(prices[name.lower()])
-    raw = os.environ.get(f"PERPLEXED_PRICE_{name.upper().replace('-', '_')}")
+    try:
+        raw = os.environ.get(f"PERPLEXED_PRICE_{name.upper().replace('-', '_')}")
+    except (UnicodeError, ValueError):  # a label no environment variable can name (a lone surrogate, a NUL)
+        return None
     if raw is None or not raw.strip():
         return None
     try:

@@ -548,7 +548,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
         _print_json(result.model_dump(mode="json"))
     else:
         if result.hits:
-            out.print(_hits_table(result.hits, prepared.query))
+            _print_hits(out, result.hits, prepared.query)
         else:
             out.print(f"[yellow]No results[/] for {_escape(repr(prepared.query))}.")
         _print_attempts(out, result, labels)
@@ -559,16 +559,25 @@ def _query_words(query: str) -> list[str]:
     return [w for w in re.findall(r"\w+", query) if len(w) > 2]
 
 
-def _hits_table(hits: list[Hit], query: str) -> Table:
-    from rich import box
+def _print_hits(out: Console, hits: list[Hit], query: str) -> None:
+    """One block per hit: number, title and source, the snippet wrapped to the width, then the URL on a line of
+    its own that is never wrapped (a terminal narrower than the URL folds it on screen, but the line stays one
+    line, so a copied link works)."""
+    from rich.rule import Rule
     from rich.style import Style
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(box=box.SIMPLE_HEAD, show_lines=False, expand=False, title_justify="left")
-    table.add_column("#", justify="right", style="bold", no_wrap=True)
-    table.add_column("Hit", overflow="fold")
-    table.add_column("Source", style="dim", no_wrap=True)
+    def row(number: Text | str, body: Text | str, source: Text | str) -> Table:
+        grid = Table.grid(padding=(0, 2), expand=True, pad_edge=True)
+        grid.add_column(justify="right", no_wrap=True, width=3)
+        grid.add_column(ratio=1, overflow="fold")
+        grid.add_column(no_wrap=True, justify="left")
+        grid.add_row(number, body, source)
+        return grid
+
+    out.print(row(Text("#", style="bold"), Text("Hit", style="bold"), Text("Source", style="bold")))
+    out.print(Rule(style="dim"))
     for hit in hits:
         cell = Text()
         cell.append(hit.title or hit.url, style=Style(bold=True, link=hit.url or None))
@@ -580,11 +589,11 @@ def _hits_table(hits: list[Hit], query: str) -> Table:
                                  case_sensitive=False)
             cell.append("\n")
             cell.append_text(body)
-        cell.append("\n")
-        cell.append(hit.url, style=Style(dim=True, link=hit.url or None))
         sources = ", ".join(f"{s.get('provider')} #{s.get('rank')}" for s in hit.sources)  # merged hits
-        table.add_row(str(hit.id), cell, sources or hit.provider)
-    return table
+        out.print(row(Text(str(hit.id), style="bold"), cell, Text(sources or hit.provider, style="dim")))
+        url = Text(" " * 5 + hit.url, style=Style(dim=True, link=hit.url or None))
+        out.print(url, soft_wrap=True, crop=False)
+    out.print()
 
 
 def _print_attempts(out: Console, result: Result, labels: list[str]) -> None:
@@ -597,7 +606,7 @@ def _print_attempts(out: Console, result: Result, labels: list[str]) -> None:
     table.add_column("Outcome", no_wrap=True)
     table.add_column("Duration", justify="right", no_wrap=True)
     table.add_column("Cost", justify="right", no_wrap=True)
-    table.add_column("Note", overflow="fold")
+    table.add_column("Note", overflow="fold", ratio=1, min_width=24)  # wraps to the width, never a word a line
     for attempt in result.attempts:
         outcome = attempt.outcome.value
         shown = _outcome_text(attempt)

@@ -44,6 +44,8 @@ def test_sample_runs_as_written(program: Program, doc_env: DocEnv) -> None:
     assert proc.returncode == 0, f"{where} failed:\n{proc.stderr[-4000:]}"
     assert STAND_IN_KEY not in proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr, f"{where} succeeds but prints a traceback:\n{proc.stderr[-4000:]}"
+    warned = [line for line in proc.stderr.splitlines() if "Warning: " in line]
+    assert not warned, f"{where} prints warnings a user would see (issue 39: quiet by default):\n{proc.stderr[-4000:]}"
     expected = program.expected_output
     if expected is not None:
         checker = doctest.OutputChecker()

@@ -91,3 +91,21 @@ def test_a_credential_beside_the_url_says_where_it_goes(provider: Any, given: di
     with pytest.raises(InvalidRequest) as info:
         perplexed.prepare_fetch(URL, provider, **given)
     assert words in str(info.value) and "secret-1" not in str(info.value)
+
+
+@pytest.mark.parametrize("module", ["protego", "trafilatura", "lxml_html_clean"])
+def test_in_a_chain_a_member_without_its_package_is_a_config_error_before_any_call(
+    module: str, monkeypatch: pytest.MonkeyPatch, loopback: Any
+) -> None:
+    """Issue 39, #7: in ``["http", "jina"]`` a missing fetch extra used to fail every ``http`` attempt and
+    silently move the work to the paid Jina reader. It is a ConfigError at validation, naming the extra, and
+    nothing is fetched."""
+    from testkit.loopback import Json
+
+    loopback.route("/", Json({"data": {"content": "paid", "title": "t"}}))
+    monkeypatch.setitem(__import__("sys").modules, module, None)
+    with pytest.raises(ConfigError) as info:
+        perplexed.fetch("https://example.com/", provider=["http", {"name": "jina", "base_url": loopback.url,
+                                                                  "api_key": "jina-test-key-1234"}])
+    assert "pip install 'perplexed-search[fetch]'" in str(info.value) and module in str(info.value)
+    assert loopback.requests == []  # the paid member was never called

@@ -5,6 +5,7 @@ billed cost compared with the price table, and timed. Each row is ``ok``, ``drif
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import time
@@ -16,7 +17,7 @@ from typing import Any
 import httpx
 
 from .. import _portal
-from .._errors import PerplexedError, ProviderError, redact
+from .._errors import InvalidRequest, PerplexedError, ProviderError, redact
 from .._failures import classify_exception
 from .._models import ProviderAnswer
 from .._options import SearchOptions
@@ -222,16 +223,22 @@ def _not_checkable(provider: Provider) -> str | None:
 
 
 async def _run_flow(
-    provider: Provider, query: str, options: SearchOptions, recorder: Recorder
+    provider: Provider, query: str, options: SearchOptions, recorder: Recorder, timeout_s: float = LIVE_TIMEOUT_S
 ) -> tuple[ProviderAnswer | None, BaseException | None]:
     """Drive the provider's sans-io flow through the chain's one driver (``chain.drive_flow``) over
     ``recorder`` (a transport that keeps each exchange): its answer, or the failure (never raised), classified
     by the failure map as a chain attempt would be."""
     failure: BaseException | None = None
     answer = None
-    async with httpx.AsyncClient(transport=recorder, timeout=LIVE_TIMEOUT_S, follow_redirects=False) as client:
+    async with httpx.AsyncClient(transport=recorder, timeout=timeout_s, follow_redirects=False) as client:
         try:
-            answer = await drive_flow(provider, provider.flow(query, options), client)
+            # httpx's timeout bounds each read: a server dripping a byte a second would never end. This bounds
+            # the whole call.
+            async with asyncio.timeout(timeout_s):
+                answer = await drive_flow(provider, provider.flow(query, options), client)
+        except TimeoutError:
+            failure = ProviderError("timeout", f"no complete answer within {timeout_s:g} s",
+                                    provider=provider.label)
         except PerplexedError as exc:
             failure = exc
         except Exception as exc:  # the transport, or a provider bug: a row, not a crash of the whole report
@@ -240,7 +247,8 @@ async def _run_flow(
     return answer, failure
 
 
-async def _check_provider(provider: Provider, query: str, record: Path | None) -> LiveRow:
+async def _check_provider(provider: Provider, query: str, record: Path | None,
+                          timeout_s: float = LIVE_TIMEOUT_S) -> LiveRow:
     options = live_options()
     row = LiveRow(provider=provider.label, status=ERROR)
     row.error = _not_checkable(provider)
@@ -248,7 +256,7 @@ async def _check_provider(provider: Provider, query: str, record: Path | None) -
         return row
     recorder = Recorder(provider.transport, provider.max_body_bytes)
     started = time.monotonic()
-    answer, failure = await _run_flow(provider, query, options, recorder)
+    answer, failure = await _run_flow(provider, query, options, recorder, timeout_s)
     row.ms = int((time.monotonic() - started) * 1000)
     if answer is not None:
         row.hits = len(answer.hits)
@@ -267,7 +275,8 @@ async def _check_provider(provider: Provider, query: str, record: Path | None) -
 # --- the Agent API check -------------------------------------------------------------------------------------
 
 
-async def _check_agent(record: Path | None, transport: httpx.AsyncBaseTransport | None) -> LiveRow:
+async def _check_agent(record: Path | None, transport: httpx.AsyncBaseTransport | None,
+                       timeout_s: float = LIVE_TIMEOUT_S) -> LiveRow:
     from ..agent import AsyncAgentClient
 
     row = LiveRow(provider="agent", status=ERROR)
@@ -275,10 +284,12 @@ async def _check_agent(record: Path | None, transport: httpx.AsyncBaseTransport 
     failure: BaseException | None = None
     started = time.monotonic()
     try:
-        async with httpx.AsyncClient(transport=recorder, timeout=LIVE_TIMEOUT_S) as http:
-            client = AsyncAgentClient(http_client=http, max_retries=0, timeout=LIVE_TIMEOUT_S)
+        async with httpx.AsyncClient(transport=recorder, timeout=timeout_s) as http, asyncio.timeout(timeout_s):
+            client = AsyncAgentClient(http_client=http, max_retries=0, timeout=timeout_s)
             response = await client.create(preset=AGENT_PRESET, input=AGENT_INPUT)
             row.cost = response.cost
+    except TimeoutError:
+        failure = ProviderError("timeout", f"no complete answer within {timeout_s:g} s", provider="agent")
     except (PerplexedError, httpx.HTTPError) as exc:
         failure = exc
     row.ms = int((time.monotonic() - started) * 1000)
@@ -299,20 +310,25 @@ async def acheck_live(
     record: str | os.PathLike[str] | None = None,
     query: str = LIVE_QUERY,
     agent_transport: httpx.AsyncBaseTransport | None = None,
+    timeout_s: float = LIVE_TIMEOUT_S,
 ) -> LiveReport:
     """One real query per provider (and the Agent API with ``agent=True``), one after the other; never raises
     for a provider's failure (its row says ``error``). ``record``: a folder for redacted cassettes. What the
-    calls cost is recorded in the state store's spend (:func:`perplexed.spend`), as a search's would be."""
+    calls cost is recorded in the state store's spend (:func:`perplexed.spend`), as a search's would be.
+    ``timeout_s`` (default 60) bounds each check as a whole, however slowly a server sends its answer."""
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) or not 0 < timeout_s <= 600:
+        raise InvalidRequest(f"timeout_s must be a number of seconds in (0, 600], got {timeout_s!r}",
+                             param="timeout_s")
     from .._governance import arecord_spend
 
     folder = None if record is None else Path(record)
     rows = []
     for provider in providers:
-        rows.append(await _check_provider(provider, query, folder))
+        rows.append(await _check_provider(provider, query, folder, float(timeout_s)))
         if rows[-1].http_status is not None:  # a call was made: its cost counts in perplexed.spend()
             await arecord_spend(provider.label, rows[-1].cost)
     if agent:
-        rows.append(await _check_agent(folder, agent_transport))
+        rows.append(await _check_agent(folder, agent_transport, float(timeout_s)))
         if rows[-1].http_status is not None:
             await arecord_spend(AGENT_SPEND_LABEL, rows[-1].cost)
     return LiveReport(rows, sum(estimate(providers, agent=agent).values()))
@@ -324,6 +340,7 @@ def check_live(
     agent: bool = False,
     record: str | os.PathLike[str] | None = None,
     query: str = LIVE_QUERY,
+    timeout_s: float = LIVE_TIMEOUT_S,
 ) -> LiveReport:
     """Sync :func:`acheck_live`."""
-    return _portal.run(acheck_live, providers, agent=agent, record=record, query=query)
+    return _portal.run(acheck_live, providers, agent=agent, record=record, query=query, timeout_s=timeout_s)

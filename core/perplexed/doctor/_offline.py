@@ -9,6 +9,7 @@ import asyncio
 import importlib
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -18,7 +19,14 @@ from typing import Any
 import httpx
 
 from .. import _portal
-from .._errors import ConfigError, PerplexedError, ResponseBodyError, redact, register_url_secret
+from .._errors import (
+    ConfigError,
+    PerplexedError,
+    ResponseBodyError,
+    install_hint,
+    redact,
+    register_url_secret,
+)
 from .._http import get_client, read_capped, redirect_origin
 from ..providers import CallableProvider, Provider, available, get
 from ..providers._table import WEB_PROVIDERS
@@ -407,6 +415,43 @@ async def _check_store() -> Check | None:
     return Check("store", OK, f"{shown} answers a write and a read ({ms} ms)", True)
 
 
+#: the extras a user installs for a feature (the meta-extras ``all``, ``test``, ``docs``, ``bench`` are left out)
+FEATURE_EXTRAS = ("cli", "fetch", "pdf", "mcp", "redis", "otel", "langchain", "llama-index", "agents")
+_REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?[^;]*;\s*extra\s*==\s*['\"]([\w.-]+)['\"]")
+
+
+def _extras_checks() -> list[Check]:
+    """Which of perplexed's extras are installed, read from the installed package's own metadata (the extras
+    declared in pyproject.toml, nothing listed twice): each is ``ok`` or ``info`` with the pip command."""
+    from importlib import metadata
+
+    try:
+        requires = metadata.requires("perplexed-search") or []
+    except metadata.PackageNotFoundError:  # run from a source tree without installing: nothing to read
+        return [Check("extras", INFO, "perplexed-search is not installed as a package: extras unknown")]
+    wanted: dict[str, list[str]] = {}
+    for line in requires:
+        match = _REQUIREMENT.match(line)
+        if match is not None and match.group(2) in FEATURE_EXTRAS and match.group(1) != "perplexed-search":
+            wanted.setdefault(match.group(2), []).append(match.group(1))
+    checks = []
+    for extra in FEATURE_EXTRAS:
+        if extra not in wanted:
+            continue
+        missing = []
+        for name in wanted[extra]:
+            try:
+                metadata.distribution(name)
+            except metadata.PackageNotFoundError:
+                missing.append(name)
+        if missing:
+            checks.append(Check(f"extra:{extra}", INFO, f"not installed ({', '.join(missing)} missing): "
+                                                        f"{install_hint(extra)}"))
+        else:
+            checks.append(Check(f"extra:{extra}", OK, f"installed ({', '.join(wanted[extra])})"))
+    return checks
+
+
 def _price_checks(chain: Sequence[str]) -> list[Check]:
     """An unreadable ``PERPLEXED_PRICE_<NAME>`` fails every search that prices that provider."""
     from .._settings import price_override
@@ -446,6 +491,7 @@ async def adiagnose(
     store_check = await _check_store()
     checks.append(store_check or Check("store", INFO, "no state store configured (PERPLEXED_STORE): in memory"))
     checks.extend(_price_checks(chain))
+    checks.extend(_extras_checks())
     members = _members(chain, known, checks, opaque)
     location = locate_index(index).to_dict()
     return Diagnosis(tuple(chain), source, tuple(checks), tuple(members), location)

@@ -79,6 +79,10 @@ class Provider:
     #: what this provider can do: ``search`` (this class's protocol), ``fetch`` (a page's content: see
     #: :class:`~perplexed.providers.FetchProvider`), or both; asking it for another is a ConfigError at validation
     operations: ClassVar[frozenset[Operation]] = frozenset({"search"})
+    #: per operation, the modules it imports and the extra that installs them (``{"fetch": (("trafilatura",
+    #: "fetch"),)}``): one that is not installed is a ConfigError at validation naming the extra, never an
+    #: attempt that fails over to the next member
+    requires: ClassVar[Mapping[str, tuple[tuple[str, str], ...]]] = {}
     env_key: ClassVar[str | None] = None
     env_base_url: ClassVar[str | None] = None
     default_base_url: ClassVar[str | None] = None

@@ -8,12 +8,18 @@ component is built (langchain-tavily's ``TavilySearch`` fails at construction wh
   saying where the key goes instead;
 - a single provider that needs a key and has none (argument, spec or environment) is a ``ConfigError``
   naming the environment variable to set (a missing URL is left to the call, as before);
-- a chain whose members cannot all run (no key, no URL) gives one warning naming them and what each needs;
-  the chain keeps them (each is a free ``config`` error attempt) and the others run.
+- a chain whose members cannot all run (no key, no URL) gives one warning naming them and what each needs
+  when one of them stands before every member that can run (each call would start with a failed attempt) or
+  none can run; the chain keeps them (each is a free ``config`` error attempt) and the others run. A fallback
+  that cannot run behind a member that can (``["local", "searxng"]`` without ``SEARXNG_URL``) is only logged
+  (INFO): the first member answers, and the attempt says why if the fallback is ever reached. The warning
+  points at the caller's line (the first frame outside perplexed, its adapters, pydantic and the frameworks).
 """
 
 from __future__ import annotations
 
+import os
+import sys
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -21,10 +27,32 @@ from typing import Any
 from pydantic import SecretStr
 
 from .._errors import ConfigError
+from .._logs import get_logger
 from ._base import CallableProvider, Provider
 from ._registry import masked, resolve
 
 __all__ = ["describe", "missing_setup", "with_credentials"]
+
+logger = get_logger("perplexed.providers")
+
+#: frames from these packages are the library's, not the user's (warnings point past them)
+_LIBRARY_PACKAGES = ("perplexed", "langchain_perplexed", "llama_index_perplexed", "pydantic", "langchain_core",
+                     "langchain", "llama_index", "typing_extensions")
+
+
+def _library_frame(filename: str) -> bool:
+    parts = filename.replace("\\", "/").split("/")
+    return any(part in _LIBRARY_PACKAGES for part in parts[:-1]) or filename.startswith("<frozen")
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` for a ``warnings.warn`` in the caller of this function that names the user's line."""
+    frame = sys._getframe(2)  # the caller of the function that asks
+    level = 2
+    while frame is not None and _library_frame(os.path.normcase(frame.f_code.co_filename)):
+        frame = frame.f_back  # type: ignore[assignment]
+        level += 1
+    return level
 
 
 def _fold(spec: Any, api_key: str | SecretStr | None, base_url: str | None, owner: str) -> Any:
@@ -90,12 +118,12 @@ def with_credentials(
         return spec
     listed = "; ".join(why for _, why in problems)
     running = len(members) - len(problems)
-    warnings.warn(
-        f"{owner}: {len(problems)} of {len(members)} chain members cannot run ({listed}); "
-        + (f"the other {running} will run" if running else "no member can run until this is fixed"),
-        UserWarning,
-        stacklevel=3,
-    )
+    message = (f"{owner}: {len(problems)} of {len(members)} chain members cannot run ({listed}); "
+               + (f"the other {running} will run" if running else "no member can run until this is fixed"))
+    if missing_setup(members[0]) is None:  # the first member runs: the others are fallbacks, maybe never needed
+        logger.info("%s", message)
+        return spec
+    warnings.warn(message, UserWarning, stacklevel=user_stacklevel())
     return spec
 
 

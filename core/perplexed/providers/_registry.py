@@ -5,11 +5,13 @@ fetch, each class declaring its ``operations``) and the resolution of provider s
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import re
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .._errors import ConfigError
+from .._errors import ConfigError, install_hint
 from .._keywords import suggestion
 from .._settings import default_chain, default_chain_origin
 from ._base import OPERATIONS, FunctionProvider, Operation, Provider
@@ -97,6 +99,23 @@ def get_for(name: str, operation: Operation) -> type[Provider]:
     cls = get(name)
     check_operation(cls, operation, name)
     return cls
+
+
+def missing_requirement(cls: type[Provider], operation: str) -> tuple[str, str] | None:
+    """The first ``(module, extra)`` that ``cls`` needs for ``operation`` and that is not installed, else None.
+    Looked up without importing anything (an imported module is found in ``sys.modules`` at once)."""
+    for module, extra in cls.requires.get(operation, ()):
+        if module in sys.modules:
+            if sys.modules[module] is None:  # blocked
+                return module, extra
+            continue
+        try:
+            found = importlib.util.find_spec(module)
+        except (ImportError, ValueError):
+            found = None
+        if found is None:
+            return module, extra
+    return None
 
 
 def check_operation(provider: Provider | type[Provider], operation: Operation, label: str | None = None) -> None:
@@ -194,5 +213,21 @@ def resolve(spec: Any, operation: Operation = "search") -> tuple[list[Provider],
             if operation == "fetch":
                 raise ConfigError("the fetch provider chain is empty: name at least one fetch provider")
             raise ConfigError("the provider chain is empty: name at least one provider")
-        return [_one(item, operation) for item in items], True
+        members = [_one(item, operation) for item in items]
+        if len(members) > 1:
+            check_packages(members, operation)
+        return members, True
     return [_one(spec, operation)], False
+
+
+def check_packages(members: Sequence[Provider], operation: Operation) -> None:
+    """ConfigError when a member of a chain needs a package that is not installed (naming the extra): its
+    attempt would fail on every call and silently hand its work to the next member, perhaps a paid one. (A
+    provider alone still fails in its attempt, with the same words.)"""
+    for member in members:
+        missing = missing_requirement(type(member), operation)
+        if missing is not None:
+            module, extra = missing
+            raise ConfigError(f"provider {member.label!r} needs the {extra} extra ({module} is not installed): "
+                              f"{install_hint(extra)}; without it the chain would hand its work to the next "
+                              "member on every call")

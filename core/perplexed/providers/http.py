@@ -13,6 +13,7 @@ the response checks and the extraction.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import httpx
@@ -40,6 +41,10 @@ class Http(FetchProvider):
     """
 
     name = "http"
+    #: trafilatura extracts HTML (it needs lxml_html_clean), protego reads robots.txt: the fetch extra
+    requires: ClassVar[Mapping[str, tuple[tuple[str, str], ...]]] = {
+        "fetch": (("trafilatura", "fetch"), ("lxml_html_clean", "fetch"), ("protego", "fetch")),
+    }
     direct: ClassVar[bool] = True
     default_price = 0.0
     extra_options: ClassVar[tuple[str, ...]] = ()

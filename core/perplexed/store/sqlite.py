@@ -511,6 +511,8 @@ class SQLiteStore(Store):
 
     @staticmethod
     def _add_spend(conn: sqlite3.Connection, now: float, label: str, amount: float) -> int:
+        if not label.isascii():  # a lone surrogate becomes "?", as on Redis: one odd label, not an error
+            label = label.encode("utf-8", "replace").decode("utf-8")
         cur = conn.execute("INSERT INTO spend (ts, label, amount) VALUES (?, ?, ?)", (now, label, amount))
         conn.execute("UPDATE spend_window SET total = total + ?", (amount,))
         return int(cur.lastrowid or 0)
