@@ -71,6 +71,13 @@ if TYPE_CHECKING:  # answer() is imported lazily (it pulls in the Agent API clie
         stream_answer,
     )
 
+# --- evaluation and routing (issue 37): loaded lazily (see _LAZY), so `import perplexed` does not import them ---
+if TYPE_CHECKING:
+    from ._eval import aevaluate, evaluate
+    from ._eval_report import EvalQuery, EvalReport, EvalRow, ProviderScore
+    from ._models import RouteStep
+    from ._routing import Routing
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -138,6 +145,15 @@ __all__ = [
     "stream_answer",
     "telemetry",
     "verify",
+    # --- evaluation and routing (issue 37) ---
+    "EvalQuery",
+    "EvalReport",
+    "EvalRow",
+    "ProviderScore",
+    "RouteStep",
+    "Routing",
+    "aevaluate",
+    "evaluate",
 ]
 
 _LAZY = {
@@ -151,6 +167,15 @@ _LAZY = {
     "AGENT_PROVIDER": "perplexed._answer",
     "AnswerPlan": "perplexed._answer",
     "prepare_answer": "perplexed._answer",
+    # --- evaluation and routing (issue 37) ---
+    "evaluate": "perplexed._eval",
+    "aevaluate": "perplexed._eval",
+    "EvalQuery": "perplexed._eval_report",
+    "EvalReport": "perplexed._eval_report",
+    "EvalRow": "perplexed._eval_report",
+    "ProviderScore": "perplexed._eval_report",
+    "Routing": "perplexed._routing",
+    "RouteStep": "perplexed._models",
 }
 
 

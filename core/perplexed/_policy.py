@@ -23,9 +23,11 @@ __all__ = [
     "MAX_COOLDOWN_S",
     "MAX_TTL_S",
     "MAX_USD",
+    "MEMBER_DECAY",
     "SPEND_WINDOWS",
     "CoolState",
     "Health",
+    "MemberStats",
     "RateLimit",
     "check_provider_settings",
     "check_ttl",
@@ -33,6 +35,7 @@ __all__ = [
     "cool_admit",
     "cool_record",
     "health_of",
+    "member_update",
     "p95",
     "parse_rate_limit",
     "parse_spend_limits",
@@ -309,3 +312,40 @@ def p95(samples: Sequence[float]) -> float | None:
         return None
     ordered = sorted(samples)
     return float(ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)])
+
+
+# -- the adaptive strategy's per-member record (issue 37) -----------------------------------------------------
+
+MEMBER_DECAY = 0.95
+"""Each new call of a member weighs its earlier calls by this much (about the last 20 calls count)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MemberStats:
+    """What the state store has seen of one chain member, for ``strategy="adaptive"``: decayed counts of its
+    ``ok`` answers (``ok``) and of its calls (``calls``; ``empty``, ``error``, ``timeout`` and ``insufficient``
+    count as calls that were not ok), its decayed mean latency and cost, and how many calls it has had."""
+
+    ok: float = 0.0
+    calls: float = 0.0
+    latency_ms: float | None = None
+    cost_usd: float = 0.0
+    total: int = 0
+
+    @property
+    def success(self) -> float | None:
+        """The decayed success rate (None before the first call)."""
+        return self.ok / self.calls if self.calls > 0 else None
+
+
+def member_update(stats: MemberStats | None, ok: bool, latency_ms: float | None, cost_usd: float,
+                  decay: float = MEMBER_DECAY) -> MemberStats:
+    """``stats`` after one more call (pure; every store applies it atomically, Redis in Lua)."""
+    old = stats if stats is not None else MemberStats()
+    if latency_ms is None or not math.isfinite(latency_ms):
+        latency = old.latency_ms
+    else:
+        latency = latency_ms if old.latency_ms is None else old.latency_ms * decay + latency_ms * (1 - decay)
+    cost = cost_usd if old.total == 0 else old.cost_usd * decay + cost_usd * (1 - decay)
+    return MemberStats(ok=old.ok * decay + (1.0 if ok else 0.0), calls=old.calls * decay + 1.0,
+                       latency_ms=latency, cost_usd=cost, total=old.total + 1)
