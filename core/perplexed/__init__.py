@@ -145,7 +145,10 @@ __all__ = [
     "stream_answer",
     "telemetry",
     "verify",
-    # --- evaluation and routing (issue 37) ---
+]
+
+# --- evaluation and routing (issue 37): a block of its own, loaded lazily (see _LAZY) ---
+__all__ += [
     "EvalQuery",
     "EvalReport",
     "EvalRow",

@@ -33,14 +33,16 @@ import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _governance
 from ._models import Attempt, Outcome, Result, RouteStep
 from ._policy import MemberStats
-from ._routing import ProviderPrior, Routing
 from .providers import CallableProvider, Provider
 from .store.memory import MemoryStore
+
+if TYPE_CHECKING:
+    from ._routing import ProviderPrior, Routing
 
 __all__ = [
     "COST_UNIT_USD",
@@ -144,7 +146,7 @@ def _identity(member: Provider) -> str:
         known = member.__dict__.get("_adaptive_identity")
         if known is None:
             known = member.__dict__["_adaptive_identity"] = _governance.provider_identity(member)
-        return known  # type: ignore[no-any-return]
+        return known
     return _governance.provider_identity(member)
 
 

@@ -224,9 +224,9 @@ async def run_eval(
     for query in asked:
         for entry in evaluated:
             key = (query.id, entry.name)
-            row = results.get(key) or kept.get(key)
-            if row is not None:
-                rows.append(row)
+            found = results.get(key) or kept.get(key)
+            if found is not None:
+                rows.append(found)
     answers_only = not any(q.expected_urls for q in asked) and any(q.answer for q in asked)
     return EvalReport.build(k, [e.name for e in evaluated], rows, answers_only=answers_only)
 

@@ -22,15 +22,15 @@ def _e(value: Any) -> str:
 
 
 def _pct(value: float | None) -> str:
-    return "–" if value is None else f"{value * 100:.1f}%"
+    return "-" if value is None else f"{value * 100:.1f}%"
 
 
 def _usd(value: float | None) -> str:
-    return "–" if value is None else f"${value:.4f}"
+    return "-" if value is None else f"${value:.4f}"
 
 
 def _ms(value: float | None) -> str:
-    return "–" if value is None else f"{value:.0f} ms"
+    return "-" if value is None else f"{value:.0f} ms"
 
 
 def _scatter(report: Any) -> str:
@@ -103,10 +103,10 @@ def _ranking(report: Any) -> str:
             "p50", "p95", "failures", "queries")
     rows = []
     for s in report.ranked():
-        interval = "–" if s.hit_at_k_interval is None else (
-            f"{s.hit_at_k_interval[0] * 100:.0f}–{s.hit_at_k_interval[1] * 100:.0f}%")
-        cells = (_pct(report._quality(s)), interval, "–" if s.mrr is None else f"{s.mrr:.3f}",
-                 "–" if s.ndcg_at_k is None else f"{s.ndcg_at_k:.3f}", _usd(s.cost_per_correct_usd),
+        interval = "-" if s.hit_at_k_interval is None else (
+            f"{s.hit_at_k_interval[0] * 100:.0f}-{s.hit_at_k_interval[1] * 100:.0f}%")
+        cells = (_pct(report._quality(s)), interval, "-" if s.mrr is None else f"{s.mrr:.3f}",
+                 "-" if s.ndcg_at_k is None else f"{s.ndcg_at_k:.3f}", _usd(s.cost_per_correct_usd),
                  _usd(s.cost_usd), _ms(s.latency_p50_ms), _ms(s.latency_p95_ms), _pct(s.failure_rate),
                  str(s.queries))
         rows.append(f'<tr><td class="l">{_e(s.name)}</td>' + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>")
@@ -126,7 +126,7 @@ def _per_query(report: Any) -> str:
         for name in names:
             row = cells.get(name)
             if row is None:
-                tds.append('<td class="dim">–</td>')
+                tds.append('<td class="dim">-</td>')
             elif row.outcome in ("error", "timeout"):
                 tds.append(f'<td class="bad">{_e(row.reason or row.outcome)}</td>')
             elif row.outcome == "skipped":

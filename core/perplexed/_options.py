@@ -13,7 +13,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ._bounds import check_ttl, check_usd
 from ._errors import ConfigError, InvalidRequest
-from ._routing import Routing, load_routing
 
 __all__ = [
     "COMMON_OPTIONS",
@@ -201,7 +200,7 @@ class ChainOptions(BaseModel):
     min_hits: int | None = Field(None, ge=1, le=100)
     accept: Callable[..., Any] | None = None
     # --- strategy="adaptive" (issue 37) ---
-    routing: Routing | None = None
+    routing: Any = None
     """Priors of the adaptive strategy: a routing file (path) or a :class:`~perplexed.Routing`."""
     explore: float = Field(0.05, ge=0.0, le=1.0)
     """The adaptive strategy: at most this share of calls put a member other than the top one first."""
@@ -297,6 +296,8 @@ class ChainOptions(BaseModel):
 def _adaptive_options(values: dict[str, Any]) -> None:
     """Check (and load) the adaptive strategy's options in ``values``, naming the bad one."""
     if "routing" in values:
+        from ._routing import load_routing  # only when given: `import perplexed` does not load it
+
         try:
             values["routing"] = load_routing(values["routing"])
         except ConfigError as exc:

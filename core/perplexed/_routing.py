@@ -56,7 +56,7 @@ class Routing(BaseModel):
     def build(cls, providers: Mapping[str, ProviderPrior], *, metric: str = "hit_at_k", k: int = 5,
               min_quality: float | None = None) -> Routing:
         """A routing with its ``order`` computed (:func:`routing_order`)."""
-        return cls(metric=metric, k=k, min_quality=min_quality, providers=dict(providers),  # type: ignore[arg-type]
+        return cls(metric=metric, k=k, min_quality=min_quality, providers=dict(providers),
                    order=routing_order(providers, min_quality))
 
     def meets(self, name: str) -> bool | None:
