@@ -133,22 +133,29 @@ def _write(path: str, text: str, flag: str) -> None:
 
 
 def _table(report: EvalReport) -> Any:
+    """Ranked by hit@k (answer recall when answers are the only label), with the 95 % interval, MRR, cost per
+    correct answer, p50/p95 latency, the failure rate, and the skipped calls when there were any."""
+    from rich import box
     from rich.table import Table
 
-    quality = "answer recall" if report.metric == "answer_recall_at_k" else f"hit@{report.k}"
-    table = Table(title=f"{len({r.query_id for r in report.rows})} queries, k = {report.k}")
-    for head in ("provider", quality, "95% interval", "MRR", "cost/correct", "cost", "p50", "p95", "failures",
-                 "skipped"):
+    quality = f"recall@{report.k}" if report.metric == "answer_recall_at_k" else f"hit@{report.k}"
+    skipped = any(s.skipped for s in report.providers)
+    table = Table(title=f"{len({r.query_id for r in report.rows})} queries, k = {report.k}", box=box.SIMPLE_HEAD,
+                  pad_edge=False)
+    heads = ["provider", quality, "95% CI", "MRR", "$/correct", "p50 ms", "p95 ms", "fail"]
+    for head in [*heads, *(["skipped"] if skipped else [])]:
         table.add_column(head, justify="left" if head == "provider" else "right")
     for s in report.ranked():
         value = report._quality(s)
         interval = "-" if s.hit_at_k_interval is None else (
             f"{s.hit_at_k_interval[0] * 100:.0f}-{s.hit_at_k_interval[1] * 100:.0f}%")
-        table.add_row(
+        cells = [
             escape(s.name), "-" if value is None else f"{value * 100:.1f}%", interval,
-            "-" if s.mrr is None else f"{s.mrr:.3f}",
-            "-" if s.cost_per_correct_usd is None else f"${s.cost_per_correct_usd:.4f}", f"${s.cost_usd:.4f}",
-            "-" if s.latency_p50_ms is None else f"{s.latency_p50_ms:.0f} ms",
-            "-" if s.latency_p95_ms is None else f"{s.latency_p95_ms:.0f} ms",
-            f"{s.failure_rate * 100:.1f}%", str(s.skipped))
+            "-" if s.mrr is None else f"{s.mrr:.2f}",
+            "-" if s.cost_per_correct_usd is None else f"${s.cost_per_correct_usd:.4f}",
+            "-" if s.latency_p50_ms is None else f"{s.latency_p50_ms:.0f}",
+            "-" if s.latency_p95_ms is None else f"{s.latency_p95_ms:.0f}",
+            f"{s.failure_rate * 100:.0f}%",
+        ]
+        table.add_row(*cells, *([str(s.skipped)] if skipped else []))
     return table

@@ -25,6 +25,7 @@ from ._errors import ConfigError, InvalidRequest, UpstreamError
 from ._eval_report import EvalQuery, EvalReport, EvalRow, answer_found, first_correct, ndcg_at_k
 from ._models import Attempt, Outcome, Result
 from ._options import clean_query
+from ._strategies import is_configured
 from .providers import Provider, resolve
 
 __all__ = ["Entry", "aevaluate", "evaluate", "load_queries", "run_eval"]
@@ -121,12 +122,24 @@ def entries(providers: Any) -> list[Entry]:
             chain.check_options(members if is_chain else members[0], **options)
         except ConfigError as exc:
             raise InvalidRequest(f"providers: {exc}", param="providers") from None
+        _runnable(members)
         resolved: Any = members if is_chain else members[0]
         label = name or ",".join(m.label for m in members)
         if any(e.name == label for e in out):
             raise InvalidRequest(f"providers: {label!r} is evaluated twice (give it a \"name\")", param="providers")
         out.append(Entry(label, resolved, options))
     return out
+
+
+def _runnable(members: Sequence[Provider]) -> None:
+    """:class:`~perplexed.ConfigError` (naming what to set) when no member of an entry can be called: an
+    evaluation of it would only measure the missing key."""
+    if any(is_configured(m) for m in members):
+        return
+    first = members[0]
+    _ = first.base_url  # raises the ConfigError that names the variable
+    if first.env_key:
+        first.api_key()
 
 
 def _check(k: Any, concurrency: Any, budget_usd: Any) -> None:
