@@ -1,7 +1,7 @@
 """Providers with known behaviour for the evaluation tests (issue 37): function providers over a fixed plan.
 
 A is right at rank 1 on 90 % of the queries at $0.01 a call, B right on 70 % for free, C right on 50 % and
-failing 20 %. The latencies are scaled down 100× from the issue's 400 ms / 200 ms (4 ms and 2 ms of
+failing 20 %. The latencies are scaled down 100 times from the issue's 400 ms / 200 ms (4 ms and 2 ms of
 ``asyncio.sleep``) so the suite stays fast; what is measured is the same."""
 
 from __future__ import annotations

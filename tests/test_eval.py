@@ -211,7 +211,7 @@ def test_normalize_url(url: str, normal: str) -> None:
 
 
 def test_answer_matching() -> None:
-    assert normalize_text("  Ｐａｒｉｓ\tIS  ﬁne ") == "paris is fine"
+    assert normalize_text("  \uff30\uff41\uff52\uff49\uff53\tIS  \ufb01ne ") == "paris is fine"  # fullwidth, ligature
     hits = [Hit(url="https://a.example", title="x"), Hit(url="https://b.example", content="STRASSE  des")]
     assert answer_found("straße des", hits) == 2  # case-folded: ß is ss
     assert answer_found("nothing", hits) is None

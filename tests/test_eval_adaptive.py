@@ -116,9 +116,9 @@ def test_the_figures_live_in_the_store_and_a_fleet_learns_together(tmp_path: Pat
     perplexed.configure(store=other)
     result = perplexed.search("query 1", chain, strategy="adaptive", explore=0)
     assert result.route[0].provider == "a"
-    from perplexed._governance import provider_identity
-
     import asyncio
+
+    from perplexed._governance import provider_identity
     stats = asyncio.run(other.member_stats([provider_identity(b.provider)]))
     assert next(iter(stats.values())).ok == 0.0
 

@@ -19,7 +19,8 @@ Rules of the order (each member's ``score`` is shown in :attr:`perplexed.Result.
 3. **Value.** Otherwise the higher score first: expected quality per dollar, discounted by latency:
    ``score = q * s / (cost + COST_UNIT_USD) / (1 + latency_ms / LATENCY_UNIT_MS)`` (cost: the member's decayed
    cost per call, else the routing file's, else its list price). A free member therefore goes before a paid one
-   of the same quality. Ties keep the chain's order.
+   of the same quality. Scores within 5 % of each other are ties (so latency jitter does not reorder the
+   chain), and ties keep the chain's order.
 4. **Exploration.** With probability ``explore`` (default 0.05) one of the other members (uniformly) is put
    first, so a demoted member is tried again and re-learned when it recovers; never a paid member that
    ``budget_usd`` would refuse, nor a paid member while spend limits are configured. ``seed`` makes the draws
@@ -31,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import math
 import random
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -60,12 +62,13 @@ HEALTH_MARGIN = 0.15
 PRIOR_CALLS = 2.0
 COST_UNIT_USD = 0.001
 LATENCY_UNIT_MS = 1000.0
+_SCORE_BUCKET = math.log(1.05)  # scores within 5 % of each other are ranked as equal
 
 
 # --- pure policy ---------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class MemberView:
     """What the order of one member depends on: its chain ``position`` and ``label``, its record in the store
     (None: never called), its routing prior (None: not in the file), the file's ``min_quality``, its list
@@ -80,7 +83,7 @@ class MemberView:
     explorable: bool = True
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Ranked:
     """A member's place in the order: chain position, label, score, whether exploration put it first."""
 
@@ -100,8 +103,8 @@ def _success(view: MemberView) -> tuple[float, float]:
     return (stats.ok + base * PRIOR_CALLS) / (stats.calls + PRIOR_CALLS), base
 
 
-def _key(view: MemberView, best: float) -> tuple[bool, bool, float, int]:
-    success, base = _success(view)
+def _key(view: MemberView, best: float, measured: tuple[float, float]) -> tuple[bool, bool, float, int, float]:
+    success, base = measured
     prior = view.prior
     quality = 1.0 if prior is None or prior.quality is None else prior.quality
     expected = min(1.0, quality * success / base)
@@ -118,7 +121,9 @@ def _key(view: MemberView, best: float) -> tuple[bool, bool, float, int]:
     unhealthy = success < best - HEALTH_MARGIN
     below = (view.min_quality is not None and prior is not None and prior.quality is not None
              and expected < view.min_quality - 1e-12)
-    return unhealthy, below, -score, view.position
+    # scores within a few per cent are a tie (the chain's order decides): latency jitter does not reorder
+    bucket = math.floor(math.log(score) / _SCORE_BUCKET) if score > 0 else -math.inf
+    return unhealthy, below, -bucket, view.position, score
 
 
 def adaptive_order(views: Sequence[MemberView], draw: float, pick: float, explore: float) -> list[Ranked]:
@@ -126,9 +131,11 @@ def adaptive_order(views: Sequence[MemberView], draw: float, pick: float, explor
     when ``draw < explore`` and puts the ``pick``-th of the other explorable members first."""
     if not views:
         return []
-    best = max(_success(v)[0] for v in views)
-    keyed = sorted(((_key(v, best), v) for v in views), key=lambda item: item[0])
-    ranked = [Ranked(v.position, v.label, -k[2]) for k, v in keyed]
+    successes = [_success(v) for v in views]
+    best = max(s for s, _ in successes)
+    keyed = sorted(((_key(v, best, s), v) for v, s in zip(views, successes, strict=True)),
+                   key=lambda item: item[0])
+    ranked = [Ranked(v.position, v.label, k[4]) for k, v in keyed]
     if draw < explore and len(ranked) > 1:
         explorable = {v.position for v in views if v.explorable}
         others = [i for i, r in enumerate(ranked[1:], start=1) if r.position in explorable]
@@ -169,17 +176,18 @@ async def plan(members: Sequence[Provider], chain: Any, price: Callable[[Provide
     budget = chain.budget_usd
     spend_limited = bool(_governance._settings.spend_limits)
     views = []
+    now = time.monotonic()
     for position, (member, identity) in enumerate(zip(members, identities, strict=True)):
-        try:
-            listed = float(price(member))
-        except Exception:  # a pricing bug: free here, the attempt prices itself again
-            listed = 0.0
         prior = routing.providers.get(member.label) if routing is not None else None
         if prior is None and routing is not None:
             prior = routing.providers.get(member.name)
         record = stats.get(identity)
-        paid = listed > 0 or (record is not None and record.cost_usd > 0) or (
+        seen_paid = (record is not None and record.cost_usd > 0) or (
             prior is not None and prior.cost_per_query_usd > 0)
+        listed = 0.0
+        if record is None or budget is not None or spend_limited:  # the list price only when it matters
+            listed = _listed(member, price, now)
+        paid = seen_paid or listed > 0
         refused = paid and (spend_limited or (budget is not None and max(listed, 1e-12) > budget))
         views.append(MemberView(position, member.label, record, prior,
                                 routing.min_quality if routing is not None else None, listed, not refused))
@@ -191,6 +199,23 @@ async def plan(members: Sequence[Provider], chain: Any, price: Callable[[Provide
     ranked = adaptive_order(views, draw, pick, chain.explore)
     by_label = {m.label: i for m, i in zip(members, identities, strict=True)}
     return ranked, _learner(store, by_label)
+
+
+_PRICE_FRESH_S = 1.0
+
+
+def _listed(member: Provider, price: Callable[[Provider], float], now: float) -> float:
+    """``member``'s list price for the ordering, read at most once a second (a configured price reads the
+    environment; the attempt itself always prices its call afresh)."""
+    memo = member.__dict__.get("_adaptive_price")
+    if memo is not None and memo[0] > now:
+        return memo[1]  # type: ignore[no-any-return]
+    try:
+        listed = float(price(member))
+    except Exception:  # a pricing bug: free here, the attempt prices itself again
+        listed = 0.0
+    member.__dict__["_adaptive_price"] = (now + _PRICE_FRESH_S, listed)
+    return listed
 
 
 def _learner(store: Any, identities: dict[str, str]) -> Callable[[Attempt], None]:

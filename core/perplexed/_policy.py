@@ -320,11 +320,11 @@ MEMBER_DECAY = 0.95
 """Each new call of a member weighs its earlier calls by this much (about the last 20 calls count)."""
 
 
-@dataclass(frozen=True, slots=True)
-class MemberStats:
+class MemberStats(NamedTuple):
     """What the state store has seen of one chain member, for ``strategy="adaptive"``: decayed counts of its
     ``ok`` answers (``ok``) and of its calls (``calls``; ``empty``, ``error``, ``timeout`` and ``insufficient``
-    count as calls that were not ok), its decayed mean latency and cost, and how many calls it has had."""
+    count as calls that were not ok), its decayed mean latency and cost, and how many calls it has had.
+    Immutable (a tuple: cheap to build on every call)."""
 
     ok: float = 0.0
     calls: float = 0.0

@@ -10,7 +10,6 @@ import pytest
 from perplexed._policy import MEMBER_DECAY, MemberStats, member_update
 
 
-
 async def test_unseen_members_have_no_record(store) -> None:
     assert await store.member_stats(["p1", "p2"]) == {}
 
