@@ -142,8 +142,8 @@ class Engine:
         self.last_error: BaseException | None = None
         self.span: Any = None
         self.reached_end = True  # False once an outcome that does not move on stopped the chain
-        self.in_flight = 0.0  # prices of the calls running (budget_usd), and how many there are
-        self.in_flight_n = 0
+        # budget_usd: the prices of the calls running (the settled spend is governance's)
+        self.ledger = None if chain.budget_usd is None else _ledger.Ledger(chain.budget_usd)
         self.event = ("perplexed", op.name, "attempt")
         # governance (cache, cool-downs, rate limits, budgets): None when nothing is configured
         self.gov = _governance.plan(op)
@@ -270,22 +270,19 @@ class Engine:
             if called[0].cost > 0:
                 _governance.note_spend(called[0].provider, called[0].cost)
             return called
-        limit = self.chain.budget_usd
+        ledger = self.ledger
         price = 0.0
-        if limit is not None:
+        if ledger is not None:
             # budget_usd across concurrent calls: the prices of the calls in flight count as spent (the
             # check and the reservation happen in one step, before the first await: no two calls both pass)
             try:
                 price = float(self.op.price(member))
             except Exception:  # a pricing bug: the attempt prices itself again
                 price = 0.0
-            if price > 0 and self.in_flight_n and gov.spent + self.in_flight + price > limit + 1e-12:
-                why = (f"price ${price:g} would exceed budget_usd ${limit:g} "
-                       f"(spent ${gov.spent:g}, ${self.in_flight:g} in flight)")
+            if ledger.in_flight_n and not ledger.fits(price, gov.spent):
                 return Attempt(provider=member.label, outcome=Outcome.SKIPPED, reason="over_budget",
-                               error=why), self.op.nothing, None
-            self.in_flight += price
-            self.in_flight_n += 1
+                               error=ledger.why(price, gov.spent)), self.op.nothing, None
+            ledger.hold(price)
         try:
             try:  # the pooled client before the admission: the call follows its admission at once
                 client = self.op.client(member)
@@ -302,19 +299,19 @@ class Engine:
                 raise
             return await gov.settle(gate, called)
         finally:
-            if limit is not None:
-                self.in_flight_n -= 1
-                self.in_flight = self.in_flight - price if self.in_flight_n else 0.0
+            if ledger is not None:
+                ledger.release(price)
 
     async def ledgered(self, ledger: _ledger.Ledger, member: Provider, early: bool) -> Called:
-        """:meth:`attempt` under a cap shared by many searches: its list price reserved before, its cost after."""
+        """:meth:`attempt` under a cap shared by many searches (the same :class:`~perplexed._ledger.Ledger` rule
+        as a search's ``budget_usd``): its list price reserved before, its cost counted after."""
         try:
             price = float(self.op.price(member))
         except Exception:  # a pricing bug: the attempt prices itself again
             price = 0.0
         if not ledger.reserve(price):
             return Attempt(provider=member.label, outcome=Outcome.SKIPPED, reason="over_budget",
-                           error=ledger.why(price)), self.op.nothing, None
+                           error=ledger.why(price, ledger.spent, "the run's budget_usd")), self.op.nothing, None
         cost = 0.0
         try:
             called = await self.attempt(member, early=early, reserved=True)

@@ -1,7 +1,11 @@
-"""A spending cap shared by many searches (``perplexed.evaluate(..., budget_usd=X)``): the same rule as a
-search's ``budget_usd`` — a call's list price is reserved before the call (the prices in flight count as
-spent, the check and the reservation in one step, with no await between them), and its actual cost settled
-after it — held across every search run inside :func:`capped` (concurrent ones included)."""
+"""``budget_usd``'s reservations, one rule for a search and for a run of many (``perplexed.evaluate(...,
+budget_usd=X)``): a call's list price is reserved before the call (the prices in flight count as spent; the
+check and the reservation happen in one step, with no await between them, so no two concurrent calls both
+pass), and released when the call ends, its actual cost then counted as spent.
+
+A search's engine keeps one :class:`Ledger` per run (its settled spend is governance's); a run of many searches
+shares one through :func:`capped` (every search started inside reserves against it, concurrent ones included).
+"""
 
 from __future__ import annotations
 
@@ -13,35 +17,51 @@ __all__ = ["Ledger", "capped", "current"]
 
 
 class Ledger:
-    """``limit`` USD across searches: ``spent`` (settled), ``in_flight`` (reserved), ``calls`` made."""
+    """``limit`` USD: ``in_flight`` (the prices reserved, by ``in_flight_n`` calls), ``spent`` (settled here;
+    a search's engine passes governance's instead), ``calls`` reserved and ``refused``."""
 
-    __slots__ = ("calls", "in_flight", "limit", "refused", "spent")
+    __slots__ = ("calls", "in_flight", "in_flight_n", "limit", "refused", "spent")
 
     def __init__(self, limit: float) -> None:
         self.limit = float(limit)
         self.spent = 0.0
         self.in_flight = 0.0
+        self.in_flight_n = 0
         self.calls = 0
         self.refused = 0
 
+    def fits(self, price: float, spent: float) -> bool:
+        """Whether a call of ``price`` fits beside ``spent`` and the prices in flight (a free call always does)."""
+        return price <= 0 or spent + self.in_flight + price <= self.limit + 1e-12
+
+    def hold(self, price: float) -> None:
+        """Count ``price`` as in flight (after :meth:`fits`, with no await between them)."""
+        self.in_flight += price
+        self.in_flight_n += 1
+
+    def release(self, price: float) -> None:
+        """The call holding ``price`` ended."""
+        self.in_flight_n -= 1
+        self.in_flight = self.in_flight - price if self.in_flight_n else 0.0
+
     def reserve(self, price: float) -> bool:
-        """Reserve ``price`` if it fits (a free call always does). Synchronous: nothing else runs between the
-        check and the reservation."""
-        if price > 0 and self.spent + self.in_flight + price > self.limit + 1e-12:
+        """:meth:`fits` against this ledger's own ``spent``, then :meth:`hold`; False (nothing held) when it
+        does not fit."""
+        if not self.fits(price, self.spent):
             self.refused += 1
             return False
-        self.in_flight += price
+        self.hold(price)
         self.calls += 1
         return True
 
     def settle(self, price: float, cost: float) -> None:
-        """The reserved call ended: free its reservation, count what it cost."""
-        self.in_flight = max(0.0, self.in_flight - price)
+        """A reserved call ended: :meth:`release` its price and count what it cost."""
+        self.release(price)
         self.spent += cost
 
-    def why(self, price: float) -> str:
-        return (f"price ${price:g} would exceed the run's budget_usd ${self.limit:g} "
-                f"(spent ${self.spent:g}, ${self.in_flight:g} in flight)")
+    def why(self, price: float, spent: float, what: str = "budget_usd") -> str:
+        return (f"price ${price:g} would exceed {what} ${self.limit:g} "
+                f"(spent ${spent:g}, ${self.in_flight:g} in flight)")
 
 
 _CURRENT: contextvars.ContextVar[Ledger | None] = contextvars.ContextVar("perplexed_ledger", default=None)
@@ -50,7 +70,7 @@ current = _CURRENT.get
 
 @contextlib.contextmanager
 def capped(ledger: Ledger | None) -> Iterator[None]:
-    """Every search started inside (tasks created inside inherit it) reserves against ``ledger``."""
+    """Every search started inside (tasks created inside inherit it) also reserves against ``ledger``."""
     token = _CURRENT.set(ledger)
     try:
         yield
