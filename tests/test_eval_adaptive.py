@@ -103,6 +103,15 @@ def test_never_explores_a_paid_member_that_the_budget_refuses() -> None:
     assert paid.total_calls == 0
 
 
+def test_never_explores_a_paid_member_under_spend_limits() -> None:
+    free, paid = always("free"), always("paid", 0.01)
+    perplexed.configure(spend_limits={"day": 5.0})
+    for i in range(50):
+        result = perplexed.search(f"query {i}", [free.provider, paid.provider], strategy="adaptive", explore=1.0)
+        assert [r.provider for r in result.route] == ["free"]
+    assert paid.total_calls == 0
+
+
 def test_the_figures_live_in_the_store_and_a_fleet_learns_together(tmp_path: Path) -> None:
     a, b = always("a"), always("b")
     chain = [b.provider, a.provider]

@@ -23,7 +23,8 @@ Rules of the order (each member's ``score`` is shown in :attr:`perplexed.Result.
    chain), and ties keep the chain's order.
 4. **Exploration.** With probability ``explore`` (default 0.05) one of the other members (uniformly) is put
    first, so a demoted member is tried again and re-learned when it recovers; never a paid member that
-   ``budget_usd`` would refuse, nor a paid member while spend limits are configured. ``seed`` makes the draws
+   ``budget_usd`` (the search's, or an evaluation's) would refuse, nor a paid member while spend limits are
+   configured. ``seed`` makes the draws
    reproducible (they depend on the seed and the members' call counts only).
 """
 
@@ -37,7 +38,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from . import _governance
+from . import _governance, _ledger
 from ._models import Attempt, Outcome, Result, RouteStep
 from ._policy import MemberStats
 from .providers import CallableProvider, Provider
@@ -175,6 +176,7 @@ async def plan(members: Sequence[Provider], chain: Any, price: Callable[[Provide
     routing: Routing | None = chain.routing
     budget = chain.budget_usd
     spend_limited = bool(_governance._settings.spend_limits)
+    run_cap = _ledger.current()  # perplexed.evaluate's budget_usd, when this search runs inside one
     views = []
     now = time.monotonic()
     for position, (member, identity) in enumerate(zip(members, identities, strict=True)):
@@ -185,10 +187,11 @@ async def plan(members: Sequence[Provider], chain: Any, price: Callable[[Provide
         seen_paid = (record is not None and record.cost_usd > 0) or (
             prior is not None and prior.cost_per_query_usd > 0)
         listed = 0.0
-        if record is None or budget is not None or spend_limited:  # the list price only when it matters
+        if record is None or budget is not None or spend_limited or run_cap is not None:  # only when it matters
             listed = _listed(member, price, now)
         paid = seen_paid or listed > 0
-        refused = paid and (spend_limited or (budget is not None and max(listed, 1e-12) > budget))
+        refused = paid and (spend_limited or (budget is not None and max(listed, 1e-12) > budget)
+                            or (run_cap is not None and not run_cap.fits(max(listed, 1e-12), run_cap.spent)))
         views.append(MemberView(position, member.label, record, prior,
                                 routing.min_quality if routing is not None else None, listed, not refused))
     if chain.seed is None:
