@@ -104,27 +104,30 @@ def _success(view: MemberView) -> tuple[float, float]:
     return (stats.ok + base * PRIOR_CALLS) / (stats.calls + PRIOR_CALLS), base
 
 
-def _key(view: MemberView, best: float, measured: tuple[float, float]) -> tuple[bool, bool, float, int, float]:
-    success, base = measured
+def _key(view: MemberView, best: float, success: float, base: float) -> tuple[bool, bool, float, int, float]:
+    """The sort key: (unhealthy, below the quality floor, -score bucket, chain position, score)."""
     prior = view.prior
-    quality = 1.0 if prior is None or prior.quality is None else prior.quality
-    expected = min(1.0, quality * success / base)
     stats = view.stats
+    quality = 1.0 if prior is None or prior.quality is None else prior.quality
+    expected = quality * success / base
+    if expected > 1.0:
+        expected = 1.0
     if stats is not None and stats.total:
         cost = stats.cost_usd
+        latency = stats.latency_ms
     elif prior is not None:
-        cost = prior.cost_per_query_usd
+        cost, latency = prior.cost_per_query_usd, None
     else:
-        cost = view.price
-    latency = stats.latency_ms if stats is not None and stats.latency_ms is not None else (
-        prior.latency_p50_ms if prior is not None and prior.latency_p50_ms is not None else 0.0)
-    score = expected / (max(cost, 0.0) + COST_UNIT_USD) / (1.0 + max(latency, 0.0) / LATENCY_UNIT_MS)
-    unhealthy = success < best - HEALTH_MARGIN
+        cost, latency = view.price, None
+    if latency is None:
+        latency = prior.latency_p50_ms if prior is not None and prior.latency_p50_ms is not None else 0.0
+    score = expected / ((cost if cost > 0 else 0.0) + COST_UNIT_USD) / (
+        1.0 + (latency if latency > 0 else 0.0) / LATENCY_UNIT_MS)
     below = (view.min_quality is not None and prior is not None and prior.quality is not None
              and expected < view.min_quality - 1e-12)
     # scores within a few per cent are a tie (the chain's order decides): latency jitter does not reorder
     bucket = math.floor(math.log(score) / _SCORE_BUCKET) if score > 0 else -math.inf
-    return unhealthy, below, -bucket, view.position, score
+    return success < best - HEALTH_MARGIN, below, -bucket, view.position, score
 
 
 def adaptive_order(views: Sequence[MemberView], draw: float, pick: float, explore: float) -> list[Ranked]:
@@ -132,10 +135,10 @@ def adaptive_order(views: Sequence[MemberView], draw: float, pick: float, explor
     when ``draw < explore`` and puts the ``pick``-th of the other explorable members first."""
     if not views:
         return []
-    successes = [_success(v) for v in views]
-    best = max(s for s, _ in successes)
-    keyed = sorted(((_key(v, best, s), v) for v, s in zip(views, successes, strict=True)),
-                   key=lambda item: item[0])
+    measured = [_success(v) for v in views]
+    best = max([m[0] for m in measured])
+    keyed = [(_key(v, best, m[0], m[1]), v) for v, m in zip(views, measured)]  # noqa: B905 - same length
+    keyed.sort()  # the keys end in the (unique) chain position: the views themselves are never compared
     ranked = [Ranked(v.position, v.label, k[4]) for k, v in keyed]
     if draw < explore and len(ranked) > 1:
         explorable = {v.position for v in views if v.explorable}
@@ -260,6 +263,7 @@ def with_route(result: Any, ranked: Sequence[Ranked], attempts: Sequence[Attempt
     if not isinstance(result, Result):
         return result
     tried = {a.provider for a in attempts if a.outcome is not Outcome.DEADLINE}
-    result._route = [RouteStep(provider=r.label, score=r.score if math.isfinite(r.score) else 0.0,
-                               explored=r.explored) for r in ranked if r.label in tried]
+    route = [RouteStep(r.label, r.score if math.isfinite(r.score) else 0.0, r.explored)
+             for r in ranked if r.label in tried]
+    result.__pydantic_private__["_route"] = route  # type: ignore[index]  # (what `result._route = ...` sets)
     return result

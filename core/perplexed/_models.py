@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import date
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, computed_field
 
@@ -137,11 +137,9 @@ class Result(BaseModel):
         return True
 
 
-class RouteStep(BaseModel):
+class RouteStep(NamedTuple):
     """One member of an adaptive chain's route (:attr:`Result.route`): its score when the chain was ordered
-    (higher is tried earlier) and whether exploration put it first."""
-
-    model_config = ConfigDict(frozen=True)
+    (higher is tried earlier) and whether exploration put it first. Immutable (a named tuple)."""
 
     provider: str
     score: float
