@@ -177,34 +177,34 @@ async def plan(members: Sequence[Provider], chain: Any, price: Callable[[Provide
     except Exception as exc:
         _governance._store_failed("member_stats", exc)
     routing: Routing | None = chain.routing
+    priors = routing.providers if routing is not None else None
+    floor = routing.min_quality if routing is not None else None
     budget = chain.budget_usd
     spend_limited = bool(_governance._settings.spend_limits)
     run_cap = _ledger.current()  # perplexed.evaluate's budget_usd, when this search runs inside one
+    priced = budget is not None or spend_limited or run_cap is not None  # the list price matters for everyone
     views = []
     now = time.monotonic()
-    for position, (member, identity) in enumerate(zip(members, identities, strict=True)):
-        prior = routing.providers.get(member.label) if routing is not None else None
-        if prior is None and routing is not None:
-            prior = routing.providers.get(member.name)
-        record = stats.get(identity)
-        seen_paid = (record is not None and record.cost_usd > 0) or (
-            prior is not None and prior.cost_per_query_usd > 0)
-        listed = 0.0
-        if record is None or budget is not None or spend_limited or run_cap is not None:  # only when it matters
-            listed = _listed(member, price, now)
-        paid = seen_paid or listed > 0
-        refused = paid and (spend_limited or (budget is not None and max(listed, 1e-12) > budget)
-                            or (run_cap is not None and not run_cap.fits(max(listed, 1e-12), run_cap.spent)))
-        views.append(MemberView(position, member.label, record, prior,
-                                routing.min_quality if routing is not None else None, listed, not refused))
+    position = 0
+    for member in members:
+        record = stats.get(identities[position])
+        prior = None
+        if priors is not None:
+            prior = priors.get(member.label) or priors.get(member.name)
+        listed = _listed(member, price, now) if record is None or priced else 0.0
+        explorable = True
+        if priced and (listed > 0 or (record is not None and record.cost_usd > 0)
+                       or (prior is not None and prior.cost_per_query_usd > 0)):  # a paid member
+            explorable = not (spend_limited or (budget is not None and max(listed, 1e-12) > budget)
+                              or (run_cap is not None and not run_cap.fits(max(listed, 1e-12), run_cap.spent)))
+        views.append(MemberView(position, member.label, record, prior, floor, listed, explorable))
+        position += 1
     if chain.seed is None:
         draw, pick = random.random(), random.random()
     else:
         rng = random.Random(chain.seed * 1_000_003 + sum(s.total for s in stats.values()))
         draw, pick = rng.random(), rng.random()
-    ranked = adaptive_order(views, draw, pick, chain.explore)
-    by_label = {m.label: i for m, i in zip(members, identities, strict=True)}
-    return ranked, _learner(store, by_label)
+    return adaptive_order(views, draw, pick, chain.explore), _learner(store, members, identities)
 
 
 _PRICE_FRESH_S = 1.0
@@ -224,14 +224,20 @@ def _listed(member: Provider, price: Callable[[Provider], float], now: float) ->
     return listed
 
 
-def _learner(store: Any, identities: dict[str, str]) -> Callable[[Attempt], None]:
+def _learner(store: Any, members: Sequence[Provider], identities: list[str]) -> Callable[[Attempt], None]:
     def learn(attempt: Attempt) -> None:
         outcome = attempt.outcome
         if store is None or attempt.cached or outcome in _NOT_CALLS:
             return
-        identity = identities.get(attempt.provider)
-        if identity is None:
+        label = attempt.provider
+        index = 0
+        for member in members:
+            if member.label == label:
+                break
+            index += 1
+        else:
             return
+        identity = identities[index]
         ok = outcome is Outcome.OK
         latency = float(attempt.duration_ms)
         try:
@@ -248,7 +254,7 @@ def _learner(store: Any, identities: dict[str, str]) -> Callable[[Attempt], None
     return learn
 
 
-_NOT_CALLS = frozenset({Outcome.SKIPPED, Outcome.DEADLINE, Outcome.CANCELLED})
+_NOT_CALLS = (Outcome.SKIPPED, Outcome.DEADLINE, Outcome.CANCELLED)  # a tuple: identity checks, no hashing
 
 
 async def _record(store: Any, identity: str, ok: bool, latency: float, cost: float) -> None:

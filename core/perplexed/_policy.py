@@ -347,5 +347,4 @@ def member_update(stats: MemberStats | None, ok: bool, latency_ms: float | None,
     else:
         latency = latency_ms if old.latency_ms is None else old.latency_ms * decay + latency_ms * (1 - decay)
     cost = cost_usd if old.total == 0 else old.cost_usd * decay + cost_usd * (1 - decay)
-    return MemberStats(ok=old.ok * decay + (1.0 if ok else 0.0), calls=old.calls * decay + 1.0,
-                       latency_ms=latency, cost_usd=cost, total=old.total + 1)
+    return MemberStats(old.ok * decay + (1.0 if ok else 0.0), old.calls * decay + 1.0, latency, cost, old.total + 1)
