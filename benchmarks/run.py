@@ -8,7 +8,8 @@ refused/hung provider cost), ``bench_fallbacks.py`` (LangChain ``with_fallbacks`
 ``bench_sse.py`` (decoder vs the perplexityai SDK, event latency), ``bench_import.py`` (import time vs the
 SDK, no framework imports), ``bench_memory.py`` (peak memory streaming a 10 MB answer / reading a capped
 body), ``bench_strategies.py`` (hedged tail latency, merge latency and recall), ``bench_verify.py`` (citation checking: quality on the labelled set, speed), ``bench_mcp.py`` (the MCP server: stdio overhead, concurrent HTTP calls), ``bench_bombs.py`` (decompression
-bombs: peak RSS over the cap, wall time over the deadline). Needs the ``bench`` extra (``perplexityai``, ``psutil``) and ``langchain-core``.
+bombs: peak RSS over the cap, wall time over the deadline), ``bench_eval.py`` (evaluate's throughput at
+concurrency 8, the adaptive strategy's ordering cost). Needs the ``bench`` extra (``perplexityai``, ``psutil``) and ``langchain-core``.
 
 Exit status: 0 when every target is met, 1 otherwise (the table says which missed).
 """
@@ -378,6 +379,20 @@ def mcp_server(quick: bool) -> list[Row]:
     ]
 
 
+def eval_bench(quick: bool) -> list[Row]:
+    data: Any = _json("bench_eval.py", "--queries", "16" if quick else "40", "--rounds", "1000" if quick else "4000")
+    print(json.dumps(data, indent=1))
+    t, o = data["throughput"], data["ordering"]
+    return [
+        Row("eval throughput, concurrency 8 vs sequential (50 ms providers)",
+            f"{t['speedup']:.2f}x ({t['concurrency_1_s']:.2f} s vs {t['concurrency_8_s']:.2f} s, {t['searches']} searches)",
+            ">= 6x", t["speedup"] >= 6),
+        Row("adaptive ordering vs sequential, memory store (CPU per call; wall in brackets)",
+            f"+{o['overhead_cpu_us']:.1f} us (wall +{o['overhead_us']:.1f} us; sequential {o['sequential_us']:.0f} us)",
+            "<= 20 us", o["overhead_cpu_us"] <= 20),
+    ]
+
+
 BENCHES: list[tuple[str, Callable[[bool], list[Row]]]] = [
     ("engine", engine),
     ("load", load),
@@ -391,6 +406,7 @@ BENCHES: list[tuple[str, Callable[[bool], list[Row]]]] = [
     ("redis", redis_store),
     ("verify", verify),
     ("mcp", mcp_server),
+    ("eval", eval_bench),
 ]
 
 

@@ -132,9 +132,10 @@ class SearchConfig(KnownNames):
     budget_usd: float | None = None
     """Most one search may spend: a paid provider whose price would exceed it is skipped (``over_budget``)."""
 
-    strategy: Literal["sequential", "hedged", "merge"] | None = None
+    strategy: Literal["sequential", "hedged", "merge", "adaptive"] | None = None
     """How the chain runs: ``sequential`` (core default), ``hedged`` (start the next provider when the current
-    one is slow; the first good answer wins) or ``merge`` (call several providers at once and fuse their hits)."""
+    one is slow; the first good answer wins), ``merge`` (call several providers at once and fuse their hits) or
+    ``adaptive`` (order the chain per call by what the state store has seen; see docs/eval.md)."""
 
     hedge_after_ms: int | Literal["auto"] | None = None
     """``hedged``: how long the current provider runs alone before the next one starts too (core default
@@ -149,6 +150,15 @@ class SearchConfig(KnownNames):
 
     accept: Callable[..., Any] | None = None
     """Quality gate: ``accept(result)`` returns True to accept, False or a reason string to reject."""
+
+    routing: Any = None
+    """``adaptive``: priors from a routing file (its path, or a :class:`perplexed.Routing`; see docs/eval.md)."""
+
+    explore: float | None = None
+    """``adaptive``: at most this share of calls try a member other than the top one first (core default 0.05)."""
+
+    seed: int | None = None
+    """``adaptive``: makes the exploration reproducible."""
 
     include_domains: list[str] | None = None
     """Only hits from these domains (``"nature.com"``, ``"*.gov"``, ``"example.com/docs"``)."""

@@ -85,7 +85,7 @@ class PerplexedQueryEngine(BaseQueryEngine):
         cache_ttl_s: float | None = None,
         cache_single_flight: bool | None = None,
         budget_usd: float | None = None,
-        strategy: Literal["sequential", "hedged", "merge"] | None = None,
+        strategy: Literal["sequential", "hedged", "merge", "adaptive"] | None = None,
         hedge_after_ms: int | Literal["auto"] | None = None,
         merge_providers: int | None = None,
         min_hits: int | None = None,

@@ -45,6 +45,13 @@ if TYPE_CHECKING:  # answer() is imported lazily (it pulls in the Agent API clie
         stream_answer,
     )
 
+# --- evaluation and routing (issue 37): loaded lazily (see _LAZY), so `import perplexed` does not import them ---
+if TYPE_CHECKING:
+    from ._eval import aevaluate, evaluate
+    from ._eval_report import EvalQuery, EvalReport, EvalRow as EvalRow, ProviderScore as ProviderScore
+    from ._models import RouteStep as RouteStep
+    from ._routing import Routing
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -94,6 +101,16 @@ __all__ = [
     "verify",
 ]
 
+# --- evaluation and routing (issue 37): a block of its own, loaded lazily (see _LAZY) ---
+__all__ += [  # issue 37 (not counted in the 45: issue 41); their parts (EvalRow, ProviderScore, RouteStep) are
+    # reachable as perplexed.NAME too, and documented with them
+    "EvalQuery",
+    "EvalReport",
+    "Routing",
+    "aevaluate",
+    "evaluate",
+]
+
 _LAZY = {
     "answer": "perplexed._answer",
     "aanswer": "perplexed._answer",
@@ -103,6 +120,15 @@ _LAZY = {
     "NoSourcesError": "perplexed._answer",
     "AnswerCitation": "perplexed._answer",
     "AGENT_PROVIDER": "perplexed._answer",
+    # --- evaluation and routing (issue 37) ---
+    "evaluate": "perplexed._eval",
+    "aevaluate": "perplexed._eval",
+    "EvalQuery": "perplexed._eval_report",
+    "EvalReport": "perplexed._eval_report",
+    "EvalRow": "perplexed._eval_report",
+    "ProviderScore": "perplexed._eval_report",
+    "Routing": "perplexed._routing",
+    "RouteStep": "perplexed._models",
 }
 
 #: Names that moved out of the top level: still ``perplexed.NAME`` for one minor version, with a DeprecationWarning

@@ -42,7 +42,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
-from . import _governance, telemetry
+from . import _adaptive, _governance, _ledger, telemetry
 from ._errors import PerplexedError, ProviderError, Reason, UpstreamError, redact
 from ._failures import classify_exception
 from ._logs import get_logger
@@ -154,6 +154,8 @@ class Engine:
         self.event = ("perplexed", op.name, "attempt")
         # governance (cache, cool-downs, rate limits, budgets): None when nothing is configured
         self.gov = _governance.plan(op, self.purse)
+        self.learn: Callable[[Attempt], None] | None = None  # strategy="adaptive": counts each attempt
+        self.route: list[_adaptive.Ranked] | None = None
 
     async def run(self) -> Any:
         op, chain = self.op, self.chain
@@ -170,6 +172,8 @@ class Engine:
                 result = await self.hedged()
             elif strategy == "merge":
                 result = await self.merge()
+            elif strategy == "adaptive":
+                result = await self.adaptive()
             else:
                 result = await self.sequential(list(enumerate(op.members)))
             if result is None:
@@ -191,6 +195,8 @@ class Engine:
         if recorded and order < recorded[-1][0]:
             self.in_order = False
         recorded.append((order, attempt))
+        if self.learn is not None:
+            self.learn(attempt)
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug(
                 "attempt provider=%s outcome=%s duration_ms=%d cost=%.6f error=%s",
@@ -224,6 +230,8 @@ class Engine:
             span.set_attribute("perplexed.answered_by", provider)
             span.set_attribute("perplexed.attempts", len(attempts))
             span.set_attribute("perplexed.cost", float(sum(a.cost for a in attempts)))
+        if self.route is not None:
+            return _adaptive.with_route(self.op.result(provider, answer, attempts), self.route, attempts)
         return self.op.result(provider, answer, attempts)
 
     def fallback(self) -> Any:
@@ -253,9 +261,13 @@ class Engine:
 
     # -- the attempt pipeline: admission -> call -> classify -> record -> annotate
 
-    async def attempt(self, member: Provider, *, early: bool = False) -> Called:
+    async def attempt(self, member: Provider, *, early: bool = False, reserved: bool = False) -> Called:
         """One member's attempt within its budget (capped by the deadline); never raises for the member's own
         failures. Governed (cache, single flight, cool-downs, rate limits, budgets) when anything is set."""
+        if not reserved:
+            ledger = _ledger.current()
+            if ledger is not None:  # a cap across searches (perplexed.evaluate's budget_usd)
+                return await self.ledgered(ledger, member, early)
         remaining = self.deadline - self.loop.time()
         capped = remaining < self.member_budget
         budget = remaining if capped else self.member_budget
@@ -275,7 +287,7 @@ class Engine:
                 price = float(self.op.price(member))
             except Exception:  # a pricing bug: the attempt prices itself again
                 price = 0.0
-            if price > 0 and purse.in_flight_n and purse.spent + purse.in_flight + price > limit + 1e-12:
+            if price > 0 and purse.in_flight_n and not purse.fits(price):
                 why = (f"price ${price:g} would exceed budget_usd ${limit:g} "
                        f"(spent ${purse.spent:g}, ${purse.in_flight:g} in flight)")
                 return Attempt(provider=member.label, outcome=Outcome.SKIPPED, reason="over_budget",
@@ -299,6 +311,24 @@ class Engine:
         finally:
             if limit is not None:
                 purse.release(price)
+
+    async def ledgered(self, ledger: _ledger.Ledger, member: Provider, early: bool) -> Called:
+        """:meth:`attempt` under a cap shared by many searches (the same :class:`~perplexed._ledger.Ledger` rule
+        as a search's ``budget_usd``): its list price reserved before, its cost counted after."""
+        try:
+            price = float(self.op.price(member))
+        except Exception:  # a pricing bug: the attempt prices itself again
+            price = 0.0
+        if not ledger.reserve(price):
+            return Attempt(provider=member.label, outcome=Outcome.SKIPPED, reason="over_budget",
+                           error=ledger.why(price, ledger.spent, "the run's budget_usd")), self.op.nothing, None
+        cost = 0.0
+        try:
+            called = await self.attempt(member, early=early, reserved=True)
+            cost = called[0].cost
+            return called
+        finally:
+            ledger.settle(price, cost)
 
     async def call(
         self, member: Provider, budget: float, capped: bool = False, client: Any = None,
@@ -434,6 +464,14 @@ class Engine:
             return
         if attempt.outcome is Outcome.CANCELLED or (self.gov is None and attempt.outcome in _ANSWERS):
             await sample_latency(member, float(attempt.duration_ms))
+
+    # -- adaptive (see _adaptive)
+
+    async def adaptive(self) -> Any:
+        """The members in the order the adaptive policy gives for this call, then as the sequential chain."""
+        members = self.op.members
+        self.route, self.learn = await _adaptive.plan(members, self.chain, self.op.price)
+        return await self.sequential([(i, members[r.position]) for i, r in enumerate(self.route)])
 
     # -- hedged
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from datetime import date
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, computed_field
 
-__all__ = ["Attempt", "Hit", "Outcome", "Page", "ProviderAnswer", "Result"]
+__all__ = ["Attempt", "Hit", "Outcome", "Page", "ProviderAnswer", "Result", "RouteStep"]
 
 
 class Outcome(StrEnum):
@@ -108,6 +108,13 @@ class Result(BaseModel):
     hits: list[Hit] = Field(default_factory=list)
     attempts: list[Attempt] = Field(default_factory=list)
     _fetches: list[Attempt] = PrivateAttr(default_factory=list)
+    _route: list[RouteStep] = PrivateAttr(default_factory=list)
+
+    @property
+    def route(self) -> list[RouteStep]:
+        """``strategy="adaptive"``: the members in the order tried, each with its score and whether it was put
+        first by exploration (empty under the other strategies)."""
+        return self._route
 
     @property
     def fetches(self) -> list[Attempt]:
@@ -133,6 +140,15 @@ class Result(BaseModel):
 
     def __bool__(self) -> bool:
         return True
+
+
+class RouteStep(NamedTuple):
+    """One member of an adaptive chain's route (:attr:`Result.route`): its score when the chain was ordered
+    (higher is tried earlier) and whether exploration put it first. Immutable (a named tuple)."""
+
+    provider: str
+    score: float
+    explored: bool = False
 
 
 class Page(BaseModel):
@@ -203,3 +219,4 @@ class Page(BaseModel):
 
 
 Hit.model_rebuild()
+Result.model_rebuild()

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ._bounds import check_ttl, check_usd
-from ._errors import InvalidRequest
+from ._errors import ConfigError, InvalidRequest
 
 __all__ = [
     "COMMON_OPTIONS",
@@ -27,7 +27,7 @@ MAX_QUERY_CHARS = 4000
 Recency = Literal["day", "week", "month", "year"]
 SafeSearch = Literal["off", "moderate", "strict"]
 FallbackOn = Literal["error", "empty", "timeout", "insufficient"]
-Strategy = Literal["sequential", "hedged", "merge"]
+Strategy = Literal["sequential", "hedged", "merge", "adaptive"]
 
 COMMON_OPTIONS = (
     "max_results",
@@ -54,6 +54,11 @@ CHAIN_OPTION_NAMES = (
     "merge_providers",
     "min_hits",
     "accept",
+    # --- strategy="adaptive" (issue 37): routing=, explore=, seed= ---
+    "routing",
+    "explore",
+    "seed",
+    # --- end of the adaptive block ---
 )
 """Options that shape how the chain runs; they never reach a provider and never change a cache key."""
 
@@ -194,6 +199,14 @@ class ChainOptions(BaseModel):
     merge_providers: int = Field(2, ge=1, le=20)
     min_hits: int | None = Field(None, ge=1, le=100)
     accept: Callable[..., Any] | None = None
+    # --- strategy="adaptive" (issue 37) ---
+    routing: Any = None
+    """Priors of the adaptive strategy: a routing file (path) or a :class:`~perplexed.Routing`."""
+    explore: float = Field(0.05, ge=0.0, le=1.0)
+    """The adaptive strategy: at most this share of calls put a member other than the top one first."""
+    seed: int | None = None
+    """The adaptive strategy: makes its exploration reproducible."""
+    # --- end of the adaptive block ---
 
     @classmethod
     def build(cls, **options: Any) -> ChainOptions:
@@ -245,6 +258,7 @@ class ChainOptions(BaseModel):
         for key in ("merge_providers", "min_hits"):
             if key in values and (isinstance(values[key], bool) or not isinstance(values[key], int)):
                 raise InvalidRequest(f"{key} must be an integer, got {values[key]!r}", param=key)
+        _adaptive_options(values)  # strategy="adaptive" (issue 37)
         if "accept" in values and not callable(values["accept"]):
             raise InvalidRequest("accept must be a callable taking a Result", param="accept")
         if "fallback_on" in values:
@@ -261,7 +275,7 @@ class ChainOptions(BaseModel):
             param = str(err["loc"][0]) if err.get("loc") else None
             hint = {
                 "fallback_on": " (fallback_on takes 'error', 'empty', 'timeout', 'insufficient')",
-                "strategy": " (strategy takes 'sequential', 'hedged', 'merge')",
+                "strategy": " (strategy takes 'sequential', 'hedged', 'merge', 'adaptive')",
             }.get(param or "", "")
             raise InvalidRequest(f"invalid {param}: {err['msg']}{hint}", param=param) from None
 
@@ -274,6 +288,30 @@ class ChainOptions(BaseModel):
         if outcome == "skipped":
             return True
         return outcome in self.fallback_on
+
+
+# --- strategy="adaptive" (issue 37): the validation of routing=, explore=, seed= ---
+
+
+def _adaptive_options(values: dict[str, Any]) -> None:
+    """Check (and load) the adaptive strategy's options in ``values``, naming the bad one."""
+    if "routing" in values:
+        from ._routing import load_routing  # only when given: `import perplexed` does not load it
+
+        try:
+            values["routing"] = load_routing(values["routing"])
+        except ConfigError as exc:
+            raise InvalidRequest(str(exc), param="routing") from None
+    if "explore" in values:
+        explore = _finite(values["explore"], "explore", "a share between 0 and 1")
+        if not 0 <= explore <= 1:
+            raise InvalidRequest(f"explore must be between 0 and 1, got {explore!r}", param="explore")
+        values["explore"] = float(explore)
+    if "seed" in values and (isinstance(values["seed"], bool) or not isinstance(values["seed"], int)):
+        raise InvalidRequest(f"seed must be an integer, got {values['seed']!r}", param="seed")
+
+
+# --- end of the adaptive block ---
 
 
 def _finite(value: object, param: str, what: str) -> float:

@@ -17,6 +17,7 @@ from typing import Literal, NamedTuple
 
 from ._bounds import MAX_TTL_S, MAX_USD, check_ttl, check_usd
 from ._errors import UNHEALTHY_REASONS, ConfigError
+from ._ledger import budget_allows
 
 __all__ = [
     "LATENCY_MIN_SAMPLES",
@@ -24,9 +25,11 @@ __all__ = [
     "MAX_COOLDOWN_S",
     "MAX_TTL_S",
     "MAX_USD",
+    "MEMBER_DECAY",
     "SPEND_WINDOWS",
     "CoolState",
     "Health",
+    "MemberStats",
     "Purse",
     "RateLimit",
     "check_provider_settings",
@@ -35,6 +38,7 @@ __all__ = [
     "cool_admit",
     "cool_record",
     "health_of",
+    "member_update",
     "p95",
     "parse_rate_limit",
     "parse_spend_limits",
@@ -328,6 +332,11 @@ class Purse:
         self.in_flight = 0.0  # the prices of the calls running, and how many there are
         self.in_flight_n = 0
 
+    def fits(self, price: float) -> bool:
+        """Whether a call of ``price`` fits beside what was spent and the prices in flight (the one rule of
+        ``budget_usd``, :func:`perplexed._ledger.budget_allows`; no limit: always)."""
+        return self.limit is None or budget_allows(self.limit, self.spent, self.in_flight, price)
+
     def reserve(self, price: float) -> None:
         self.in_flight += price
         self.in_flight_n += 1
@@ -335,3 +344,39 @@ class Purse:
     def release(self, price: float) -> None:
         self.in_flight_n -= 1
         self.in_flight = self.in_flight - price if self.in_flight_n else 0.0
+
+
+# -- the adaptive strategy's per-member record (issue 37) -----------------------------------------------------
+
+MEMBER_DECAY = 0.95
+"""Each new call of a member weighs its earlier calls by this much (about the last 20 calls count)."""
+
+
+class MemberStats(NamedTuple):
+    """What the state store has seen of one chain member, for ``strategy="adaptive"``: decayed counts of its
+    ``ok`` answers (``ok``) and of its calls (``calls``; ``empty``, ``error``, ``timeout`` and ``insufficient``
+    count as calls that were not ok), its decayed mean latency and cost, and how many calls it has had.
+    Immutable (a tuple: cheap to build on every call)."""
+
+    ok: float = 0.0
+    calls: float = 0.0
+    latency_ms: float | None = None
+    cost_usd: float = 0.0
+    total: int = 0
+
+    @property
+    def success(self) -> float | None:
+        """The decayed success rate (None before the first call)."""
+        return self.ok / self.calls if self.calls > 0 else None
+
+
+def member_update(stats: MemberStats | None, ok: bool, latency_ms: float | None, cost_usd: float,
+                  decay: float = MEMBER_DECAY) -> MemberStats:
+    """``stats`` after one more call (pure; every store applies it atomically, Redis in Lua)."""
+    old = stats if stats is not None else MemberStats()
+    if latency_ms is None or not math.isfinite(latency_ms):
+        latency = old.latency_ms
+    else:
+        latency = latency_ms if old.latency_ms is None else old.latency_ms * decay + latency_ms * (1 - decay)
+    cost = cost_usd if old.total == 0 else old.cost_usd * decay + cost_usd * (1 - decay)
+    return MemberStats(old.ok * decay + (1.0 if ok else 0.0), old.calls * decay + 1.0, latency, cost, old.total + 1)

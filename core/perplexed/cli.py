@@ -206,9 +206,12 @@ def _build_parser() -> _Parser:
             p.set_defaults(max_results=None)
         p.add_argument("--timeout-ms", type=_positive_int, metavar="MS", help="time limit per provider")
         p.add_argument("--deadline-ms", type=_positive_int, metavar="MS", help="time limit for the chain")
-        p.add_argument("--strategy", choices=("sequential", "hedged", "merge"),
+        p.add_argument("--strategy", choices=("sequential", "hedged", "merge", "adaptive"),
                        help="sequential (default): one provider at a time; hedged: start the next provider "
-                       "when the current one is slow; merge: ask several at once and fuse their hits")
+                       "when the current one is slow; merge: ask several at once and fuse their hits; "
+                       "adaptive: order the chain by what the state store has seen (and --routing)")
+        p.add_argument("--routing", metavar="FILE", help="adaptive: a routing file from `perplexed eval "
+                       "--write-routing` (its measured quality, cost and latency as priors)")
         p.add_argument("--hedge-after", type=_hedge_after, metavar="MS|auto",
                        help="hedged: start the next provider after MS ms without an answer (default auto: the "
                        "provider's observed p95 latency)")
@@ -254,6 +257,10 @@ def _build_parser() -> _Parser:
     from ._cli_fetch import add_parser as add_fetch
 
     add_fetch(sub, _Parser, _positive_int, _whole_number)
+
+    from ._cli_eval import add_parser as add_eval
+
+    add_eval(sub, _positive_int, _whole_number, _usd)
 
     p_prov = sub.add_parser("providers", help="registered providers, configured or not, and their price",
                             description="Every registered provider: configured or not (key, URL), and price.")
@@ -483,7 +490,7 @@ def _chain_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         options["provider_timeout_ms"] = args.timeout_ms
     if args.deadline_ms is not None:
         options["deadline_ms"] = args.deadline_ms
-    for name in ("strategy", "hedge_after", "merge_providers", "min_hits"):  # strategies and the floor
+    for name in ("strategy", "hedge_after", "merge_providers", "min_hits", "routing"):  # strategies, floor
         value = getattr(args, name, None)
         if value is not None:
             options["hedge_after_ms" if name == "hedge_after" else name] = value

@@ -35,11 +35,13 @@ from pydantic import BaseModel
 
 from .._errors import _SECRETS, StoreError
 from .._models import Hit
+from .._policy import MemberStats, member_update
 
 __all__ = [
     "Admission",
     "CachedAnswer",
     "Decision",
+    "MemberStats",
     "ProviderState",
     "Record",
     "Store",
@@ -231,6 +233,19 @@ class Store(abc.ABC):
         """Record spend made outside a chain (e.g. the Agent API's cost under ``perplexity-agent``)."""
         if cost > 0:
             await self.record(Record(provider="", label=label, cost=cost))
+
+    # -- strategy="adaptive": one decayed counter record per chain member (see perplexed._policy.member_update)
+
+    async def member_stats(self, providers: Sequence[str]) -> dict[str, MemberStats]:
+        """What the store has seen of each of ``providers`` (hashed identities; those never seen are left
+        out). Default: kept in this process only (a store that shares state overrides both methods)."""
+        seen: dict[str, MemberStats] = self.__dict__.setdefault("_members", {})
+        return {p: seen[p] for p in providers if p in seen}
+
+    async def record_member(self, provider: str, ok: bool, latency_ms: float | None, cost_usd: float) -> None:
+        """Count one call of ``provider`` (``ok`` or not, its latency and cost), atomically."""
+        seen: dict[str, MemberStats] = self.__dict__.setdefault("_members", {})
+        seen[provider] = member_update(seen.get(provider), ok, latency_ms, cost_usd)
 
     async def check(self) -> None:
         """Prove the store works, raising whatever it raises (``perplexed doctor``): one write (a probe

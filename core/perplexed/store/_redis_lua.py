@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-__all__ = ["ADMIT", "CLAIM_SLOT", "POLL_FILL", "RECORD", "REPLAY_WINDOW", "SCRIPTS", "SPEND_REPORT", "SPEND_RESERVE",
+__all__ = ["ADMIT", "CLAIM_SLOT", "MEMBER_RECORD", "POLL_FILL", "RECORD", "REPLAY_WINDOW", "SCRIPTS", "SPEND_REPORT", "SPEND_RESERVE",
            "STATE", "UNDO", "Script"]
 
 
@@ -403,4 +403,25 @@ redis.call('PEXPIRE', KEYS[1], math.ceil(tonumber(ARGV[1]) * 1000) + 60000)
 return 1
 """)
 
-SCRIPTS = (ADMIT, SPEND_RESERVE, UNDO, RECORD, SPEND_REPORT, STATE, POLL_FILL, CLAIM_SLOT, REPLAY_WINDOW)
+MEMBER_RECORD = _script("member_record", r"""
+-- strategy="adaptive": perplexed._policy.member_update on the member's hash (o ok, c calls, l latency, x cost,
+-- n total). KEYS: 1 member hash. ARGV: 1 ok ('1'/'0') 2 latency_ms ('' = none) 3 cost 4 decay
+local v = redis.call('HMGET', KEYS[1], 'o', 'c', 'l', 'x', 'n')
+local d = tonumber(ARGV[4])
+local n = num(v[5]) or 0
+local ok = (ARGV[1] == '1') and 1 or 0
+local latency = num(ARGV[2])
+local cost = tonumber(ARGV[3])
+local old_l = num(v[3])
+if latency == nil then latency = old_l elseif old_l ~= nil then latency = old_l * d + latency * (1 - d) end
+if n > 0 then cost = (num(v[4]) or 0) * d + cost * (1 - d) end
+local args = {'o', fmt((num(v[1]) or 0) * d + ok), 'c', fmt((num(v[2]) or 0) * d + 1), 'x', fmt(cost),
+              'n', tostring(n + 1)}
+if latency ~= nil then table.insert(args, 'l'); table.insert(args, fmt(latency)) end
+redis.call('HSET', KEYS[1], unpack(args))
+redis.call('PEXPIRE', KEYS[1], KEEP_MS)
+return 1
+""")
+
+SCRIPTS = (ADMIT, SPEND_RESERVE, UNDO, RECORD, SPEND_REPORT, STATE, POLL_FILL, CLAIM_SLOT, REPLAY_WINDOW,
+           MEMBER_RECORD)

@@ -36,14 +36,14 @@ import secrets
 import threading
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import Any, Final, TypeVar
 
 from .. import telemetry
 from .._errors import redact
 from .._logs import get_logger
-from .._policy import RateLimit, slot_admit
+from .._policy import MemberStats, RateLimit, slot_admit
 from ._base import Admission, CachedAnswer, Decision, ProviderState, Record, Store
 from ._resp import ClientClosed, NoScript
 from .memory import MemoryStore
@@ -476,6 +476,18 @@ class ResilientStore(Store):
         if not isinstance(result, _Skip):
             return result
         return await self._local_store().latency_p95(provider)
+
+    async def member_stats(self, providers: Sequence[str]) -> dict[str, MemberStats]:
+        result = await self._remote_call(lambda: self._remote.member_stats(providers), changes_state=False)
+        if not isinstance(result, _Skip):
+            return result
+        return await self._local_store().member_stats(providers)
+
+    async def record_member(self, provider: str, ok: bool, latency_ms: float | None, cost_usd: float) -> None:
+        result = await self._remote_call(lambda: self._remote.record_member(provider, ok, latency_ms, cost_usd),
+                                         changes_state=True)
+        if isinstance(result, _Skip):
+            self._local_store().record_member_now(provider, ok, latency_ms, cost_usd)
 
     async def state(self, provider: str, window_s: float | None = None) -> ProviderState:
         result = await self._remote_call(lambda: self._remote.state(provider, window_s), changes_state=False)

@@ -6,16 +6,18 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._policy import (
     LATENCY_SAMPLES,
     SPEND_WINDOWS,
     CoolState,
+    MemberStats,
     RateLimit,
     cool_admit,
     cool_record,
+    member_update,
     p95,
     spend_allows,
     window_admit,
@@ -173,6 +175,7 @@ class MemoryStore(Store):
         self._cool: dict[str, CoolState] = {}
         self._spend = _Spend()
         self._latency: dict[str, deque[float]] = {}
+        self._members: dict[str, MemberStats] = {}
 
     def __repr__(self) -> str:
         return "MemoryStore()"
@@ -318,6 +321,25 @@ class MemoryStore(Store):
             self._cool.clear()
             self._spend = _Spend()
             self._latency.clear()
+            self._members.clear()
+
+    # -- strategy="adaptive" ------------------------------------------------------------------------------
+
+    async def member_stats(self, providers: Sequence[str]) -> dict[str, MemberStats]:
+        return self.member_stats_now(providers)
+
+    def member_stats_now(self, providers: Sequence[str]) -> dict[str, MemberStats]:
+        """:meth:`member_stats` without the coroutine (the records are immutable: no lock needed to read)."""
+        seen = self._members
+        return {p: seen[p] for p in providers if p in seen}
+
+    async def record_member(self, provider: str, ok: bool, latency_ms: float | None, cost_usd: float) -> None:
+        self.record_member_now(provider, ok, latency_ms, cost_usd)
+
+    def record_member_now(self, provider: str, ok: bool, latency_ms: float | None, cost_usd: float) -> None:
+        """:meth:`record_member` without the coroutine."""
+        with self._lock:
+            self._members[provider] = member_update(self._members.get(provider), ok, latency_ms, cost_usd)
 
 
 def _state(cool: CoolState, now: float, calls: int) -> ProviderState:

@@ -40,7 +40,7 @@ from typing import Any, Final
 from urllib.parse import SplitResult, parse_qsl, quote, unquote, urlsplit, urlunsplit
 
 from .._errors import ConfigError, install_hint, mask_url, register_secret
-from .._policy import LATENCY_SAMPLES, p95
+from .._policy import LATENCY_SAMPLES, MEMBER_DECAY, MemberStats, p95
 from ._base import (
     CALL,
     Admission,
@@ -55,6 +55,7 @@ from ._base import (
 from ._redis_lua import (
     ADMIT,
     CLAIM_SLOT,
+    MEMBER_RECORD,
     POLL_FILL,
     RECORD,
     REPLAY_WINDOW,
@@ -410,6 +411,21 @@ class _RedisBackend(Store):
             self._p95.clear()
         self._p95[provider] = (mono + _P95_FRESH_S, value)
         return value
+
+    async def member_stats(self, providers: Sequence[str]) -> dict[str, MemberStats]:
+        out: dict[str, MemberStats] = {}
+        for provider in providers:  # one hash per provider's slot (a cluster keeps them apart)
+            o, c, lat, x, n = await self._client().execute_command(
+                "HMGET", f"{self._tag(provider)}:m", "o", "c", "l", "x", "n")
+            if n is not None:
+                out[provider] = MemberStats(ok=float(o), calls=float(c), latency_ms=None if lat is None else float(lat),
+                                            cost_usd=float(x), total=int(n))
+        return out
+
+    async def record_member(self, provider: str, ok: bool, latency_ms: float | None, cost_usd: float) -> None:
+        await self._eval(MEMBER_RECORD, [f"{self._tag(provider)}:m"],
+                         ["1" if ok else "0", "" if latency_ms is None else _f(latency_ms), _f(cost_usd),
+                          _f(MEMBER_DECAY)])
 
     async def state(self, provider: str, window_s: float | None = None) -> ProviderState:
         tag = self._tag(provider)

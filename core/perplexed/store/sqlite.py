@@ -27,7 +27,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -39,6 +39,7 @@ from .._policy import (
     LATENCY_SAMPLES,
     SPEND_WINDOWS,
     CoolState,
+    MemberStats,
     cool_admit,
     cool_record,
     p95,
@@ -55,6 +56,7 @@ from ._base import (
     decode_answer,
     encode_answer,
 )
+from ._members import MEMBERS_SCHEMA, read_members, record_member
 from .memory import MemoryStore
 
 __all__ = ["SQLiteStore"]
@@ -89,7 +91,7 @@ CREATE INDEX IF NOT EXISTS spend_ts_idx ON spend (ts);
 CREATE TABLE IF NOT EXISTS spend_window (window_s REAL PRIMARY KEY, total REAL NOT NULL, cursor INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS latency (id INTEGER PRIMARY KEY, provider TEXT NOT NULL, ms REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS latency_idx ON latency (provider, id);
-"""
+""" + MEMBERS_SCHEMA
 
 
 class _Busy(Exception):
@@ -703,6 +705,12 @@ class SQLiteStore(Store):
 
         return await self._run(read)
 
+    async def member_stats(self, providers: Sequence[str]) -> dict[str, MemberStats]:
+        return await self._run(lambda: read_members(self._connect(), providers))
+
+    async def record_member(self, provider: str, ok: bool, latency_ms: float | None, cost_usd: float) -> None:
+        await self._run(lambda: record_member(self._connect(), provider, ok, latency_ms, cost_usd))
+
     async def state(self, provider: str, window_s: float | None = None) -> ProviderState:
         def read() -> ProviderState:
             conn = self._connect()
@@ -748,7 +756,7 @@ class SQLiteStore(Store):
     async def clear(self) -> None:
         def wipe(conn: sqlite3.Connection, now: float) -> None:
             for table in ("cache", "fills", "rate_window", "rate_state", "cooldown", "spend", "spend_window",
-                          "latency"):
+                          "latency", "members"):
                 conn.execute(f"DELETE FROM {table}")
 
         await self._run(self._transaction, wipe)
