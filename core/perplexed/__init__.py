@@ -48,7 +48,9 @@ if TYPE_CHECKING:  # answer() is imported lazily (it pulls in the Agent API clie
 # --- evaluation and routing (issue 37): loaded lazily (see _LAZY), so `import perplexed` does not import them ---
 if TYPE_CHECKING:
     from ._eval import aevaluate, evaluate
-    from ._eval_report import EvalQuery, EvalReport, EvalRow as EvalRow, ProviderScore as ProviderScore
+    from ._eval_report import EvalQuery, EvalReport
+    from ._eval_report import EvalRow as EvalRow
+    from ._eval_report import ProviderScore as ProviderScore
     from ._models import RouteStep as RouteStep
     from ._routing import Routing
 
