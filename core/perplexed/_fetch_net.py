@@ -230,7 +230,19 @@ _ROBOTS_ENTRIES = 1024
 
 # origin -> (expires at, verdict): verdict is a protego parser, or True (no rules: everything allowed)
 _robots: OrderedDict[str, tuple[float, Any]] = OrderedDict()
-_robots_pending: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Future[Any]]] = (
+
+
+class _SharedLoad:
+    """One robots.txt load in its own task, shared by every fetch of the origin that waits for it."""
+
+    __slots__ = ("task", "waiters")
+
+    def __init__(self, task: asyncio.Task[Any]) -> None:
+        self.task = task
+        self.waiters = 0
+
+
+_robots_pending: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, _SharedLoad]] = (
     weakref.WeakKeyDictionary()
 )
 
@@ -252,31 +264,9 @@ async def robots_verdict(
     """Whether robots.txt lets ``user_agent`` fetch ``url`` (and why not), from the per-origin cache or one fetch
     of ``/robots.txt`` shared by concurrent callers."""
     origin = _origin_of(url)
-    now = time.monotonic()
     entry = _robots.get(origin)
-    if entry is None or entry[0] <= now:
-        loop = asyncio.get_running_loop()
-        pending = _robots_pending.setdefault(loop, {})
-        future = pending.get(origin)
-        if future is None:
-            future = loop.create_future()
-            pending[origin] = future
-            try:
-                verdict, ttl = await _load_robots(client, origin, allowed, headers)
-                if ttl > 0:
-                    _robots[origin] = (time.monotonic() + ttl, verdict)
-                    _robots.move_to_end(origin)
-                while len(_robots) > _ROBOTS_ENTRIES:
-                    _robots.popitem(last=False)
-                future.set_result(verdict)
-            except BaseException as exc:
-                future.set_exception(exc)
-                future.exception()  # retrieved: the waiters get it; no "never retrieved" warning
-                raise
-            finally:
-                pending.pop(origin, None)
-        else:
-            verdict = await asyncio.shield(future)
+    if entry is None or entry[0] <= time.monotonic():
+        verdict = await _shared_robots(client, origin, allowed, headers)
     else:
         verdict = entry[1]
     if verdict is True:
@@ -284,6 +274,53 @@ async def robots_verdict(
     if verdict.can_fetch(url, user_agent):
         return True, ""
     return False, f"{origin}/robots.txt disallows {user_agent} from fetching {urlsplit(url).path or '/'}"
+
+
+async def _shared_robots(client: httpx.AsyncClient, origin: str, allowed: Allowed, headers: dict[str, str]) -> Any:
+    """The verdict of one robots.txt load per origin, run in its own task and awaited through
+    ``asyncio.shield``: a waiter's timeout or cancellation ends that waiter only, never the load the others
+    wait for (each keeps its own deadline). The load is cancelled when its last waiter has gone."""
+    loop = asyncio.get_running_loop()
+    pending = _robots_pending.setdefault(loop, {})
+    while True:
+        shared = pending.get(origin)
+        if shared is None:
+            shared = pending[origin] = _SharedLoad(loop.create_task(_load_and_keep(client, origin, allowed, headers)))
+            shared.task.add_done_callback(_settled(pending, origin, shared))
+        shared.waiters += 1
+        try:
+            return await asyncio.shield(shared.task)
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if shared.task.cancelled() and (current is None or not current.cancelling()):
+                continue  # the load was abandoned by the waiters before this one: start another
+            raise
+        finally:
+            shared.waiters -= 1
+            if shared.waiters == 0 and not shared.task.done():  # nobody waits any more: no work goes on
+                if pending.get(origin) is shared:
+                    del pending[origin]
+                shared.task.cancel()
+
+
+def _settled(pending: dict[str, _SharedLoad], origin: str, shared: _SharedLoad) -> Callable[[asyncio.Task[Any]], None]:
+    def done(task: asyncio.Task[Any]) -> None:
+        if pending.get(origin) is shared:
+            del pending[origin]
+        if not task.cancelled():
+            task.exception()  # retrieved: the waiters get it; no "never retrieved" warning
+
+    return done
+
+
+async def _load_and_keep(client: httpx.AsyncClient, origin: str, allowed: Allowed, headers: dict[str, str]) -> Any:
+    verdict, ttl = await _load_robots(client, origin, allowed, headers)
+    if ttl > 0:
+        _robots[origin] = (time.monotonic() + ttl, verdict)
+        _robots.move_to_end(origin)
+    while len(_robots) > _ROBOTS_ENTRIES:
+        _robots.popitem(last=False)
+    return verdict
 
 
 async def _load_robots(
