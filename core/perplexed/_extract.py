@@ -7,6 +7,7 @@ challenge or "enable JavaScript" page (an interstitial) is ``blocked``, not a pa
 
 from __future__ import annotations
 
+import codecs
 import html as html_lib
 import re
 from dataclasses import dataclass
@@ -82,12 +83,28 @@ def decode_text(body: bytes, content_type: str | None) -> str:
         meta = re.search(rb"<meta[^>]{0,200}charset\s*=\s*[\"']?([\w.:-]+)", body[:4096], re.I)
         if meta is not None:
             declared = meta.group(1).decode("ascii", "replace")
-    if declared:
+    codec = _charset_codec(declared) if declared else None
+    if codec is not None:
         try:
-            return body.decode(declared, "replace")
-        except LookupError:
+            return body.decode(codec, "replace")
+        except (LookupError, UnicodeError, ValueError, TypeError):  # a codec that is no charset after all
             pass
     return body.decode("utf-8", "replace")
+
+
+#: Python codecs that are no charset of a web page (a hostile ``charset=idna`` is read like an unknown one)
+_NOT_CHARSETS = frozenset({"idna", "punycode", "undefined", "unicode_escape", "raw_unicode_escape", "mbcs", "oem"})
+
+
+def _charset_codec(declared: str) -> str | None:
+    """The Python codec of a declared charset, or None when it names no text charset (then UTF-8 is read)."""
+    try:
+        info = codecs.lookup(declared)
+    except (LookupError, ValueError, TypeError):
+        return None
+    if not getattr(info, "_is_text_encoding", True) or info.name in _NOT_CHARSETS:
+        return None
+    return info.name
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import ipaddress
+import re
 import socket
 import time
 import weakref
@@ -159,29 +160,67 @@ def guarded_client(allowed: Allowed, resolver: Resolver | None = None,
     return client
 
 
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+#: characters no host name has (WHATWG's forbidden host code points, brackets aside)
+_FORBIDDEN_HOST = frozenset(" #%/<>?@\\^|\"{}`")
+
+
 def _location_check(allowed: Allowed) -> Callable[[httpx.Response], Awaitable[None]]:
-    """A response hook: a redirect whose ``Location`` httpx cannot parse (``http://0251.0376.0251.0376/`` is
-    an address to the C resolver, not to httpx) is judged here, before httpx gives up on it."""
+    """A response hook: a redirect's ``Location`` is judged here, before httpx reads it. A target in refused
+    address space is ``private_address``; one that is malformed (``http://[::1``), not http(s) (``data:``,
+    ``javascript:``), ambiguous (``http:127.0.0.1:80/``: a scheme without ``//``, read as a path by some parsers
+    and as a host by others) or without a host is the ``redirect`` :class:`~perplexed.InvalidRequest`.
+    ``http://0251.0376.0251.0376/`` is an address to the C resolver, not to httpx: it is judged here too."""
 
     async def check(response: httpx.Response) -> None:
         location = response.headers.get("location")
         if location is None or not 300 <= response.status_code < 400:
             return
-        try:
-            httpx.URL(location)
-            return
-        except httpx.InvalidURL:
-            pass
-        target = urljoin(str(response.request.url), location)
-        try:
-            host = urlsplit(target).hostname or ""
-        except ValueError:
-            host = ""
-        check_literal(target, host, allowed)  # raises the private_address refusal
-        raise InvalidRequest(f"redirect to an invalid URL {location[:200]!r}", param="url", reason="redirect")
+        why = _bad_location(str(response.request.url), location.strip(), allowed)
+        if why is not None:
+            raise InvalidRequest(f"redirect to {why}: {location[:200]!r}", param="url", reason="redirect")
 
     check._perplexed_location_check = True  # type: ignore[attr-defined]
     return check
+
+
+def _bad_location(base: str, location: str, allowed: Allowed) -> str | None:
+    """Why a redirect target is not followed (None: httpx may read it; each hop is checked again later).
+    Raises the ``private_address`` refusal for a target in refused address space."""
+    scheme = _SCHEME.match(location)
+    if scheme is not None:
+        name = scheme.group(0)[:-1].lower()
+        if name not in ("http", "https"):
+            return f"a {name}: URL (only http and https are fetched)"
+        if location[len(name) + 1 : len(name) + 3] not in ("//", "\\\\", "/\\", "\\/"):
+            return "an ambiguous URL (a scheme without //)"
+    rest = location[scheme.end():] if scheme is not None else location
+    if rest[:2] in ("//", "\\\\", "/\\", "\\/"):  # an authority: it names the host itself
+        if "\\" in re.split(r"[/?#]", rest[2:], maxsplit=1)[0]:
+            return "an ambiguous URL (a backslash in its host part)"
+        authority = re.split(r"[/?#\\\\]", rest[2:], maxsplit=1)[0].rpartition("@")[2]
+        host_part = authority if authority.startswith("[") else authority.split(":", 1)[0]
+        if not host_part:
+            return "a URL without a host"
+        if any(c in _FORBIDDEN_HOST or c <= " " or c == "\x7f" for c in host_part):
+            return "a URL whose host is not a host name"
+    try:
+        target = urljoin(base, location)
+        parts = urlsplit(target)
+        host = parts.hostname or ""
+        _ = parts.port
+    except ValueError:
+        return "an invalid URL"
+    check_literal(target, host, allowed)  # raises the private_address refusal
+    try:
+        url = httpx.URL(base).join(location)
+    except (httpx.InvalidURL, ValueError, UnicodeError):
+        return "an invalid URL"
+    if url.scheme not in ("http", "https"):
+        return f"a {url.scheme}: URL (only http and https are fetched)"
+    if not url.host or not host:
+        return "a URL without a host"
+    return None
 
 
 async def check_url(url: str, allowed: Allowed = NOTHING, resolver: Resolver | None = None) -> None:
