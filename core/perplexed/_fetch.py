@@ -33,6 +33,7 @@ from ._errors import (
     UpstreamError,
 )
 from ._extract import cut, markdown_to_text
+from ._extract_worker import text_in_worker
 from ._failures import classify_exception
 from ._fetch_net import check_url, guarded_client, robots_verdict, split_url
 from ._http import get_client
@@ -324,7 +325,11 @@ class FetchOperation:
         return get_client(member.transport)
 
     async def call(self, member: Provider, client: httpx.AsyncClient | None) -> FetchAnswer:
-        return await _call_fetcher(cast(FetchProvider, member), self.plan, client)
+        answer = await _call_fetcher(cast(FetchProvider, member), self.plan, client)
+        if answer.format != self.plan.options.format and self.plan.options.format == "text":
+            # inside the provider's timer and off the event loop: hostile Markdown cannot outlive the deadline
+            answer = answer.model_copy(update={"text": await text_in_worker(answer.text), "format": "text"})
+        return answer
 
     def finish(self, member: Provider, raw: FetchAnswer) -> tuple[FetchAnswer, float, str | None]:
         answer = _in_format(raw, self.plan.options.format)
@@ -472,7 +477,7 @@ async def _fetch_direct(provider: Http, plan: FetchPlan, client: httpx.AsyncClie
             body = await read_body(provider, response)
         finally:
             await response.aclose()
-        return await _in_thread(provider.parse_page, response, body, url, options)
+        return await provider.extract(response, body, url, options)
 
 
 def _next_hop(provider: Http, response: httpx.Response, hops: int, allowed: Allowed) -> str:
