@@ -41,7 +41,7 @@ from ._keywords import credential_hint, unknown_keyword
 from ._logs import get_logger
 from ._models import Attempt, Hit, Outcome, Page, Result
 from ._options import ChainOptions
-from ._ssrf import Allowed, check_literal, parse_allow_private
+from ._ssrf import Allowed, check_literal, normalise_url, parse_allow_private
 from .chain import _in_thread, drive_flow, read_body
 from .chain import asearch as _chain_asearch
 from .chain import search as _chain_search
@@ -123,6 +123,7 @@ def clean_url(url: object, param: str = "url") -> str:
         raise InvalidRequest(f"{param} contains control characters", param=param)
     if cleaned[:7].lower() == "file://":
         return cleaned
+    cleaned = normalise_url(cleaned, param)  # one URL, read one way: what is checked is what providers get
     split_url(cleaned, param)
     return cleaned
 
