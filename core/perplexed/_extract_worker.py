@@ -51,7 +51,8 @@ __all__ = [
 
 logger = get_logger("perplexed.fetch")
 
-#: how much more address space a worker may take than it has once warm (1 GiB)
+#: how much more address space a worker may take than it has once warm (1 GiB; ``PERPLEXED_EXTRACT_MEMORY_MB``
+#: in the environment sets another figure)
 MEMORY_BYTES = 1 << 30
 #: a worker whose peak resident size passed this is not reused (its memory goes back to the system)
 RECYCLE_BYTES = 384 << 20
@@ -84,7 +85,7 @@ class _Worker:
         env = dict(os.environ)
         path = os.pathsep.join(p for p in sys.path if p)  # what this process imports, the worker imports
         env["PYTHONPATH"] = path
-        self.proc = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+        self.proc = subprocess.Popen(
             [sys.executable, "-m", "perplexed._extract_worker"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, bufsize=0,
         )
@@ -370,11 +371,40 @@ def _limit_memory() -> None:
     if not size:
         return  # pragma: no cover - no /proc: the deadline still bounds the worker
     _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    limit = size + MEMORY_BYTES
+    limit = size + _memory_budget()
     if hard != resource.RLIM_INFINITY:
         limit = min(limit, hard)
     with contextlib.suppress(ValueError, OSError):
         resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+        global _limit
+        _limit = limit
+
+
+#: the address-space limit of this worker (0: none)
+_limit = 0
+
+
+def _ran_out() -> bool:
+    """Whether this worker's address space reached its limit (libxml2 and trafilatura swallow a failed
+    allocation and return less text: the peak size says what happened)."""
+    if not _limit:
+        return False
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmPeak:"):
+                    return int(line.split()[1]) * 1024 >= _limit - (16 << 20)
+    except (OSError, ValueError, IndexError):
+        pass
+    return False
+
+
+def _memory_budget() -> int:
+    try:
+        megabytes = int(os.environ.get("PERPLEXED_EXTRACT_MEMORY_MB", ""))
+    except ValueError:
+        return MEMORY_BYTES
+    return max(16, megabytes) << 20
 
 
 def _peak_bytes() -> int:
@@ -396,7 +426,7 @@ def _serve(header: dict[str, Any], body: bytes) -> dict[str, Any]:
                 "published": extracted.published.isoformat() if extracted.published else None,
                 "language": extracted.language, "interstitial": why}
     except MemoryError:
-        return {"error": "memory", "message": f"extracting the page needed more than {MEMORY_BYTES >> 20} MiB",
+        return {"error": "memory", "message": f"extracting the page needed more than {_memory_budget() >> 20} MiB",
                 "recycle": True}
     except DocumentError as exc:
         return {"error": "document", "message": exc.message}
@@ -412,7 +442,7 @@ def main() -> None:
     os.dup2(2, 1)
     source = sys.stdin.buffer
     with contextlib.suppress(ImportError):
-        import trafilatura  # noqa: F401 - warm: the first page does not pay for the import
+        import trafilatura
         import trafilatura.core  # noqa: F401
     with contextlib.suppress(ImportError):
         import pypdf  # noqa: F401
@@ -427,6 +457,9 @@ def main() -> None:
         body = _read_exact(source, body_size)
         reply = _serve(header, body)
         del body
+        if "error" not in reply and _ran_out():
+            reply = {"error": "memory", "recycle": True,
+                     "message": f"extracting the page needed more than {_memory_budget() >> 20} MiB"}
         if _peak_bytes() > RECYCLE_BYTES:
             reply["recycle"] = True
         data = json.dumps(reply).encode()

@@ -149,3 +149,16 @@ async def test_ordinary_pages_still_come_back_whole(loopback: LoopbackServer) ->
     small_pdf = _serve(loopback, "/small.pdf", shared_stream_pdf(pages=2, ops=5), "application/pdf")
     pdf = await perplexed.afetch(small_pdf, allow_private=LOOP, min_chars=10)
     assert pdf.content.count("setback") == 10
+
+
+async def test_a_page_that_needs_more_memory_than_a_worker_may_take_is_body_too_large(
+    loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PERPLEXED_EXTRACT_MEMORY_MB", "64")  # the workers of this test: 64 MiB over their start
+    url = _serve(loopback, "/p", P_TAGS, "text/html")
+    with pytest.raises(UpstreamError) as info:
+        await perplexed.afetch(url, allow_private=LOOP, deadline_ms=60_000, provider_timeout_ms=60_000)
+    attempt = info.value.attempts[0]
+    assert attempt.reason == "body_too_large" and "64 MiB" in (attempt.error or ""), attempt
+    _cpu_spent, _grown, workers = _quiet_after(0.2)
+    assert workers == []  # a worker that ran out of memory is not reused

@@ -62,7 +62,7 @@ def test_sync_callers_in_threads_keep_their_own_deadlines(loopback: LoopbackServ
     def one(path: str, deadline_ms: int) -> Page | BaseException:
         try:
             return perplexed.fetch(loopback.url_for(path), allow_private=LOOP, deadline_ms=deadline_ms)
-        except BaseException as exc:  # noqa: BLE001 - what each caller got is the point
+        except BaseException as exc:  # what each caller got is the point
             return exc
 
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
