@@ -5,7 +5,7 @@ Extracting a hostile page can take minutes of CPU and gigabytes (8 MB of ``<p>``
 small PDF whose thousands of pages share one content stream; Markdown that makes a regular expression backtrack).
 None of that can be interrupted from outside a thread (lxml and ``re`` run in C), so it runs in a process:
 
-* a small pool of warm workers (``python -m perplexed._extract_worker``: the interpreter, perplexed and
+* a small pool of warm workers (:func:`main` in a new interpreter: perplexed and
   trafilatura already imported), started by the first fetch of the process while its request is on the network;
 * a call sends the body down the worker's stdin and reads the answer from its stdout, in a daemon thread: the event
   loop never runs extraction;
@@ -86,7 +86,7 @@ class _Worker:
         path = os.pathsep.join(p for p in sys.path if p)  # what this process imports, the worker imports
         env["PYTHONPATH"] = path
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "perplexed._extract_worker"],
+            [sys.executable, "-c", "from perplexed._extract_worker import main; main()"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, bufsize=0,
         )
         self.ready = False
