@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import concurrent.futures
 import contextlib
 import json
 import os
+import queue
 import struct
 import subprocess
 import sys
@@ -138,13 +140,51 @@ def _read_exact(stream: IO[bytes], size: int) -> bytes:
     return b"".join(chunks)
 
 
+class _Spawner:
+    """One long-lived thread starts every worker: on Linux a worker dies with the thread that started it
+    (``PR_SET_PDEATHSIG``), so that must be a thread that lives as long as this process, not a passing one."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.requests: queue.SimpleQueue[concurrent.futures.Future[_Worker]] = queue.SimpleQueue()
+        self.pid = 0
+
+    def start(self) -> _Worker:
+        with self.lock:
+            if self.pid != os.getpid():  # first use, or a forked child (threads do not survive a fork)
+                self.requests = queue.SimpleQueue()
+                threading.Thread(target=self.serve, args=(self.requests,), name="perplexed-extract-spawner",
+                                 daemon=True).start()
+                self.pid = os.getpid()
+            future: concurrent.futures.Future[_Worker] = concurrent.futures.Future()
+            self.requests.put(future)
+        return future.result()
+
+    @staticmethod
+    def serve(requests: queue.SimpleQueue[concurrent.futures.Future[_Worker]]) -> None:
+        while True:
+            future = requests.get()
+            try:
+                future.set_result(_Worker())
+            except BaseException as exc:  # handed to the thread that asked
+                future.set_exception(exc)
+
+
+_spawner = _Spawner()
+
+
+def _started() -> _Worker:
+    return _spawner.start()
+
+
 class _Pool:
-    """Warm workers of this process (at most ``_MAX_WORKERS`` working at once)."""
+    """Warm workers of this process (at most ``_MAX_WORKERS`` working at once, as many kept idle)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.slots = threading.Semaphore(_MAX_WORKERS)
         self.idle: list[_Worker] = []
+        self.live: set[_Worker] = set()  # idle and working: killed at exit
         self.pid = os.getpid()
         self.disabled = os.environ.get("PERPLEXED_EXTRACT_WORKERS", "").strip() == "0"
         self.warned = False
@@ -152,8 +192,15 @@ class _Pool:
     def _forked(self) -> None:
         if self.pid != os.getpid():  # a forked child: the parent's workers are not ours to use or kill
             self.idle = []
+            self.live = set()
             self.pid = os.getpid()
             self.slots = threading.Semaphore(_MAX_WORKERS)
+
+    def _spawn(self) -> _Worker:
+        worker = _started()
+        with self.lock:
+            self.live.add(worker)
+        return worker
 
     def take(self) -> _Worker:
         with self.lock:
@@ -162,9 +209,10 @@ class _Pool:
                 worker = self.idle.pop()
                 if worker.alive():
                     return worker
+                self.live.discard(worker)
                 worker.kill()
         try:
-            return _Worker()
+            return self._spawn()
         except (OSError, ValueError, subprocess.SubprocessError) as exc:
             raise _Unavailable(str(exc)) from None
 
@@ -173,6 +221,11 @@ class _Pool:
             if worker.alive() and len(self.idle) < _MAX_WORKERS and self.pid == os.getpid():
                 self.idle.append(worker)
                 return
+        self.discard(worker)
+
+    def discard(self, worker: _Worker) -> None:
+        with self.lock:
+            self.live.discard(worker)
         worker.kill()
 
     def prewarm(self) -> None:
@@ -180,19 +233,30 @@ class _Pool:
             return
         with self.lock:
             self._forked()
-            if self.idle:
+            if self.idle or len(self.live) >= _MAX_WORKERS:  # one is warm, or all are at work
                 return
         try:
-            worker = _Worker()
+            worker = self._spawn()
         except (OSError, ValueError, subprocess.SubprocessError):
             return
         self.give_back(worker)
 
     def close(self) -> None:
+        """Kill every worker (idle ones; at exit, working ones too)."""
         with self.lock:
             idle, self.idle = self.idle, []
+            for worker in idle:
+                self.live.discard(worker)
         for worker in idle:
             worker.kill()
+
+    def kill_all(self) -> None:
+        self.close()
+        with self.lock:
+            live, self.live = list(self.live), set()
+        if self.pid == os.getpid():
+            for worker in live:
+                worker.kill()
 
     def unavailable(self, why: str) -> None:
         self.disabled = True
@@ -202,7 +266,7 @@ class _Pool:
 
 
 _pool = _Pool()
-atexit.register(_pool.close)
+atexit.register(_pool.kill_all)
 
 
 def prewarm() -> None:
@@ -234,13 +298,13 @@ class _Job:
             try:
                 reply = worker.call(header, body)
             except BaseException:
-                worker.kill()
+                _pool.discard(worker)
                 raise
             with self.lock:
                 self.worker = None
                 gone = self.cancelled
             if gone or reply.get("recycle"):
-                worker.kill()
+                _pool.discard(worker)
             else:
                 _pool.give_back(worker)
             return reply
@@ -252,7 +316,7 @@ class _Job:
             self.cancelled = True
             worker, self.worker = self.worker, None
         if worker is not None:
-            worker.kill()
+            _pool.discard(worker)
 
 
 async def _run(header: dict[str, Any], body: bytes) -> dict[str, Any]:
@@ -436,8 +500,20 @@ def _serve(header: dict[str, Any], body: bytes) -> dict[str, Any]:
         return {"error": "crash", "message": f"extraction failed: {type(exc).__name__}: {exc}"[:500]}
 
 
+def _die_with_parent() -> None:
+    """Linux: the kernel kills this worker when the process that started it dies (no extraction outlives it)."""
+    if not sys.platform.startswith("linux"):
+        return  # elsewhere the closed stdin ends the worker after its current page
+    with contextlib.suppress(Exception):
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+
+
 def main() -> None:
     """The worker: requests on stdin, answers on stdout (kept apart from anything a library prints)."""
+    _die_with_parent()
     out = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)
     source = sys.stdin.buffer

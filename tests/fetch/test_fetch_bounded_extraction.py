@@ -162,3 +162,42 @@ async def test_a_page_that_needs_more_memory_than_a_worker_may_take_is_body_too_
     assert attempt.reason == "body_too_large" and "64 MiB" in (attempt.error or ""), attempt
     _cpu_spent, _grown, workers = _quiet_after(0.2)
     assert workers == []  # a worker that ran out of memory is not reused
+
+
+async def test_a_warm_worker_is_reused_between_fetches(loopback: LoopbackServer) -> None:
+    url = _serve(loopback, "/a", article_html().encode(), "text/html")
+    await perplexed.afetch(url, allow_private=LOOP)
+    first = {p.pid for p in _workers()}
+    await asyncio.to_thread(perplexed.fetch, url + "?again", allow_private=LOOP)  # another thread, another loop
+    assert first and {p.pid for p in _workers()} == first
+
+
+def test_a_worker_dies_with_the_process_that_started_it(loopback: LoopbackServer, tmp_path: object) -> None:
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("ctypes")
+    if not sys.platform.startswith("linux"):
+        pytest.skip("PR_SET_PDEATHSIG is Linux's")
+    url = _serve(loopback, "/p", P_TAGS, "text/html")
+    script = (
+        "import perplexed, sys\n"
+        f"perplexed.fetch({url!r}, allow_private=True, deadline_ms=120000, provider_timeout_ms=120000)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], cwd=str(Path(__file__).parents[2]))
+    try:
+        deadline = time.monotonic() + 30
+        workers: list[psutil.Process] = []
+        while time.monotonic() < deadline and not workers:
+            time.sleep(0.1)
+            workers = psutil.Process(parent.pid).children()
+        assert workers, "the fetch started no worker"
+        time.sleep(0.5)
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(10)
+        gone, alive = psutil.wait_procs(workers, timeout=5)
+        assert alive == [], alive
+    finally:
+        parent.kill()
