@@ -172,7 +172,7 @@ async def test_a_warm_worker_is_reused_between_fetches(loopback: LoopbackServer)
     assert first and {p.pid for p in _workers()} == first
 
 
-def test_a_worker_dies_with_the_process_that_started_it(loopback: LoopbackServer, tmp_path: object) -> None:
+def test_a_worker_dies_with_the_process_that_started_it(loopback: LoopbackServer) -> None:
     import signal
     import subprocess
     import sys
@@ -197,7 +197,7 @@ def test_a_worker_dies_with_the_process_that_started_it(loopback: LoopbackServer
         time.sleep(0.5)
         parent.send_signal(signal.SIGKILL)
         parent.wait(10)
-        gone, alive = psutil.wait_procs(workers, timeout=5)
+        _gone, alive = psutil.wait_procs(workers, timeout=5)
         assert alive == [], alive
     finally:
         parent.kill()
