@@ -87,6 +87,7 @@ class _Worker:
         env = dict(os.environ)
         path = os.pathsep.join(p for p in sys.path if p)  # what this process imports, the worker imports
         env["PYTHONPATH"] = path
+        env["PERPLEXED_EXTRACT_PARENT"] = str(os.getpid())
         self.proc = subprocess.Popen(
             [sys.executable, "-c", "from perplexed._extract_worker import main; main()"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, bufsize=0,
@@ -509,6 +510,8 @@ def _die_with_parent() -> None:
         import signal
 
         ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    if os.environ.get("PERPLEXED_EXTRACT_PARENT") not in (None, str(os.getppid())):
+        os._exit(0)  # the parent died before the line above ran
 
 
 def main() -> None:

@@ -79,3 +79,15 @@ def test_fetch_many_with_one_site_and_a_short_deadline_gives_each_url_an_answer(
     results = perplexed.fetch_many([loopback.url_for("/a"), loopback.url_for("/b")], allow_private=LOOP,
                                    deadline_ms=300)
     assert all(isinstance(r, UpstreamError) for r in results), results
+
+
+async def test_a_single_flight_leaders_timeout_leaves_its_follower_the_page(loopback: LoopbackServer) -> None:
+    loopback.route("/robots.txt", Status(404, b""))
+    loopback.route("/slow", Status(200, article_html().encode(), content_type="text/html", delay=1.0))
+    shared = {"allow_private": LOOP, "cache_ttl_s": 60, "cache_single_flight": True}
+    leader = asyncio.ensure_future(perplexed.afetch(loopback.url_for("/slow"), deadline_ms=300, **shared))
+    await asyncio.sleep(0.05)
+    follower = asyncio.ensure_future(perplexed.afetch(loopback.url_for("/slow"), deadline_ms=10_000, **shared))
+    results = await asyncio.gather(leader, follower, return_exceptions=True)
+    assert isinstance(results[0], UpstreamError) and isinstance(results[1], Page), results
+    perplexed.reset()
