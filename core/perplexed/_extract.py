@@ -7,6 +7,7 @@ challenge or "enable JavaScript" page (an interstitial) is ``blocked``, not a pa
 
 from __future__ import annotations
 
+import codecs
 import html as html_lib
 import re
 from dataclasses import dataclass
@@ -82,12 +83,28 @@ def decode_text(body: bytes, content_type: str | None) -> str:
         meta = re.search(rb"<meta[^>]{0,200}charset\s*=\s*[\"']?([\w.:-]+)", body[:4096], re.I)
         if meta is not None:
             declared = meta.group(1).decode("ascii", "replace")
-    if declared:
+    codec = _charset_codec(declared) if declared else None
+    if codec is not None:
         try:
-            return body.decode(declared, "replace")
-        except LookupError:
+            return body.decode(codec, "replace")
+        except (LookupError, UnicodeError, ValueError, TypeError):  # a codec that is no charset after all
             pass
     return body.decode("utf-8", "replace")
+
+
+#: Python codecs that are no charset of a web page (a hostile ``charset=idna`` is read like an unknown one)
+_NOT_CHARSETS = frozenset({"idna", "punycode", "undefined", "unicode_escape", "raw_unicode_escape", "mbcs", "oem"})
+
+
+def _charset_codec(declared: str) -> str | None:
+    """The Python codec of a declared charset, or None when it names no text charset (then UTF-8 is read)."""
+    try:
+        info = codecs.lookup(declared)
+    except (LookupError, ValueError, TypeError):
+        return None
+    if not getattr(info, "_is_text_encoding", True) or info.name in _NOT_CHARSETS:
+        return None
+    return info.name
 
 
 @dataclass(frozen=True)
@@ -235,6 +252,19 @@ def _trafilatura() -> Any:
     return trafilatura
 
 
+def check_fetch_extra() -> None:
+    """``ConfigError`` naming the fetch extra when trafilatura cannot be imported here (checked in this process
+    before a page is sent to an extraction worker; cheap: the module is found, not imported)."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec("trafilatura") is not None
+    except (ImportError, ValueError):  # ValueError: sys.modules["trafilatura"] is None (blocked)
+        found = False
+    if not found:
+        raise ConfigError(f"{FETCH_HINT} (No module named 'trafilatura')")
+
+
 def extract_html(raw_html: str, url: str | None, fmt: Format) -> Extracted:
     """The main content of an HTML page (trafilatura), as markdown or plain text, with title, date and language."""
     trafilatura = _trafilatura()
@@ -284,7 +314,17 @@ def extract_body(body: bytes, content_type: str | None, url: str | None, fmt: Fo
     return Extracted(text=text, format="markdown" if kind == "markdown" else fmt, title=title), raw
 
 
-__all__ += ["DocumentError", "extract_html", "html_language", "media_type"]
+def extract_page(body: bytes, content_type: str | None, url: str | None,
+                 fmt: Format) -> tuple[Extracted, str | None]:
+    """A fetched body's extraction (:func:`extract_body`) and, for HTML, why it is an interstitial (None when it
+    looks like a page). Pure and CPU-bound: the ``http`` provider runs it in a worker process
+    (:mod:`perplexed._extract_worker`), bounded by the fetch's deadline."""
+    extracted, raw = extract_body(body, content_type, url, fmt)
+    why = interstitial(raw, extracted.text, extracted.title) if body_kind(content_type, body) == "html" else None
+    return extracted, why
+
+
+__all__ += ["DocumentError", "check_fetch_extra", "extract_html", "extract_page", "html_language", "media_type"]
 
 
 # --- the slice -------------------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ import asyncio
 import inspect
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, cast
 
 import httpx
@@ -36,6 +36,7 @@ from ._errors import (
     UpstreamError,
 )
 from ._extract import cut, markdown_to_text
+from ._extract_worker import text_in_worker
 from ._failures import classify_exception, reason_of
 from ._fetch_net import check_url, guarded_client, robots_verdict, split_url
 from ._http import get_client
@@ -44,7 +45,7 @@ from ._logs import get_logger
 from ._models import Attempt, Hit, Page
 from ._options import ChainOptions
 from ._policy import Purse
-from ._ssrf import Allowed, check_literal, parse_allow_private
+from ._ssrf import Allowed, check_literal, normalise_url, parse_allow_private
 from .chain import _in_thread, drive_flow, read_body
 from .fetchers import FetchAnswer, FetchOptions, FetchProvider, FunctionFetcher, resolve
 from .fetchers.http import MAX_REDIRECTS, Http
@@ -98,15 +99,60 @@ MAX_URL_CHARS = 8192
 class FetchPlan:
     """A validated fetch: URL, providers, fetch options, chain options (built by :func:`prepare_fetch`)."""
 
-    __slots__ = ("chain", "is_chain", "options", "providers", "url")
+    __slots__ = ("chain", "is_chain", "local", "options", "providers", "url")
 
     def __init__(self, url: str, providers: list[FetchProvider], is_chain: bool, options: FetchOptions,
-                 chain: ChainOptions) -> None:
+                 chain: ChainOptions, local: bool = True) -> None:
         self.url = url
         self.providers = providers
         self.is_chain = is_chain
         self.options = options
         self.chain = chain
+        #: whether ``file://`` URLs are answered (from the local index): the default chain, or one naming local
+        self.local = local
+
+
+def without_local(provider: Any) -> tuple[Any, bool]:
+    """A fetch chain spec without its ``"local"`` entries, and whether it answers ``file://`` URLs from the local
+    index: the default chain (None) does, a chain does when it names ``local`` (``["local", "http"]``)."""
+    if provider is None:
+        return None, True
+    if isinstance(provider, str):
+        names = [n.strip() for n in provider.split(",") if n.strip()]
+        if "local" not in names:
+            return provider, False
+        return [n for n in names if n != "local"], True
+    if isinstance(provider, Sequence) and not isinstance(provider, bytes):
+        items = list(provider)
+        if not any(isinstance(i, str) and i.strip() == "local" for i in items):
+            return provider, False
+        return [i for i in items if not (isinstance(i, str) and i.strip() == "local")], True
+    return provider, False
+
+
+def chain_has_local(spec: Any) -> bool:
+    """Whether a search chain spec has the ``local`` provider (a name, a dict naming it, or its instance)."""
+    items = spec.split(",") if isinstance(spec, str) else spec if isinstance(spec, Sequence) else [spec]
+    for item in items:
+        if isinstance(item, str) and item.strip() == "local":
+            return True
+        if isinstance(item, Mapping) and str(item.get("name", item.get("provider", ""))).strip() == "local":
+            return True
+        if isinstance(item, Provider) and type(item).name == "local":
+            return True
+    return False
+
+
+def _check_local(url: str, local: bool, providers: Sequence[FetchProvider], param: str = "url") -> None:
+    """``file://`` only where the chain has the local provider; a web URL only where it has a web provider."""
+    if url[:7].lower() == "file://":
+        if not local:
+            raise InvalidRequest(
+                f"{param} is a file:// URL, and this fetch chain has no local provider: file:// URLs of indexed "
+                'documents are answered only by a chain that names "local" (or the default chain)', param=param)
+    elif not providers:
+        raise InvalidRequest(f"{param} is a web URL, and this fetch chain only has the local provider "
+                             "(it answers file:// URLs of indexed documents)", param=param)
 
 
 def clean_url(url: object, param: str = "url") -> str:
@@ -122,6 +168,7 @@ def clean_url(url: object, param: str = "url") -> str:
         raise InvalidRequest(f"{param} contains control characters", param=param)
     if cleaned[:7].lower() == "file://":
         return cleaned
+    cleaned = normalise_url(cleaned, param)  # one URL, read one way: what is checked is what providers get
     split_url(cleaned, param)
     return cleaned
 
@@ -176,7 +223,9 @@ def prepare_fetch(url: object, provider: Any = None, **options: Any) -> FetchPla
     :class:`~perplexed.InvalidRequest` naming the closest valid one. Returns the plan (for adapters and
     services that check their settings once)."""
     cleaned = clean_url(url)
-    providers, is_chain = resolve(provider)
+    provider, local = without_local(provider)
+    providers, is_chain = resolve(provider) if provider != [] else ([], True)
+    _check_local(cleaned, local, providers)
     extra_names = {name for p in providers for name in type(p).fetch_options}
     known = set(FETCH_OPTION_NAMES) | set(FETCH_CHAIN_NAMES) | extra_names
     for name in options:
@@ -189,7 +238,7 @@ def prepare_fetch(url: object, provider: Any = None, **options: Any) -> FetchPla
     opts = build_options(options, providers)
     if cleaned[:7].lower() != "file://":  # a literal private address (any spelling) is refused now
         check_literal(cleaned, split_url(cleaned).hostname or "", opts.allow_private)
-    return FetchPlan(cleaned, providers, is_chain, opts, chain)
+    return FetchPlan(cleaned, providers, is_chain, opts, chain, local)
 
 
 # --- the public API ------------------------------------------------------------------------------------------
@@ -282,11 +331,9 @@ def plan_many(urls: Any, provider: Any, concurrency: Any, options: dict[str, Any
                 raise
             plans.append(shared)
             continue
-        try:
-            cleaned = clean_url(url, f"urls[{i}]")
-        except InvalidRequest:
-            raise
-        plans.append(FetchPlan(cleaned, shared.providers, shared.is_chain, shared.options, shared.chain))
+        cleaned = clean_url(url, f"urls[{i}]")
+        _check_local(cleaned, shared.local, shared.providers, f"urls[{i}]")
+        plans.append(FetchPlan(cleaned, shared.providers, shared.is_chain, shared.options, shared.chain, shared.local))
     for i, plan in enumerate(plans):  # literal private addresses: refused before anything is fetched
         if not plan.url[:7].lower() == "file://":
             host = split_url(plan.url, f"urls[{i}]").hostname or ""
@@ -324,7 +371,11 @@ class FetchOperation:
         return get_client(member.transport)
 
     async def call(self, member: Provider, client: httpx.AsyncClient | None) -> FetchAnswer:
-        return await _call_fetcher(cast(FetchProvider, member), self.plan, client)
+        answer = await _call_fetcher(cast(FetchProvider, member), self.plan, client)
+        if answer.format != self.plan.options.format and self.plan.options.format == "text":
+            # inside the provider's timer and off the event loop: hostile Markdown cannot outlive the deadline
+            answer = answer.model_copy(update={"text": await text_in_worker(answer.text), "format": "text"})
+        return answer
 
     def finish(self, member: Provider, raw: FetchAnswer) -> tuple[FetchAnswer, float, str | None]:
         answer = _in_format(raw, self.plan.options.format)
@@ -385,6 +436,7 @@ async def run_fetch(plan: FetchPlan, *, on_attempt: AttemptCallback | None = Non
     """Run a prepared fetch: the trust-boundary check, then the engine down the fetch providers, both ending by
     ``deadline`` (absolute, the loop's clock; default ``deadline_ms`` from now). ``purse``: the budget of the call
     the fetch is a step of (default: the fetch's own ``budget_usd``)."""
+    _check_local(plan.url, plan.local, plan.providers)
     loop = asyncio.get_running_loop()
     if deadline is None:
         deadline = loop.time() + plan.chain.deadline_ms / 1000
@@ -476,7 +528,7 @@ async def _fetch_direct(provider: Http, plan: FetchPlan, client: httpx.AsyncClie
             body = await read_body(provider, response)
         finally:
             await response.aclose()
-        return await _in_thread(provider.parse_page, response, body, url, options)
+        return await provider.extract(response, body, url, options)
 
 
 def _next_hop(provider: Http, response: httpx.Response, hops: int, allowed: Allowed) -> str:

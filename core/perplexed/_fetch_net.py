@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import ipaddress
+import re
 import socket
 import time
 import weakref
@@ -159,29 +160,67 @@ def guarded_client(allowed: Allowed, resolver: Resolver | None = None,
     return client
 
 
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+#: characters no host name has (WHATWG's forbidden host code points, brackets aside)
+_FORBIDDEN_HOST = frozenset(" #%/<>?@\\^|\"{}`")
+
+
 def _location_check(allowed: Allowed) -> Callable[[httpx.Response], Awaitable[None]]:
-    """A response hook: a redirect whose ``Location`` httpx cannot parse (``http://0251.0376.0251.0376/`` is
-    an address to the C resolver, not to httpx) is judged here, before httpx gives up on it."""
+    """A response hook: a redirect's ``Location`` is judged here, before httpx reads it. A target in refused
+    address space is ``private_address``; one that is malformed (``http://[::1``), not http(s) (``data:``,
+    ``javascript:``), ambiguous (``http:127.0.0.1:80/``: a scheme without ``//``, read as a path by some parsers
+    and as a host by others) or without a host is the ``redirect`` :class:`~perplexed.InvalidRequest`.
+    ``http://0251.0376.0251.0376/`` is an address to the C resolver, not to httpx: it is judged here too."""
 
     async def check(response: httpx.Response) -> None:
         location = response.headers.get("location")
         if location is None or not 300 <= response.status_code < 400:
             return
-        try:
-            httpx.URL(location)
-            return
-        except httpx.InvalidURL:
-            pass
-        target = urljoin(str(response.request.url), location)
-        try:
-            host = urlsplit(target).hostname or ""
-        except ValueError:
-            host = ""
-        check_literal(target, host, allowed)  # raises the private_address refusal
-        raise InvalidRequest(f"redirect to an invalid URL {location[:200]!r}", param="url", reason="redirect")
+        why = _bad_location(str(response.request.url), location.strip(), allowed)
+        if why is not None:
+            raise InvalidRequest(f"redirect to {why}: {location[:200]!r}", param="url", reason="redirect")
 
     check._perplexed_location_check = True  # type: ignore[attr-defined]
     return check
+
+
+def _bad_location(base: str, location: str, allowed: Allowed) -> str | None:
+    """Why a redirect target is not followed (None: httpx may read it; each hop is checked again later).
+    Raises the ``private_address`` refusal for a target in refused address space."""
+    scheme = _SCHEME.match(location)
+    if scheme is not None:
+        name = scheme.group(0)[:-1].lower()
+        if name not in ("http", "https"):
+            return f"a {name}: URL (only http and https are fetched)"
+        if location[len(name) + 1 : len(name) + 3] not in ("//", "\\\\", "/\\", "\\/"):
+            return "an ambiguous URL (a scheme without //)"
+    rest = location[scheme.end():] if scheme is not None else location
+    if rest[:2] in ("//", "\\\\", "/\\", "\\/"):  # an authority: it names the host itself
+        if "\\" in re.split(r"[/?#]", rest[2:], maxsplit=1)[0]:
+            return "an ambiguous URL (a backslash in its host part)"
+        authority = re.split(r"[/?#\\\\]", rest[2:], maxsplit=1)[0].rpartition("@")[2]
+        host_part = authority if authority.startswith("[") else authority.split(":", 1)[0]
+        if not host_part:
+            return "a URL without a host"
+        if any(c in _FORBIDDEN_HOST or c <= " " or c == "\x7f" for c in host_part):
+            return "a URL whose host is not a host name"
+    try:
+        target = urljoin(base, location)
+        parts = urlsplit(target)
+        host = parts.hostname or ""
+        _ = parts.port
+    except ValueError:
+        return "an invalid URL"
+    check_literal(target, host, allowed)  # raises the private_address refusal
+    try:
+        url = httpx.URL(base).join(location)
+    except (httpx.InvalidURL, ValueError, UnicodeError):
+        return "an invalid URL"
+    if url.scheme not in ("http", "https"):
+        return f"a {url.scheme}: URL (only http and https are fetched)"
+    if not url.host or not host:
+        return "a URL without a host"
+    return None
 
 
 async def check_url(url: str, allowed: Allowed = NOTHING, resolver: Resolver | None = None) -> None:
@@ -230,7 +269,19 @@ _ROBOTS_ENTRIES = 1024
 
 # origin -> (expires at, verdict): verdict is a protego parser, or True (no rules: everything allowed)
 _robots: OrderedDict[str, tuple[float, Any]] = OrderedDict()
-_robots_pending: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Future[Any]]] = (
+
+
+class _SharedLoad:
+    """One robots.txt load in its own task, shared by every fetch of the origin that waits for it."""
+
+    __slots__ = ("task", "waiters")
+
+    def __init__(self, task: asyncio.Task[Any]) -> None:
+        self.task = task
+        self.waiters = 0
+
+
+_robots_pending: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, _SharedLoad]] = (
     weakref.WeakKeyDictionary()
 )
 
@@ -252,31 +303,9 @@ async def robots_verdict(
     """Whether robots.txt lets ``user_agent`` fetch ``url`` (and why not), from the per-origin cache or one fetch
     of ``/robots.txt`` shared by concurrent callers."""
     origin = _origin_of(url)
-    now = time.monotonic()
     entry = _robots.get(origin)
-    if entry is None or entry[0] <= now:
-        loop = asyncio.get_running_loop()
-        pending = _robots_pending.setdefault(loop, {})
-        future = pending.get(origin)
-        if future is None:
-            future = loop.create_future()
-            pending[origin] = future
-            try:
-                verdict, ttl = await _load_robots(client, origin, allowed, headers)
-                if ttl > 0:
-                    _robots[origin] = (time.monotonic() + ttl, verdict)
-                    _robots.move_to_end(origin)
-                while len(_robots) > _ROBOTS_ENTRIES:
-                    _robots.popitem(last=False)
-                future.set_result(verdict)
-            except BaseException as exc:
-                future.set_exception(exc)
-                future.exception()  # retrieved: the waiters get it; no "never retrieved" warning
-                raise
-            finally:
-                pending.pop(origin, None)
-        else:
-            verdict = await asyncio.shield(future)
+    if entry is None or entry[0] <= time.monotonic():
+        verdict = await _shared_robots(client, origin, allowed, headers)
     else:
         verdict = entry[1]
     if verdict is True:
@@ -284,6 +313,53 @@ async def robots_verdict(
     if verdict.can_fetch(url, user_agent):
         return True, ""
     return False, f"{origin}/robots.txt disallows {user_agent} from fetching {urlsplit(url).path or '/'}"
+
+
+async def _shared_robots(client: httpx.AsyncClient, origin: str, allowed: Allowed, headers: dict[str, str]) -> Any:
+    """The verdict of one robots.txt load per origin, run in its own task and awaited through
+    ``asyncio.shield``: a waiter's timeout or cancellation ends that waiter only, never the load the others
+    wait for (each keeps its own deadline). The load is cancelled when its last waiter has gone."""
+    loop = asyncio.get_running_loop()
+    pending = _robots_pending.setdefault(loop, {})
+    while True:
+        shared = pending.get(origin)
+        if shared is None:
+            shared = pending[origin] = _SharedLoad(loop.create_task(_load_and_keep(client, origin, allowed, headers)))
+            shared.task.add_done_callback(_settled(pending, origin, shared))
+        shared.waiters += 1
+        try:
+            return await asyncio.shield(shared.task)
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if shared.task.cancelled() and (current is None or not current.cancelling()):
+                continue  # the load was abandoned by the waiters before this one: start another
+            raise
+        finally:
+            shared.waiters -= 1
+            if shared.waiters == 0 and not shared.task.done():  # nobody waits any more: no work goes on
+                if pending.get(origin) is shared:
+                    del pending[origin]
+                shared.task.cancel()
+
+
+def _settled(pending: dict[str, _SharedLoad], origin: str, shared: _SharedLoad) -> Callable[[asyncio.Task[Any]], None]:
+    def done(task: asyncio.Task[Any]) -> None:
+        if pending.get(origin) is shared:
+            del pending[origin]
+        if not task.cancelled():
+            task.exception()  # retrieved: the waiters get it; no "never retrieved" warning
+
+    return done
+
+
+async def _load_and_keep(client: httpx.AsyncClient, origin: str, allowed: Allowed, headers: dict[str, str]) -> Any:
+    verdict, ttl = await _load_robots(client, origin, allowed, headers)
+    if ttl > 0:
+        _robots[origin] = (time.monotonic() + ttl, verdict)
+        _robots.move_to_end(origin)
+    while len(_robots) > _ROBOTS_ENTRIES:
+        _robots.popitem(last=False)
+    return verdict
 
 
 async def _load_robots(

@@ -291,3 +291,88 @@ def check_literal(url: str, host: str, allowed: Allowed = NOTHING) -> IPAddress 
     if not is_allowed(address, allowed):
         raise refuse(url, f"{address} is a {classify_address(address)} address")
     return address
+
+
+# --- one URL, read one way ------------------------------------------------------------------------------------
+
+_URL_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
+#: code points no host may hold once percent-decoded (WHATWG's forbidden host code points)
+_FORBIDDEN_HOST = frozenset("\x00\t\n\r #/:<>?@[\\]^|%")
+
+
+def normalise_url(url: str, param: str = "url", allowed: Allowed = NOTHING) -> str:
+    """An ``http(s)`` URL as a WHATWG parser (browsers, Node, most extraction services) reads it, which is then
+    the only URL checked and sent to any provider: backslashes before the query are ``/``, the host is
+    percent-decoded, lower-cased and a numeric IPv4 host written as dotted decimal. A URL that RFC 3986 parsers
+    (Python's, httpx's) and WHATWG parsers read with different hosts is refused (``http://127.0.0.1\\@example.com/``
+    is ``127.0.0.1`` to one and ``example.com`` to the other): ``private_address`` when either reading is a refused
+    address, else a plain :class:`~perplexed.InvalidRequest` naming ``param``. Other schemes are returned as
+    they are (the caller refuses them)."""
+    match = _URL_SCHEME.match(url)
+    if match is None or match.group(1).lower() not in ("http", "https"):
+        return url
+    scheme = match.group(1).lower()
+    rest = url[match.end():]
+    if rest[:2] != "//" or rest[2:3] in ("/", "\\"):
+        raise InvalidRequest(f"{param} is ambiguous: write it as {scheme}://host/path (got {url[:200]!r})", param=param)
+    rest = rest[2:]
+    whatwg_end = _first_of(rest, "/\\?#")
+    rfc_end = _first_of(rest, "/?#")
+    whatwg_authority = rest[:whatwg_end]
+    if rfc_end != whatwg_end:  # a backslash inside what RFC 3986 reads as the authority
+        rfc_authority = rest[:rfc_end]
+        for authority in (whatwg_authority, rfc_authority):
+            host = _host_of(authority)
+            address = host_address(host)
+            if isinstance(address, str) and not allowed.everything:
+                raise refuse(url, f"host {host!r} is a numeric spelling that is not a valid address", param=param)
+            if address is not None and not isinstance(address, str) and not is_allowed(address, allowed):
+                raise refuse(url, f"{address} is a {classify_address(address)} address", param=param)
+        raise InvalidRequest(
+            f"{param} is ambiguous: a backslash in its host part is read as '/' by browsers and as part of the "
+            f"host by other parsers (got {url[:200]!r})",
+            param=param,
+        )
+    userinfo, at, hostport = whatwg_authority.rpartition("@")
+    host, port = _split_port(hostport)
+    decoded = unquote(host)
+    if decoded != host or any(ord(c) > 127 for c in decoded):
+        decoded = unicodedata.normalize("NFKC", decoded)
+        for dot in "\u3002\uff0e\uff61":
+            decoded = decoded.replace(dot, ".")
+    if not decoded.startswith("[") and any(c in _FORBIDDEN_HOST or ord(c) < 32 or c == "\x7f" for c in decoded):
+        raise InvalidRequest(f"{param} has a host that is not a host name: {url[:200]!r}", param=param)
+    if decoded != host:
+        decoded = decoded.lower()
+    if not decoded.startswith("["):
+        literal = host_address(decoded)
+        if isinstance(literal, ipaddress.IPv4Address):
+            decoded = str(literal)  # 0x7f.1, 2130706433 and friends: the dotted address they mean
+    tail = rest[whatwg_end:]
+    cut = _first_of(tail, "?#")
+    path = tail[:cut].replace("\\", "/")
+    out = f"{match.group(1)}://{userinfo}{at}{decoded}{port}{path}{tail[cut:]}"
+    return url if out == url else out
+
+
+def _first_of(text: str, chars: str) -> int:
+    positions = [i for i in (text.find(c) for c in chars) if i >= 0]
+    return min(positions) if positions else len(text)
+
+
+def _host_of(authority: str) -> str:
+    return _split_port(authority.rpartition("@")[2])[0]
+
+
+def _split_port(hostport: str) -> tuple[str, str]:
+    """(host, ``:port`` or ""); a bracketed IPv6 host keeps its colons."""
+    if hostport.startswith("["):
+        end = hostport.find("]")
+        if end >= 0:
+            return hostport[: end + 1], hostport[end + 1 :]
+        return hostport, ""
+    host, colon, port = hostport.partition(":")
+    return host, colon + port
+
+
+__all__ += ["normalise_url"]

@@ -322,6 +322,8 @@ class _Chain:
                  answer_options: Mapping[str, Any], fetch_options: Mapping[str, Any]) -> None:
         self.provider = provider
         self.fetch_provider = fetch_provider
+        #: file:// URLs (indexed documents) only where the server's chain has the local provider
+        self.local_files = _chain_has_local(provider) or (fetch_provider is not None and _fetch_names_local(fetch_provider))
         self.extra_fetch_options = dict(fetch_options)
         self.options = dict(options)
         self.max_chars = max_chars
@@ -354,7 +356,13 @@ class _Chain:
             target = _text_arg("url", url).strip()
             limit = min(_int_arg("max_chars", max_chars, 1, 100_000), self.max_chars)
             start = _int_arg("start_index", start_index, 0)
-            page = await perplexed.afetch(target, self.fetch_provider, max_chars=limit, start_index=start,
+            chain_spec = self.fetch_provider
+            if target[:7].lower() == "file://":
+                if not self.local_files:
+                    return _error("web_fetch reads http and https URLs; file:// URLs are read only when the "
+                                  "server's chain has the local provider, and this one has none")
+                chain_spec = ["local"]  # an indexed document, from the local index only
+            page = await perplexed.afetch(target, chain_spec, max_chars=limit, start_index=start,
                                           **self.fetch_options())
         except PerplexedError as exc:
             return _error(_failure_message(exc))
@@ -423,6 +431,18 @@ def _result(text: str, structured: BaseModel) -> Any:
 
     return CallToolResult(content=[TextContent(type="text", text=text)],
                           structured_content=structured.model_dump(mode="json"))
+
+
+def _chain_has_local(spec: Any) -> bool:
+    from ._fetch import chain_has_local
+
+    return chain_has_local(spec)
+
+
+def _fetch_names_local(spec: Any) -> bool:
+    from ._fetch import without_local
+
+    return without_local(spec)[1]
 
 
 def _error(message: str) -> Any:

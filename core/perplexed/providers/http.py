@@ -19,7 +19,8 @@ from typing import Any, ClassVar
 import httpx
 
 from .._errors import ConfigError, DocumentError, ProviderError, Reason
-from .._extract import body_kind, extract_body, interstitial, media_type
+from .._extract import Extracted, body_kind, check_fetch_extra, extract_page, media_type
+from .._extract_worker import ExtractionMemoryError, WorkerCrashed, extract_in_worker, prewarm
 from ._fetching import FetchAnswer, FetchOptions, FetchProvider, page_failure, status_reason
 
 __all__ = ["DEFAULT_USER_AGENT", "MAX_REDIRECTS", "Http"]
@@ -78,6 +79,7 @@ class Http(FetchProvider):
         return {"User-Agent": self.user_agent, "Accept": _ACCEPT, **self.extra_headers}
 
     def page_request(self, url: str | httpx.URL) -> httpx.Request:
+        prewarm()  # an extraction worker starts while the page is on the network
         return httpx.Request("GET", url, headers=self.request_headers())
 
     def check_page(self, response: httpx.Response) -> None:
@@ -91,21 +93,45 @@ class Http(FetchProvider):
                             "(HTML, XHTML, plain text, Markdown and PDF are)", response)
 
     def parse_page(self, response: httpx.Response, body: bytes, url: str, options: FetchOptions) -> FetchAnswer:
-        """Extract a fully read page (CPU only; the engine runs it off the event loop)."""
-        ctype = response.headers.get("content-type")
-        kind = body_kind(ctype, body)
-        if kind is None:
-            raise self.fail("unsupported_type", f"content type {media_type(ctype) or '(none)'!r} is not fetched", response)
-        final_url = str(response.url)
+        """Extract a fully read page in this thread (CPU only). The engine calls :meth:`extract`, which runs the
+        same extraction in a worker process bounded by the fetch's deadline."""
+        ctype, final_url = self._readable(response, body)
         try:
-            extracted, raw = extract_body(body, ctype, final_url, options.format)
+            extracted, why = extract_page(body, ctype, final_url, options.format)
         except DocumentError as exc:
-            reason: Reason = "unsupported_type" if "pdf extra" in str(exc).lower() or "pip install" in str(exc) else "malformed"
-            raise self.fail(reason, f"PDF: {exc}", response) from None
-        if kind == "html":
-            why = interstitial(raw, extracted.text, extracted.title)
-            if why is not None:
-                raise self.fail("blocked", f"{final_url} served {why}", response)
+            raise self._pdf_failure(exc, response) from None
+        return self._answer(response, extracted, why)
+
+    async def extract(self, response: httpx.Response, body: bytes, url: str, options: FetchOptions) -> FetchAnswer:
+        """:meth:`parse_page` in a worker process: killed when the caller's deadline passes (nothing goes on
+        after the fetch returns), its memory capped (a page that needs more is ``body_too_large``)."""
+        ctype, final_url = self._readable(response, body)
+        if body_kind(ctype, body) == "html":
+            check_fetch_extra()  # without the fetch extra, the error says to install it (not a worker's crash)
+        try:
+            extracted, why = await extract_in_worker(body, ctype, final_url, options.format)
+        except DocumentError as exc:
+            raise self._pdf_failure(exc, response) from None
+        except ExtractionMemoryError as exc:
+            raise self.fail("body_too_large", f"{final_url}: {exc}", response) from None
+        except WorkerCrashed as exc:
+            raise self.fail("malformed", f"{final_url}: {exc}", response) from None
+        return self._answer(response, extracted, why)
+
+    def _readable(self, response: httpx.Response, body: bytes) -> tuple[str | None, str]:
+        ctype = response.headers.get("content-type")
+        if body_kind(ctype, body) is None:
+            raise self.fail("unsupported_type", f"content type {media_type(ctype) or '(none)'!r} is not fetched", response)
+        return ctype, str(response.url)
+
+    def _pdf_failure(self, exc: DocumentError, response: httpx.Response) -> ProviderError:
+        reason: Reason = "unsupported_type" if "pdf extra" in str(exc).lower() or "pip install" in str(exc) else "malformed"
+        return self.fail(reason, f"PDF: {exc}", response)
+
+    def _answer(self, response: httpx.Response, extracted: Extracted, why: str | None) -> FetchAnswer:
+        final_url = str(response.url)
+        if why is not None:
+            raise self.fail("blocked", f"{final_url} served {why}", response)
         return FetchAnswer(
             text=extracted.text,
             format=extracted.format,
@@ -113,7 +139,7 @@ class Http(FetchProvider):
             title=extracted.title,
             published=extracted.published,
             language=extracted.language,
-            content_type=media_type(ctype) or None,
+            content_type=media_type(response.headers.get("content-type")) or None,
             status=response.status_code,
             cost=0.0 if self.price_override() is None else None,
         )
