@@ -15,7 +15,7 @@ from typing import Any
 
 from langchain_core.documents import Document
 from perplexed import Attempt, Hit, Result
-from perplexed._tools import NO_RESULTS, format_hits
+from perplexed.catalogue import NO_RESULTS, format_hits
 
 __all__ = [
     "NO_RESULTS",

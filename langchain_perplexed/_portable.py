@@ -1,5 +1,5 @@
 """Tool schemas in the subset strict tool callers accept (OpenAI strict mode, Gemini function declarations), and
-the tools' arguments as the core's tool catalogue (``perplexed._tools``) declares them."""
+the tools' arguments as the core's tool catalogue (``perplexed.catalogue``) declares them."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 from langchain_core.tools import ToolException
 from perplexed import InvalidRequest, portable_schema
-from perplexed._tools import AgentTool
+from perplexed.catalogue import AgentTool
 from pydantic import ConfigDict, Field, create_model
 
 from ._config import KnownNames

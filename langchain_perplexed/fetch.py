@@ -12,7 +12,7 @@ from langchain_core.document_loaders import BaseLoader
 from langchain_core.documents import Document
 from langchain_core.tools import BaseTool, ToolException
 from perplexed import InvalidRequest, Page, PerplexedError, UpstreamError
-from perplexed._tools import WEB_FETCH, AgentTool
+from perplexed.catalogue import WEB_FETCH, AgentTool
 from pydantic import BaseModel, ConfigDict, Field
 
 from ._config import KnownNames

@@ -19,7 +19,7 @@ from perplexed import (
     aanswer,
     answer,
 )
-from perplexed._tools import ANSWER, WEB_SEARCH, AgentTool
+from perplexed.catalogue import ANSWER, WEB_SEARCH, AgentTool, narrowed
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from ._answer import AnswerConfig, format_answer, source_documents
@@ -43,25 +43,12 @@ PerplexedSearchInput = input_model("PerplexedSearchInput", WEB_SEARCH, "Argument
                                    "(generated from the core's tool catalogue).")
 
 
-def _call_kwargs(
-    config: SearchConfig,
-    default_max: int,
-    *,
-    max_results: int | None = None,
-    include_domains: list[str] | None = None,
-    exclude_domains: list[str] | None = None,
-    recency: str | None = None,
-) -> dict[str, Any]:
-    """Core kwargs for a tool call (the model's arguments, by name): the tool's settings, narrowed (never
-    widened) by the model's arguments."""
-    overrides: dict[str, Any] = {}
-    if include_domains and not config.include_domains:
-        overrides["include_domains"] = include_domains
-    if exclude_domains:
-        overrides["exclude_domains"] = list(dict.fromkeys([*(config.exclude_domains or ()), *exclude_domains]))
-    if recency is not None:
-        overrides["recency"] = recency
-    return config.core_kwargs(max_results or default_max, overrides)
+def _call_kwargs(config: SearchConfig, default_max: int, **arguments: Any) -> dict[str, Any]:
+    """Core kwargs for a tool call (the model's checked arguments, by name): the tool's settings, narrowed (never
+    widened) by the model's arguments, as the catalogue's :func:`perplexed.catalogue.narrowed` says."""
+    settings = {"include_domains": config.include_domains, "exclude_domains": config.exclude_domains}
+    overrides = narrowed(settings, arguments)
+    return config.core_kwargs(overrides.pop("max_results", None) or default_max, overrides)
 
 
 #: What a model may pass, per argument, in the words of the error it gets when it passes something else.

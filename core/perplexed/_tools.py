@@ -37,6 +37,7 @@ __all__ = [
     "AgentTool",
     "ToolArgument",
     "format_hits",
+    "narrowed",
     "tool_named",
 ]
 
@@ -89,7 +90,7 @@ class ToolArgument:
         """The argument's Python type, for the adapters' typed signatures (optional ones ``X | None``)."""
         base: Any = {"text": str, "int": int, "domains": list[str]}.get(self.kind)
         if self.kind == "choice":
-            base = Literal[self.choices]  # type: ignore[valid-type]
+            base = Literal[self.choices]
         return base if self.required else base | None
 
     def problem(self, value: Any) -> InvalidRequest:
@@ -183,27 +184,28 @@ class AgentTool:
         """A model's arguments, checked and converted: ``{name: value}`` for the arguments it gave (left-out
         optional ones are absent). An unknown or misspelt name, a missing required argument or a bad value is
         an :class:`~perplexed.InvalidRequest` whose message is the text the model reads
-        (:meth:`error_text`), the same on every surface; ``tool_name`` is the name the model called the tool
-        by (default: the adapters' name)."""
+        and is the same on every surface (an unknown name: "unknown argument 'qury': did you mean 'query'?");
+        ``tool_name`` is the name the model called the tool by, said when a required argument is missing
+        (default: the adapters' name)."""
         shown = tool_name or self.name
         names = self.argument_names
         for key in given:
             if key not in names:
                 near = suggestion(str(key), names)
                 hint = f": did you mean {near!r}?" if near is not None else ""
-                raise _for_model(f"unknown argument {str(key)!r} of {shown}{hint} ({shown} takes "
-                                 f"{', '.join(names)})", shown, param=str(key))
+                raise _for_model(f"unknown argument {str(key)!r}{hint} (the arguments are {', '.join(names)})",
+                                 param=str(key))
         out: dict[str, Any] = {}
         for argument in self.arguments:
             if argument.name not in given or given[argument.name] is None:
                 if argument.required:
                     raise _for_model(f"{shown} needs the argument {argument.name!r}: {argument.name} must be "
-                                     f"{argument.allowed}", shown, param=argument.name)
+                                     f"{argument.allowed}", param=argument.name)
                 continue
             try:
                 value = argument.parse(given[argument.name])
             except InvalidRequest as exc:
-                raise _for_model(str(exc), shown, param=argument.name) from None
+                raise _for_model(str(exc), param=argument.name) from None
             if value is not None:
                 out[argument.name] = value
         return out
@@ -216,9 +218,27 @@ class AgentTool:
         return None
 
 
-def _for_model(problem: str, tool: str, *, param: str) -> InvalidRequest:
+def narrowed(settings: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """The search options a model's checked ``arguments`` set over a tool's own ``settings``: the tool's domain
+    settings are a policy the model can narrow but never widen (its ``exclude_domains`` always apply, merged
+    with the model's; when it has ``include_domains`` the model's are ignored); ``max_results`` and ``recency``
+    are the model's to choose. Only the options to change are returned."""
+    out: dict[str, Any] = {}
+    if arguments.get("max_results") is not None:
+        out["max_results"] = arguments["max_results"]
+    if arguments.get("include_domains") and not settings.get("include_domains"):
+        out["include_domains"] = list(arguments["include_domains"])
+    if arguments.get("exclude_domains"):
+        out["exclude_domains"] = list(dict.fromkeys([*(settings.get("exclude_domains") or ()),
+                                                     *arguments["exclude_domains"]]))
+    if arguments.get("recency") is not None:
+        out["recency"] = arguments["recency"]
+    return out
+
+
+def _for_model(problem: str, *, param: str) -> InvalidRequest:
     """The text a model reads for its own mistake, on every surface: what was wrong, and to call again."""
-    return InvalidRequest(f"Invalid arguments: {problem}. Call {tool} again with allowed values.", param=param)
+    return InvalidRequest(f"Invalid arguments: {problem}. Call the tool again with allowed values.", param=param)
 
 
 def format_hits(hits: Sequence[Hit], snippet_chars: int = SNIPPET_CHARS) -> str:
@@ -317,8 +337,8 @@ ANSWER = AgentTool(
         "plus the Agent API call (usually a few cents)."
     ),
     arguments=(
-        ToolArgument("query", "text", "The question to answer, in plain words, e.g. 'What are typical residential "
-                     "zoning setbacks?'.", "a non-empty string (at most 4000 characters)", required=True),
+        ToolArgument("query", "text", "The query: the question to answer, in plain words, e.g. 'What are "
+                     "typical residential zoning setbacks?'.", "a non-empty string (at most 4000 characters)", required=True),
         *_search_arguments("sources"),
     ),
 )

@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ._errors import ConfigError, InvalidRequest, PerplexedError, UpstreamError, install_hint, redact
 from ._models import Attempt, Hit, Result
-from ._tools import ANSWER, WEB_FETCH, WEB_SEARCH, AgentTool, format_hits
+from ._tools import ANSWER, WEB_FETCH, WEB_SEARCH, AgentTool, format_hits, narrowed
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
@@ -218,9 +218,10 @@ WEB_FETCH_SCHEMA: dict[str, Any] = WEB_FETCH.input_schema()
 ANSWER_SCHEMA: dict[str, Any] = ANSWER.input_schema()
 
 
-def _search_options(args: Mapping[str, Any]) -> dict[str, Any]:
-    """The search options of checked arguments (``max_results`` 5 unless the model asked for another number)."""
-    return {"max_results": 5, **{k: v for k, v in args.items() if k != "query"}}
+def _search_options(settings: Mapping[str, Any], args: Mapping[str, Any]) -> dict[str, Any]:
+    """The server's search options with a model's checked arguments over them (narrowing the domain settings,
+    never widening them; ``max_results`` 5 unless the model asked for another number)."""
+    return {**settings, "max_results": 5, **narrowed(settings, args)}
 
 
 class _Chain:
@@ -241,7 +242,7 @@ class _Chain:
         try:
             args = _arguments(WEB_SEARCH, arguments)
             text_query = args["query"]
-            options = {**self.options, **_search_options(args)}
+            options = _search_options(self.options, args)
             result: Result = await chain.asearch(text_query, self.provider, **options)
         except PerplexedError as exc:
             return _error(_failure_message(exc))
@@ -290,7 +291,7 @@ class _Chain:
         try:
             args = _arguments(ANSWER, arguments)
             text_question = args["query"]
-            options = {**self.options, **self.answer_options, **_search_options(args)}
+            options = {**_search_options(self.options, args), **self.answer_options}
             final: Any = None
             await _progress(ctx, 0, "searching")
             async for item in perplexed.astream_answer(text_question, self.provider, **options):
@@ -404,7 +405,7 @@ def create_server(
                                 idempotent_hint=True)
     tools: list[Any] = []
 
-    class AllArguments(FuncMetadata):  # type: ignore[misc]
+    class AllArguments(FuncMetadata):
         """The arguments as the model sent them, to the catalogue's check (the SDK's own model would drop a
         misspelt name without a word)."""
 
