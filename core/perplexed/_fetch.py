@@ -19,7 +19,6 @@ import asyncio
 import inspect
 import json
 import logging
-import math
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, cast
@@ -39,7 +38,8 @@ from ._http import get_client
 from ._keywords import credential_hint, unknown_keyword
 from ._logs import get_logger
 from ._models import Attempt, Hit, Outcome, Page, Result
-from ._options import ChainOptions
+from ._options import FETCH_OPTION_NAMES as _FETCH_OPTION_NAMES
+from ._options import ChainOptions, check_fetch_options
 from ._ssrf import Allowed, check_literal, parse_allow_private
 from .chain import _in_thread, drive_flow, read_body
 from .chain import asearch as _chain_asearch
@@ -70,16 +70,8 @@ ATTEMPT_EVENT = ("perplexed", "fetch", "attempt")
 AttemptCallback = Callable[[Attempt], None]
 FetchOutcome = Literal["error", "empty", "insufficient", "timeout"]
 
-#: options of a fetch (they reach the providers)
-FETCH_OPTION_NAMES = (
-    "format",
-    "max_chars",
-    "start_index",
-    "min_chars",
-    "max_age_s",
-    "allow_private",
-    "respect_robots",
-)
+#: options of a fetch (they reach the providers): declared in perplexed._optionspec
+FETCH_OPTION_NAMES = _FETCH_OPTION_NAMES
 _FETCH_NAMES = frozenset(FETCH_OPTION_NAMES)  # the hot path of search(): one set check
 #: options of how the fetch chain runs
 FETCH_CHAIN_NAMES = (
@@ -126,29 +118,12 @@ def clean_url(url: object, param: str = "url") -> str:
     return cleaned
 
 
-def _int_option(values: dict[str, Any], name: str, minimum: int) -> None:
-    if name in values:
-        value = values[name]
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise InvalidRequest(f"{name} must be an integer >= {minimum}, got {value!r}", param=name)
-
-
 def build_options(values: dict[str, Any], providers: Sequence[FetchProvider] = ()) -> FetchOptions:
     """Validate fetch options (given by name; None keeps the default) into :class:`FetchOptions`."""
     values = {k: v for k, v in values.items() if v is not None}
     extra_names = {name for p in providers for name in type(p).extra_options}
     extra = {k: values.pop(k) for k in list(values) if k in extra_names and k not in FETCH_OPTION_NAMES}
-    if "format" in values and values["format"] not in ("markdown", "text"):
-        raise InvalidRequest(f"format must be 'markdown' or 'text', got {values['format']!r}", param="format")
-    _int_option(values, "max_chars", 1)
-    _int_option(values, "start_index", 0)
-    _int_option(values, "min_chars", 0)
-    if "max_age_s" in values:
-        age = values["max_age_s"]
-        if isinstance(age, bool) or not isinstance(age, int | float) or not math.isfinite(age) or age < 0:
-            raise InvalidRequest(f"max_age_s must be a non-negative number of seconds, got {age!r}", param="max_age_s")
-    if "respect_robots" in values and not isinstance(values["respect_robots"], bool):
-        raise InvalidRequest("respect_robots must be True or False", param="respect_robots")
+    check_fetch_options(values)  # the catalogue's checks and words (perplexed._optionspec)
     values["allow_private"] = parse_allow_private(values.get("allow_private"))
     return FetchOptions(**values, extra=extra)
 
