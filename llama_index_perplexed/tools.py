@@ -7,9 +7,8 @@ described ``query``) at run time.
 
 import copy
 import inspect
-from collections.abc import Callable, Sequence
-from datetime import date
-from typing import Annotated, Any, Literal
+from collections.abc import Callable
+from typing import Annotated, Any
 
 import perplexed
 from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
@@ -22,7 +21,7 @@ from perplexed.catalogue import ANSWER, WEB_FETCH, WEB_SEARCH, AgentTool, format
 from perplexed.citations import format_footnotes
 from pydantic import Field, SecretStr
 
-from ._config import SearchConfig, answer_configs, named_settings
+from ._config import SETTINGS, SearchConfig, answer_configs, named_settings, with_settings
 from ._portable import PortableToolMetadata
 from .events import dispatching
 
@@ -105,6 +104,7 @@ class PerplexedToolSpec(BaseToolSpec):
     spec_functions = [("perplexed_search", "aperplexed_search"), ("perplexed_answer", "aperplexed_answer"),
                       ("perplexed_fetch", "aperplexed_fetch")]
 
+    @with_settings
     def __init__(
         self,
         provider: Any = None,
@@ -113,33 +113,15 @@ class PerplexedToolSpec(BaseToolSpec):
         similarity_top_k: int | None = None,
         api_key: str | SecretStr | None = None,
         base_url: str | None = None,
-        provider_timeout_ms: int | None = None,
-        deadline_ms: int | None = None,
-        fallback_on: str | Sequence[str] | None = None,
-        cache_ttl_s: float | None = None,
-        cache_single_flight: bool | None = None,
-        budget_usd: float | None = None,
-        strategy: Literal["sequential", "hedged", "merge"] | None = None,
-        hedge_after_ms: int | Literal["auto"] | None = None,
-        merge_providers: int | None = None,
-        min_hits: int | None = None,
-        accept: Callable[[Result], bool | str | None] | None = None,
-        include_domains: Sequence[str] | None = None,
-        exclude_domains: Sequence[str] | None = None,
-        recency: Literal["day", "week", "month", "year"] | None = None,
-        published_after: date | str | None = None,
-        published_before: date | str | None = None,
-        language: str | None = None,
-        country: str | None = None,
-        safe_search: Literal["off", "moderate", "strict"] | None = None,
         fetch_provider: Any = None,
         allow_private: Any = None,
         fetch_options: dict[str, Any] | None = None,
         **options: Any,
     ) -> None:
         settings = {"max_results": max_results, "similarity_top_k": similarity_top_k, "api_key": api_key,
-                    "base_url": base_url, **named_settings(locals())}
-        self._search, self._answer = answer_configs("PerplexedToolSpec", provider, settings, options)
+                    "base_url": base_url, **named_settings(options)}
+        self._search, self._answer = answer_configs("PerplexedToolSpec", provider, settings,
+                                                      {k: v for k, v in options.items() if k not in SETTINGS})
         # perplexed_fetch: the fetch chain and its options (a private address only with allow_private)
         self._fetch_provider = fetch_provider
         self._fetch_options = {"max_chars": DEFAULT_FETCH_CHARS, **(fetch_options or {})}
