@@ -26,6 +26,7 @@ __all__ = [
     "names",
     "option",
     "options_table",
+    "with_options_table",
 ]
 
 Group = Literal["search", "chain", "fetch", "governance"]
@@ -220,8 +221,8 @@ def _rows(groups: tuple[Group, ...]) -> Iterator[str]:
         flag = f"`{o.flag}`" if o.flag else ""
         env = f"`{o.env}`" if o.env else ""
         tools = ", ".join(f"`{t}`" for t in o.tools)
-        bounds = o.bounds_text().replace("|", "\\|")
-        kind = _type_text(o.annotation).replace("|", "\\|")
+        bounds = o.bounds_text()
+        kind = _type_text(o.annotation).replace(" | ", " or ")
         yield (f"| `{o.name}` | {o.group} | `{kind}` | `{_default_text(o.default)}` | {bounds} | {flag} | {env} "
                f"| {tools} | {o.help.replace('|', '/')} |")
 
@@ -233,3 +234,13 @@ def options_table() -> str:
             "|---|---|---|---|---|---|---|---|---|")
     body = "\n".join(_rows(("search", "chain", "fetch", "governance")))
     return f"{TABLE_START}\n{head}\n{body}\n{TABLE_END}"
+
+
+def with_options_table(page: str) -> str:
+    """``page`` (the text of docs/chain.md) with its options table regenerated between the markers::
+
+        python -c "import pathlib, perplexed._optionspec as o; p = pathlib.Path('docs/chain.md'); \\
+            p.write_text(o.with_options_table(p.read_text()))"
+    """
+    start, end = page.index(TABLE_START), page.index(TABLE_END) + len(TABLE_END)
+    return page[:start] + options_table() + page[end:]

@@ -25,6 +25,7 @@ from typing import Any, Literal
 from ._errors import InvalidRequest
 from ._keywords import suggestion
 from ._models import Hit
+from ._optionspec import option
 from ._toolschema import portable_schema
 from .citations import format_footnotes
 
@@ -47,7 +48,7 @@ NO_RESULTS = "No results."
 SNIPPET_CHARS = 400
 MAX_TOOL_RESULTS = 20
 MAX_QUERY_CHARS = 4000
-RECENCY = ("day", "week", "month", "year")
+RECENCY = option("recency").choices  # the option's own choices (perplexed._optionspec)
 
 Kind = Literal["text", "int", "domains", "choice"]
 
