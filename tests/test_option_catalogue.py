@@ -41,7 +41,7 @@ def test_the_docs_table_is_the_catalogues() -> None:
         "docs/chain.md's options table differs from perplexed._optionspec: regenerate it with "
         "perplexed._optionspec.with_options_table (see its docstring)")
     for o in OPTIONS:
-        assert f"| `{o.name}` |" in page
+        assert f"| {o.group} | `{o.name}` |" in page
 
 
 def test_core_validation_reads_the_catalogue() -> None:

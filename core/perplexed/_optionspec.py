@@ -223,14 +223,14 @@ def _rows(groups: tuple[Group, ...]) -> Iterator[str]:
         tools = ", ".join(f"`{t}`" for t in o.tools)
         bounds = o.bounds_text()
         kind = _type_text(o.annotation).replace(" | ", " or ")
-        yield (f"| `{o.name}` | {o.group} | `{kind}` | `{_default_text(o.default)}` | {bounds} | {flag} | {env} "
+        yield (f"| {o.group} | `{o.name}` | `{kind}` | `{_default_text(o.default)}` | {bounds} | {flag} | {env} "
                f"| {tools} | {o.help.replace('|', '/')} |")
 
 
 def options_table() -> str:
     """The options table of docs/chain.md, generated from :data:`OPTIONS` (between :data:`TABLE_START` and
     :data:`TABLE_END`)."""
-    head = ("| option | kind | type | default | bounds | CLI flag | environment | tool argument of | what it does |\n"
+    head = ("| kind | option | type | default | bounds | CLI flag | environment | tool argument of | what it does |\n"
             "|---|---|---|---|---|---|---|---|---|")
     body = "\n".join(_rows(("search", "chain", "fetch", "governance")))
     return f"{TABLE_START}\n{head}\n{body}\n{TABLE_END}"
