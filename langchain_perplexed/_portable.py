@@ -72,5 +72,5 @@ class CatalogueArguments(PortableToolSchema):
         try:
             return self.catalogue.parse(tool_input, self.name)  # type: ignore[attr-defined]
         except InvalidRequest as exc:
-            raise ToolException(str(exc)) from exc
+            raise ToolException(self.catalogue.retry_text(exc)) from exc
 

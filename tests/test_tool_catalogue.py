@@ -142,7 +142,7 @@ def test_a_misspelt_argument_gets_the_same_did_you_mean_on_all_three(
         llama_index_tools()[tool].call(**arguments)
     assert mcp_text == str(lc_error.value) == message.content == str(li_error.value)
     assert f"did you mean {closest!r}?" in mcp_text
-    assert mcp_text.startswith("Invalid arguments: unknown argument ")
+    assert mcp_text.startswith("unknown argument ")
     assert CALLS == []  # refused before any search
 
 
@@ -161,8 +161,8 @@ def test_bad_values_and_missing_arguments_read_the_same_on_all_three() -> None:
             langchain_tools()["perplexed_search"].invoke(arguments)
         with pytest.raises(perplexed.InvalidRequest) as li_error:
             llama_index_tools()["perplexed_search"].call(**arguments)
-        assert mcp_text == str(lc_error.value) == str(li_error.value), arguments
-        assert "allowed" in mcp_text
+        assert mcp_text == str(li_error.value), arguments  # LangChain frames the same text with what to do
+        assert str(lc_error.value) == f"Invalid arguments: {mcp_text}. Call the tool again with allowed values."
     missing = mcp_call("web_search", {}).content[0].text
     assert "web_search needs the argument 'query'" in missing and "query must be a non-empty string" in missing
 

@@ -211,6 +211,13 @@ class AgentTool:
                 out[argument.name] = value
         return out
 
+    def retry_text(self, exc: InvalidRequest) -> str:
+        """The text of a tool that frames a bad or missing value with what to do ("Invalid arguments: ... Call
+        the tool again with allowed values.", LangChain's); an unknown name's text is the same everywhere."""
+        if exc.param not in self.argument_names:
+            return str(exc)
+        return f"Invalid arguments: {exc}. Call the tool again with allowed values."
+
     def allowed(self, param: str | None) -> str | None:
         """The words of what argument ``param`` takes (None when it is not one of this tool's)."""
         for argument in self.arguments:
@@ -238,8 +245,8 @@ def narrowed(settings: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[
 
 
 def _for_model(problem: str, *, param: str) -> InvalidRequest:
-    """The text a model reads for its own mistake, on every surface: what was wrong, and to call again."""
-    return InvalidRequest(f"Invalid arguments: {problem}. Call the tool again with allowed values.", param=param)
+    """The error a model reads for its own mistake, the same text on every surface."""
+    return InvalidRequest(problem, param=param)
 
 
 def format_hits(hits: Sequence[Hit], snippet_chars: int = SNIPPET_CHARS) -> str:
