@@ -12,8 +12,8 @@ from langchain_core.document_loaders import BaseLoader
 from langchain_core.documents import Document
 from langchain_core.tools import BaseTool, ToolException
 from perplexed import InvalidRequest, Page, PerplexedError, UpstreamError
-from perplexed.catalogue import WEB_FETCH, AgentTool
-from pydantic import BaseModel, ConfigDict, Field
+from perplexed.catalogue import WEB_FETCH, AgentTool, option
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from ._config import KnownNames
 from ._portable import CatalogueArguments, input_model
@@ -95,7 +95,24 @@ def fetch_tool_error(exc: PerplexedError) -> ToolException:
     return ToolException(f"Could not read the page: {exc}")
 
 
-class PerplexedFetchTool(KnownNames, CatalogueArguments, BaseTool):
+def _fetch_field(name: str) -> tuple[Any, Any]:
+    """A fetch setting as a field, from the core's option catalogue: its type and help; its default the core's
+    when the tool always sends it (``format``, ``allow_private``, ``respect_robots``), else ``None``."""
+    declared = option(name)
+    sent = name in ("format", "allow_private", "respect_robots")
+    return ((declared.annotation if sent else declared.annotation | None),
+            Field(declared.default if sent else None, description=declared.help))
+
+
+#: The fetch settings of the tool (not the model's to change), generated from the option catalogue.
+_FetchSettings: type[BaseModel] = create_model(  # type: ignore[call-overload]
+    "_FetchSettings", __module__=__name__,
+    **{name: _fetch_field(name) for name in ("format", "min_chars", "allow_private", "respect_robots",
+                                             "provider_timeout_ms", "deadline_ms")},
+)
+
+
+class PerplexedFetchTool(KnownNames, CatalogueArguments, _FetchSettings, BaseTool):
     """Reading a web page as a LangChain tool (``perplexed_fetch``), with ``content_and_artifact``: the model
     sees the title, URL and content (a slice, with the ``start_index`` of the next one when cut); the artifact
     is the page as a Document (metadata as :class:`PerplexedLoader`'s).
@@ -126,12 +143,6 @@ class PerplexedFetchTool(KnownNames, CatalogueArguments, BaseTool):
     """A fetch-provider name, dict, instance, function, or a list of these (default ``["http"]``)."""
     max_chars: int = Field(default=8000, ge=1)
     """Characters of content per call unless the model asks for another number."""
-    format: Literal["markdown", "text"] = "markdown"
-    min_chars: int | None = None
-    allow_private: bool | list[str] = False
-    respect_robots: bool = True
-    provider_timeout_ms: int | None = None
-    deadline_ms: int | None = None
     fetch_options: dict[str, Any] | None = None
     """Other :func:`perplexed.fetch` options (a provider's own, ``max_age_s``, governance)."""
 

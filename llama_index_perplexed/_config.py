@@ -20,8 +20,8 @@ from perplexed.catalogue import OPTIONS, option
 from perplexed.providers import describe, with_credentials
 from pydantic import SecretStr
 
-__all__ = ["SETTINGS", "AnswerConfig", "SearchConfig", "answer_configs", "named_settings", "split_answer_options",
-           "with_settings"]
+__all__ = ["FETCH_SETTINGS", "SETTINGS", "AnswerConfig", "SearchConfig", "answer_configs", "named_settings", "split_answer_options",
+           "with_fetch_settings", "with_settings"]
 
 
 #: The chain and search options the components take as named, typed keywords (``max_results`` aside): the
@@ -38,20 +38,29 @@ def named_settings(arguments: Mapping[str, Any]) -> dict[str, Any]:
     return {name: arguments[name] for name in SETTINGS if arguments.get(name) is not None}
 
 
-def with_settings(init: F) -> F:
-    """A component's ``__init__`` with the catalogue's chain and search options as named, typed keyword
-    parameters (``inspect.signature`` and ``typing.get_type_hints`` show them: ``deadline_ms: int | None = None``,
-    ...), each declared once in the core (``perplexed.catalogue.OPTIONS``). The function itself takes them in
-    its ``**options``."""
+def with_settings(init: F, names: tuple[str, ...] = SETTINGS) -> F:
+    """A component's ``__init__`` with the catalogue's options ``names`` (default: the chain and search options)
+    as named, typed keyword parameters (``inspect.signature`` and ``typing.get_type_hints`` show them:
+    ``deadline_ms: int | None = None``, ...), each declared once in the core (``perplexed.catalogue.OPTIONS``).
+    The function itself takes them in its ``**options``."""
     signature = inspect.signature(init)
     params = list(signature.parameters.values())
     rest = params.pop() if params and params[-1].kind is inspect.Parameter.VAR_KEYWORD else None
     taken = {p.name for p in params}
     added = [inspect.Parameter(o.name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=o.annotation | None)
-             for name in SETTINGS if name not in taken for o in [option(name)]]
+             for name in names if name not in taken for o in [option(name)]]
     init.__signature__ = signature.replace(parameters=[*params, *added, *([rest] if rest else [])])  # type: ignore[attr-defined]
     init.__annotations__ = {**init.__annotations__, **{p.name: p.annotation for p in added}}
     return init
+
+
+#: The options of a fetch as the reader takes them: the fetch options, and how its chain runs.
+FETCH_SETTINGS = (*(o.name for o in OPTIONS if o.group == "fetch"), *(o.name for o in OPTIONS if o.fetch))
+
+
+def with_fetch_settings(init: F) -> F:
+    """:func:`with_settings` for a fetching component: the fetch options and the fetch chain's."""
+    return with_settings(init, FETCH_SETTINGS)
 
 
 class SearchConfig:

@@ -41,7 +41,7 @@ def test_the_docs_table_is_the_catalogues() -> None:
         "docs/chain.md's options table differs from perplexed._optionspec: regenerate it with "
         "perplexed._optionspec.with_options_table (see its docstring)")
     for o in OPTIONS:
-        assert f"| {o.group} | `{o.name}` |" in page
+        assert f"| {o.group}{', fetch' if o.fetch else ''} | `{o.name}` |" in page
 
 
 def test_core_validation_reads_the_catalogue() -> None:
@@ -51,6 +51,7 @@ def test_core_validation_reads_the_catalogue() -> None:
     assert COMMON_OPTIONS == group("search")
     assert CHAIN_OPTION_NAMES == group("chain")
     assert FETCH_OPTION_NAMES == group("fetch") == perplexed._fetch.FETCH_OPTION_NAMES
+    assert perplexed._fetch.FETCH_CHAIN_NAMES == tuple(o.name for o in OPTIONS if o.fetch)
     for model, names in ((perplexed.SearchOptions, group("search")), (perplexed.ChainOptions, group("chain"))):
         for name in names:
             field = model.model_fields[name]
@@ -150,3 +151,19 @@ def test_options_exposed_as_tool_arguments_are_declared_so() -> None:
         for name in exposed:
             if option(name).choices:
                 assert tool.argument(name).choices == option(name).choices
+
+
+def test_the_fetch_components_take_the_catalogues_fetch_options() -> None:
+    from langchain_perplexed import PerplexedFetchTool
+    from llama_index_perplexed import PerplexedReader
+
+    fetch_names = [o.name for o in OPTIONS if o.group == "fetch"] + [o.name for o in OPTIONS if o.fetch]
+    parameters = inspect.signature(PerplexedReader).parameters
+    for name in fetch_names:
+        assert parameters[name].kind is inspect.Parameter.KEYWORD_ONLY and parameters[name].default is None, name
+        assert parameters[name].annotation == option(name).annotation | None
+    fields = PerplexedFetchTool.model_fields
+    for name in ("format", "allow_private", "respect_robots"):
+        assert fields[name].default == option(name).default and fields[name].annotation == option(name).annotation
+    for name in ("min_chars", "provider_timeout_ms", "deadline_ms"):
+        assert fields[name].default is None and fields[name].annotation == option(name).annotation | None

@@ -38,6 +38,7 @@ from ._http import get_client
 from ._keywords import credential_hint, unknown_keyword
 from ._logs import get_logger
 from ._models import Attempt, Hit, Outcome, Page, Result
+from ._options import FETCH_CHAIN_NAMES as _FETCH_CHAIN_NAMES
 from ._options import FETCH_OPTION_NAMES as _FETCH_OPTION_NAMES
 from ._options import ChainOptions, check_fetch_options
 from ._ssrf import Allowed, check_literal, parse_allow_private
@@ -73,15 +74,8 @@ FetchOutcome = Literal["error", "empty", "insufficient", "timeout"]
 #: options of a fetch (they reach the providers): declared in perplexed._optionspec
 FETCH_OPTION_NAMES = _FETCH_OPTION_NAMES
 _FETCH_NAMES = frozenset(FETCH_OPTION_NAMES)  # the hot path of search(): one set check
-#: options of how the fetch chain runs
-FETCH_CHAIN_NAMES = (
-    "provider_timeout_ms",
-    "deadline_ms",
-    "fallback_on",
-    "cache_ttl_s",
-    "cache_single_flight",
-    "budget_usd",
-)
+#: options of how the fetch chain runs: declared in perplexed._optionspec
+FETCH_CHAIN_NAMES = _FETCH_CHAIN_NAMES
 DEFAULT_FALLBACK_ON: frozenset[str] = frozenset({"error", "empty", "insufficient"})
 _FALLBACK_VALUES = ("error", "empty", "insufficient", "timeout")
 MAX_URL_CHARS = 8192

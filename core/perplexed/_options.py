@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ._bounds import check_ttl, check_usd
 from ._errors import InvalidRequest
-from ._optionspec import names, option
+from ._optionspec import fetch_chain_names, names, option
 
 __all__ = [
     "COMMON_OPTIONS",
@@ -41,6 +41,8 @@ CHAIN_OPTION_NAMES = names("chain")
 """Options that shape how the chain runs; they never reach a provider and never change a cache key."""
 FETCH_OPTION_NAMES = names("fetch")
 """Options of a fetch (they reach the fetch providers)."""
+FETCH_CHAIN_NAMES = fetch_chain_names()
+"""The chain options a fetch takes (how the fetch chain runs)."""
 
 
 def _field(name: str) -> Any:

@@ -23,6 +23,7 @@ __all__ = [
     "TABLE_END",
     "TABLE_START",
     "Option",
+    "fetch_chain_names",
     "names",
     "option",
     "options_table",
@@ -59,6 +60,8 @@ class Option:
     metavar: str | None = None
     cli: CliValue | None = None
     tools: tuple[str, ...] = ()
+    fetch: bool = False
+    """A chain option a fetch takes too (how the fetch chain runs)."""
 
     @property
     def minimum(self) -> float | None:
@@ -121,20 +124,20 @@ OPTIONS: tuple[Option, ...] = (
            "safe-search level, where the provider supports it", choices=SAFE_SEARCH),
     # --- chain options: how the chain runs; never sent to a provider, never in a cache key ------------------------
     Option("provider_timeout_ms", "chain", int, 15000, "time limit per provider call, in ms",
-           {"gt": 0, "le": 3_600_000}, _MS, flag="--timeout-ms", metavar="MS", cli="positive"),
+           {"gt": 0, "le": 3_600_000}, _MS, flag="--timeout-ms", metavar="MS", cli="positive", fetch=True),
     Option("deadline_ms", "chain", int, 30000, "time limit for the whole chain (a search, or one URL's fetch), in ms",
-           {"gt": 0, "le": 3_600_000}, _MS, flag="--deadline-ms", metavar="MS", cli="positive"),
+           {"gt": 0, "le": 3_600_000}, _MS, flag="--deadline-ms", metavar="MS", cli="positive", fetch=True),
     Option("fallback_on", "chain", str | list[str], ("error", "empty"),
            "outcomes that move the chain to the next provider (a fetch also moves on after 'insufficient')",
-           expects="a list of outcomes", choices=FALLBACK_ON),
+           expects="a list of outcomes", choices=FALLBACK_ON, fetch=True),
     Option("cache_ttl_s", "chain", float, None,
            "reuse a provider's answer for this many seconds (None or 0: off; the command line: 3600)",
-           expects="a number of seconds", flag="--cache-ttl", metavar="SECONDS", cli="seconds"),
+           expects="a number of seconds", flag="--cache-ttl", metavar="SECONDS", cli="seconds", fetch=True),
     Option("cache_single_flight", "chain", bool, False,
-           "with the cache on: identical searches at the same time share one provider call", expects="True or False"),
+           "with the cache on: identical searches at the same time share one provider call", expects="True or False", fetch=True),
     Option("budget_usd", "chain", float, None,
            "most one search may spend: a paid provider that would exceed it is skipped", expects="a number (USD)",
-           flag="--budget", metavar="USD", cli="usd"),
+           flag="--budget", metavar="USD", cli="usd", fetch=True),
     Option("strategy", "chain", Literal["sequential", "hedged", "merge"], "sequential",
            "sequential: one provider at a time; hedged: start the next provider when the current one is slow; "
            "merge: ask several at once and fuse their hits", choices=STRATEGIES, flag="--strategy", cli="choice"),
@@ -196,6 +199,11 @@ def names(group: Group) -> tuple[str, ...]:
     return tuple(o.name for o in OPTIONS if o.group == group)
 
 
+def fetch_chain_names() -> tuple[str, ...]:
+    """The chain options a fetch takes (how the fetch chain runs), in declaration order."""
+    return tuple(o.name for o in OPTIONS if o.fetch)
+
+
 def _type_text(annotation: Any) -> str:
     text = str(annotation).replace("typing.", "").replace("collections.abc.", "").replace("datetime.", "")
     return {"<class 'int'>": "int", "<class 'float'>": "float", "<class 'bool'>": "bool", "<class 'str'>": "str"}.get(
@@ -223,7 +231,8 @@ def _rows(groups: tuple[Group, ...]) -> Iterator[str]:
         tools = ", ".join(f"`{t}`" for t in o.tools)
         bounds = o.bounds_text()
         kind = _type_text(o.annotation).replace(" | ", " or ")
-        yield (f"| {o.group} | `{o.name}` | `{kind}` | `{_default_text(o.default)}` | {bounds} | {flag} | {env} "
+        kinds = f"{o.group}, fetch" if o.fetch else o.group
+        yield (f"| {kinds} | `{o.name}` | `{kind}` | `{_default_text(o.default)}` | {bounds} | {flag} | {env} "
                f"| {tools} | {o.help.replace('|', '/')} |")
 
 
