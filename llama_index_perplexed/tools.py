@@ -14,11 +14,19 @@ import perplexed
 from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
 from llama_index.core.tools.tool_spec.base import BaseToolSpec
 from llama_index.core.tools.utils import create_schema_from_function
-from perplexed import Answer, InvalidRequest, Result
+from perplexed import InvalidRequest, Result
 from perplexed import aanswer as _aanswer
 from perplexed import answer as _answer
-from perplexed.catalogue import ANSWER, WEB_FETCH, WEB_SEARCH, AgentTool, format_hits, narrowed, tool_named
-from perplexed.citations import format_footnotes
+from perplexed.catalogue import (
+    ANSWER,
+    WEB_FETCH,
+    WEB_SEARCH,
+    AgentTool,
+    format_answer,
+    format_hits,
+    narrowed,
+    tool_named,
+)
 from pydantic import Field, SecretStr
 
 from ._config import SETTINGS, SearchConfig, answer_configs, named_settings, with_settings
@@ -68,19 +76,6 @@ def _tool_function(tool: AgentTool, fn_name: str, run: Run) -> Callable[..., Any
     function.__signature__ = inspect.Signature(parameters, return_annotation=str)  # type: ignore[attr-defined]
     function.__annotations__ = {p.name: p.annotation for p in parameters[1:]} | {"return": str}
     return function
-
-
-def format_answer(ans: Answer) -> str:
-    """What the ``answer`` tool returns: the answer text with its ``[n]`` markers, then ``Sources:`` and one
-    ``[n] title — url`` line per source, numbered as the markers (and with ``verify=True`` the citation
-    check: :meth:`perplexed.Verification.report`)."""
-    sources = sorted(ans.sources, key=lambda h: h.id)
-    if not sources:
-        return ans.text
-    text = f"{ans.text}\n\nSources:\n{format_footnotes(sources, numbers=[h.id for h in sources])}"
-    if ans.verification is not None:  # PerplexedToolSpec(verify=True): the sentences their sources do not support
-        text += f"\n\nCitation check:\n{ans.verification.report()}"
-    return text
 
 
 class PerplexedToolSpec(BaseToolSpec):

@@ -183,3 +183,12 @@ def test_one_text_of_the_hits() -> None:
     import llama_index_perplexed.tools as li_tools
 
     assert lc_documents.format_hits is format_hits and li_tools.format_hits is format_hits
+
+
+def test_one_text_of_the_answer_on_all_three() -> None:
+    question = "What is a setback?"
+    mcp_text = mcp_call("answer", {"query": question}).content[0].text
+    lc_text = langchain_tools()["perplexed_answer"].invoke({"query": question})
+    li_text = llama_index_tools()["perplexed_answer"].call(query=question).content
+    assert mcp_text == lc_text == li_text
+    assert "\n\nSources:\n[1] A page — https://example.com/a" in mcp_text

@@ -37,6 +37,7 @@ __all__ = [
     "WEB_SEARCH",
     "AgentTool",
     "ToolArgument",
+    "format_answer",
     "format_hits",
     "narrowed",
     "tool_named",
@@ -261,6 +262,20 @@ def format_hits(hits: Sequence[Hit], snippet_chars: int = SNIPPET_CHARS) -> str:
         snippet = _shorten(hit.snippet or hit.content or "", snippet_chars)
         blocks.append(f"{line}\n{snippet}" if snippet else line)
     return "\n\n".join(blocks)
+
+
+def format_answer(answer: Any) -> str:
+    """What the answer tool returns to a model (an :class:`~perplexed.Answer`): the answer text with its ``[n]``
+    markers, then ``Sources:`` and one ``[n] title — url`` line per source, numbered as the markers (with
+    ``verify=True``, then the citation check: the sentences their sources do not support); the text alone (or
+    ``"No results."``) when there are no sources."""
+    sources = sorted(answer.sources, key=lambda hit: hit.id)
+    if not sources:
+        return str(answer.text) or NO_RESULTS
+    text = f"{answer.text}\n\nSources:\n{format_footnotes(sources, numbers=[hit.id for hit in sources])}"
+    if answer.verification is not None:
+        text += f"\n\nCitation check:\n{answer.verification.report()}"
+    return text
 
 
 def _shorten(text: str, limit: int) -> str:

@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ._errors import ConfigError, InvalidRequest, PerplexedError, UpstreamError, install_hint, redact
 from ._models import Attempt, Hit, Result
-from ._tools import ANSWER, WEB_FETCH, WEB_SEARCH, AgentTool, format_hits, narrowed
+from ._tools import ANSWER, WEB_FETCH, WEB_SEARCH, AgentTool, format_answer, format_hits, narrowed
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
@@ -274,10 +274,7 @@ class _Chain:
             total_chars=page.total_chars, attempts=_attempts(page.attempts), cost=page.cost,
             truncated=page.truncated, next_index=page.next_index,
         )
-        head = f"{page.title or page.final_url or page.url} — {page.final_url or page.url}"
-        tail = (f"\n\n[Cut at character {page.next_index} of {page.total_chars}: call web_fetch again with "
-                f"start_index={page.next_index} to read on.]" if page.truncated else "")
-        return _result(f"{head}\n\n{page.content}{tail}", out)
+        return _result(page.for_model(), out)  # the text every surface's fetch tool returns
 
     def fetch_options(self) -> dict[str, Any]:
         """The governance and time options the fetch chain shares with search (not the search-only ones)."""
@@ -307,10 +304,7 @@ class _Chain:
         sources = [_hit(h) for h in final.sources]
         attempts = _attempts(final.search.attempts if final.search is not None else [])
         body = str(final.text)
-        lines = [body, ""]
-        for hit in final.cited:
-            lines.append(f"[{hit.id}] {hit.title or hit.url} — {hit.url}")
-        text, truncated, next_index = _cut("\n".join(lines).strip(), self.max_chars)
+        text, truncated, next_index = _cut(format_answer(final), self.max_chars)  # the catalogue's text
         out = AnswerOutput(text=body, sources=sources, cost=final.cost, attempts=attempts, truncated=truncated,
                            next_index=next_index)
         return _result(text, out)
