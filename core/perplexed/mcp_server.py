@@ -203,7 +203,7 @@ def _failure_message(exc: PerplexedError) -> str:
         return ("Every provider in the chain failed; nothing was found. " + "; ".join(parts)
                 + ". Try again later, or rephrase the query.")
     if isinstance(exc, InvalidRequest) and exc.param is not None and exc.reason is None:
-        return str(exc)  # a tool argument (the catalogue's words) or an option: it says what to send instead
+        return str(exc)  # a tool argument: the message says what to send instead
     if isinstance(exc, InvalidRequest | ConfigError):
         return f"The request was not accepted: {exc}"
     return f"The call failed: {exc}"
