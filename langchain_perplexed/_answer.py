@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from langchain_core.documents import Document
 from perplexed import Hit
+from perplexed.catalogue import format_answer as _format_answer
 from perplexed.citations import format_footnotes
 from perplexed.integration import AnswerPlan, prepare_answer
 from pydantic import BaseModel, Field, SecretStr
 
-from ._documents import NO_RESULTS, attempts_summary, flatten_metadata, hit_metadata
+from ._documents import attempts_summary, flatten_metadata, hit_metadata
 
 if TYPE_CHECKING:
     from perplexed import Answer
@@ -192,12 +193,7 @@ def format_sources(hits: Sequence[Hit]) -> str:
 
 
 def format_answer(answer: Answer) -> str:
-    """What the answer tool returns to the model: the answer text, then the numbered sources (and, with
-    ``verify=True``, the citation check: the sentences their sources do not support)."""
-    hits = source_hits(answer)
-    if not hits:
-        return answer.text or NO_RESULTS
-    text = f"{answer.text}\n\nSources:\n{format_sources(hits)}"
-    if answer.verification is not None:
-        text += f"\n\nCitation check:\n{answer.verification.report()}"
-    return text
+    """What the answer tool returns to the model: the catalogue's text (``perplexed.catalogue.format_answer``,
+    the same on MCP and LlamaIndex): the answer text, then the numbered sources (and, with ``verify=True``, the
+    citation check: the sentences their sources do not support)."""
+    return _format_answer(answer)

@@ -9,18 +9,20 @@ shown by ``repr``/``str``.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
-from datetime import date
-from typing import Any, ClassVar, Literal
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from perplexed import ChainOptions, InvalidRequest, SearchOptions, chain
+from perplexed.catalogue import OPTIONS, option
 from perplexed.integration import AnswerPlan
 from perplexed.providers import with_credentials
 from pydantic import (
     AliasChoices,
     BaseModel,
     ConfigDict,
+    Field,
     SecretStr,
+    create_model,
     field_serializer,
     field_validator,
     model_validator,
@@ -28,9 +30,9 @@ from pydantic import (
 
 __all__ = ["KnownNames", "ProviderCredentials", "SearchConfig", "protect_secrets", "redact_spec"]
 
-# The core's own lists (so a new chain or search option cannot be forgotten here; each is a field below).
-CHAIN_FIELDS = tuple(ChainOptions.model_fields)
-SEARCH_FIELDS = tuple(name for name in SearchOptions.model_fields if name not in ("max_results", "extra"))
+# The core's option catalogue (so a new chain or search option cannot be forgotten here; each is a field).
+CHAIN_FIELDS = tuple(o.name for o in OPTIONS if o.group == "chain")
+SEARCH_FIELDS = tuple(o.name for o in OPTIONS if o.group == "search" and o.name != "max_results")
 # Keys of a provider spec whose values are credentials (masked in repr; api_key becomes a SecretStr).
 _SECRET_KEY = re.compile(r"(?i)(api[_-]?key|token|secret|password|authorization|credential)")
 _MASK = "**********"
@@ -98,7 +100,29 @@ class KnownNames(BaseModel):
         return data
 
 
-class SearchConfig(KnownNames):
+def _option_field(name: str) -> tuple[Any, Any]:
+    """The field of a chain or search option: its catalogue type (or ``None``: the core's default), its help."""
+    declared = option(name)
+    default = declared.default if not isinstance(declared.default, tuple) else list(declared.default)
+    return (declared.annotation | None, Field(None, description=f"{declared.help[:1].upper()}{declared.help[1:]} "
+                                               f"(core default: {default!r})."))
+
+
+#: The provider spec and every chain and search option as fields, generated from the core's option catalogue
+#: (``perplexed.catalogue.OPTIONS``: each option declared once, with its type and help).
+_OptionFields: type[KnownNames] = create_model(  # type: ignore[call-overload]
+    "_OptionFields",
+    __base__=KnownNames,
+    __module__=__name__,
+    provider=(Any, Field(None, description=(
+        "A provider name ('searxng'), a spec dict ({'name': 'tavily', 'api_key': ...}), a perplexed Provider, a "
+        "function, or a list of these (a fallback chain). None uses the default chain (PERPLEXED_PROVIDER, else "
+        "local,searxng)."))),
+    **{name: _option_field(name) for name in (*CHAIN_FIELDS, *SEARCH_FIELDS)},
+)
+
+
+class SearchConfig(_OptionFields):
     """Provider chain, chain options and search options, as fields (a mixin of the LangChain components).
 
     Every option is handed to :func:`perplexed.search` as is; ``None`` means "the core's default". An unknown
@@ -106,83 +130,6 @@ class SearchConfig(KnownNames):
     """
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
-
-    provider: Any = None
-    """A provider name (``"searxng"``), a spec dict (``{"name": "tavily", "api_key": ...}``), a
-    :class:`perplexed.providers.Provider`, a function, or a list of these (a fallback chain). ``None`` uses
-    the default chain (``PERPLEXED_PROVIDER``, else ``local,searxng``)."""
-
-    provider_timeout_ms: int | None = None
-    """Budget of each provider call in milliseconds (core default 15000)."""
-
-    deadline_ms: int | None = None
-    """Budget of the whole chain in milliseconds (core default 30000)."""
-
-    fallback_on: str | list[str] | None = None
-    """Outcomes that move the chain to the next provider: ``error``, ``empty``, ``timeout`` (core default
-    ``["error", "empty"]``)."""
-
-    cache_ttl_s: float | None = None
-    """Keep each provider's ``ok`` answer this many seconds and answer identical searches from it (a cached
-    attempt: free, not a provider call). ``None``/0: no cache (core default). See docs/production.md."""
-
-    cache_single_flight: bool | None = None
-    """With the cache on: identical searches running at the same time share one provider call."""
-
-    budget_usd: float | None = None
-    """Most one search may spend: a paid provider whose price would exceed it is skipped (``over_budget``)."""
-
-    strategy: Literal["sequential", "hedged", "merge", "adaptive"] | None = None
-    """How the chain runs: ``sequential`` (core default), ``hedged`` (start the next provider when the current
-    one is slow; the first good answer wins), ``merge`` (call several providers at once and fuse their hits) or
-    ``adaptive`` (order the chain per call by what the state store has seen; see docs/eval.md)."""
-
-    hedge_after_ms: int | Literal["auto"] | None = None
-    """``hedged``: how long the current provider runs alone before the next one starts too (core default
-    ``"auto"``: the provider's observed p95 latency)."""
-
-    merge_providers: int | None = None
-    """``merge``: how many providers are called at once (core default 2)."""
-
-    min_hits: int | None = None
-    """Quality floor: an answer with fewer hits is ``insufficient`` and the chain moves on (under
-    ``fallback_on`` containing ``empty``)."""
-
-    accept: Callable[..., Any] | None = None
-    """Quality gate: ``accept(result)`` returns True to accept, False or a reason string to reject."""
-
-    routing: Any = None
-    """``adaptive``: priors from a routing file (its path, or a :class:`perplexed.Routing`; see docs/eval.md)."""
-
-    explore: float | None = None
-    """``adaptive``: at most this share of calls try a member other than the top one first (core default 0.05)."""
-
-    seed: int | None = None
-    """``adaptive``: makes the exploration reproducible."""
-
-    include_domains: list[str] | None = None
-    """Only hits from these domains (``"nature.com"``, ``"*.gov"``, ``"example.com/docs"``)."""
-
-    exclude_domains: list[str] | None = None
-    """Never hits from these domains."""
-
-    recency: Literal["day", "week", "month", "year"] | None = None
-    """Only hits published within the last day, week, month or year (where the provider supports it)."""
-
-    published_after: date | str | None = None
-    """Only hits published on or after this date (``date`` or ISO ``YYYY-MM-DD``)."""
-
-    published_before: date | str | None = None
-    """Only hits published on or before this date (``date`` or ISO ``YYYY-MM-DD``)."""
-
-    language: str | None = None
-    """Result language code, e.g. ``"en"`` or ``"en-US"``."""
-
-    country: str | None = None
-    """Country code, e.g. ``"us"``."""
-
-    safe_search: Literal["off", "moderate", "strict"] | None = None
-    """Safe-search level where the provider supports it."""
 
     search_kwargs: dict[str, Any] | None = None
     """Provider-specific search options passed through to every provider (e.g. SearXNG ``engines``)."""

@@ -15,7 +15,7 @@ from typing import Any
 
 from langchain_core.documents import Document
 from perplexed import Attempt, Hit, Result
-from perplexed.citations import format_footnotes
+from perplexed.catalogue import NO_RESULTS, format_hits
 
 __all__ = [
     "NO_RESULTS",
@@ -26,8 +26,7 @@ __all__ = [
     "result_documents",
 ]
 
-NO_RESULTS = "No results."
-SNIPPET_CHARS = 400  # per hit, in the text a tool returns to the model
+# the text a tool returns to the model is the core tool catalogue's (the same on MCP and LlamaIndex)
 
 
 def attempts_summary(attempts: Iterable[Attempt]) -> list[dict[str, Any]]:
@@ -91,22 +90,3 @@ def result_documents(result: Result, *, flat: bool = False) -> list[Document]:
         hit_document(hit, answered_by=result.provider, cost=result.cost, attempts=result.attempts, flat=flat)
         for hit in result.hits
     ]
-
-
-def _shorten(text: str, limit: int = SNIPPET_CHARS) -> str:
-    text = " ".join(text.split())
-    if len(text) <= limit:
-        return text
-    return text[: limit - 1].rstrip() + "…"
-
-
-def format_hits(hits: Sequence[Hit]) -> str:
-    """The compact numbered list a tool returns to the model: ``[n] title — url`` then the snippet."""
-    if not hits:
-        return NO_RESULTS
-    blocks = []
-    for hit in hits:
-        line = format_footnotes([hit], numbers=[hit.id])  # "[n] title — url", the core's format
-        snippet = _shorten(hit.snippet or hit.content or "")
-        blocks.append(f"{line}\n{snippet}" if snippet else line)
-    return "\n\n".join(blocks)

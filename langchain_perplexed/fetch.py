@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator, Sequence
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import perplexed
 import perplexed.integration
@@ -13,10 +13,11 @@ from langchain_core.document_loaders import BaseLoader
 from langchain_core.documents import Document
 from langchain_core.tools import BaseTool, ToolException
 from perplexed import InvalidRequest, Page, PerplexedError, UpstreamError
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from perplexed.catalogue import WEB_FETCH, AgentTool, option
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from ._config import KnownNames
-from ._portable import PORTABLE, PortableToolSchema
+from ._portable import CatalogueArguments, input_model
 from ._run import arun_core, run_core
 
 __all__ = ["PerplexedFetchInput", "PerplexedFetchTool", "PerplexedLoader", "page_document"]
@@ -74,30 +75,11 @@ class PerplexedLoader(BaseLoader):
             yield document
 
 
-FETCH_DESCRIPTION = (
-    "Read a web page. Returns the page's main content as Markdown (title and URL first). Long pages come in "
-    "slices: when the content is cut, the reply ends with the start_index to pass to read the next slice. Use "
-    "it on URLs from search results or the user to read the full text before answering."
-)
+#: The tool's description, as the catalogue declares it (the same on MCP and LlamaIndex).
+FETCH_DESCRIPTION = WEB_FETCH.description
 
-
-class PerplexedFetchInput(KnownNames):
-    """Arguments of the ``perplexed_fetch`` tool."""
-
-    model_config = PORTABLE
-
-    url: str = Field(description="The page's http(s) URL, e.g. 'https://example.com/article'.")
-    max_chars: int | None = Field(default=None, ge=100, le=100_000,
-                                  description="How many characters of content to return (default: the tool's).")
-    start_index: int | None = Field(default=None, ge=0,
-                                    description="Where the content starts, to read the next slice of a long page.")
-
-
-_ALLOWED = {
-    "url": "an http or https URL",
-    "max_chars": "a whole number from 100 to 100000",
-    "start_index": "a whole number, 0 or more (the start_index a previous reply gave)",
-}
+PerplexedFetchInput = input_model("PerplexedFetchInput", WEB_FETCH, "Arguments of the ``perplexed_fetch`` tool "
+                                  "(generated from the core's tool catalogue).")
 
 
 def fetch_tool_error(exc: PerplexedError) -> ToolException:
@@ -114,7 +96,24 @@ def fetch_tool_error(exc: PerplexedError) -> ToolException:
     return ToolException(f"Could not read the page: {exc}")
 
 
-class PerplexedFetchTool(KnownNames, PortableToolSchema, BaseTool):
+def _fetch_field(name: str) -> tuple[Any, Any]:
+    """A fetch setting as a field, from the core's option catalogue: its type and help; its default the core's
+    when the tool always sends it (``format``, ``allow_private``, ``respect_robots``), else ``None``."""
+    declared = option(name)
+    sent = name in ("format", "allow_private", "respect_robots")
+    return ((declared.annotation if sent else declared.annotation | None),
+            Field(declared.default if sent else None, description=declared.help))
+
+
+#: The fetch settings of the tool (not the model's to change), generated from the option catalogue.
+_FetchSettings: type[BaseModel] = create_model(  # type: ignore[call-overload]
+    "_FetchSettings", __module__=__name__,
+    **{name: _fetch_field(name) for name in ("format", "min_chars", "allow_private", "respect_robots",
+                                             "provider_timeout_ms", "deadline_ms")},
+)
+
+
+class PerplexedFetchTool(KnownNames, CatalogueArguments, _FetchSettings, BaseTool):
     """Reading a web page as a LangChain tool (``perplexed_fetch``), with ``content_and_artifact``: the model
     sees the title, URL and content (a slice, with the ``start_index`` of the next one when cut); the artifact
     is the page as a Document (metadata as :class:`PerplexedLoader`'s).
@@ -135,8 +134,9 @@ class PerplexedFetchTool(KnownNames, PortableToolSchema, BaseTool):
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
-    name: str = "perplexed_fetch"
-    description: str = FETCH_DESCRIPTION
+    catalogue: ClassVar[AgentTool] = WEB_FETCH
+    name: str = WEB_FETCH.name
+    description: str = WEB_FETCH.description
     args_schema: type[BaseModel] = PerplexedFetchInput
     response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
 
@@ -144,12 +144,6 @@ class PerplexedFetchTool(KnownNames, PortableToolSchema, BaseTool):
     """A fetch-provider name, dict, instance, function, or a list of these (default ``["http"]``)."""
     max_chars: int = Field(default=8000, ge=1)
     """Characters of content per call unless the model asks for another number."""
-    format: Literal["markdown", "text"] = "markdown"
-    min_chars: int | None = None
-    allow_private: bool | list[str] = False
-    respect_robots: bool = True
-    provider_timeout_ms: int | None = None
-    deadline_ms: int | None = None
     fetch_options: dict[str, Any] | None = None
     """Other :func:`perplexed.fetch` options (a provider's own, ``max_age_s``, governance)."""
 
@@ -162,17 +156,6 @@ class PerplexedFetchTool(KnownNames, PortableToolSchema, BaseTool):
                    "respect_robots": self.respect_robots, "provider_timeout_ms": self.provider_timeout_ms,
                    "deadline_ms": self.deadline_ms, "start_index": start_index}
         return {k: v for k, v in options.items() if v is not None}
-
-    def _parse_input(self, tool_input: str | dict[str, Any], tool_call_id: str | None) -> Any:
-        try:
-            return super()._parse_input(tool_input, tool_call_id)
-        except ValidationError as exc:
-            parts = []
-            for error in exc.errors():
-                name = str(error["loc"][0]) if error.get("loc") else "arguments"
-                parts.append(f"{name}={error.get('input')!r} is not allowed (use {_ALLOWED[name]})"
-                             if name in _ALLOWED else f"{name}: {error['msg']}")
-            raise ToolException("Invalid arguments: " + "; ".join(parts) + ". Call the tool again.") from exc
 
     def _run(self, url: str, max_chars: int | None = None, start_index: int | None = None,
              run_manager: CallbackManagerForToolRun | None = None) -> tuple[str, list[Document]]:

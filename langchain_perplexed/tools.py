@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import perplexed
 from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackManagerForToolRun
@@ -18,13 +18,14 @@ from perplexed import (
     aanswer,
     answer,
 )
+from perplexed.catalogue import ANSWER, WEB_SEARCH, AgentTool, narrowed
 from perplexed.integration import AnswerPlan
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from ._answer import AnswerConfig, format_answer, source_documents
-from ._config import KnownNames, ProviderCredentials, SearchConfig
+from ._config import ProviderCredentials, SearchConfig
 from ._documents import NO_RESULTS, format_hits, result_documents
-from ._portable import PORTABLE, PortableToolSchema
+from ._portable import CatalogueArguments, input_model
 from ._run import arun_core, run_core
 
 __all__ = [
@@ -35,66 +36,23 @@ __all__ = [
     "tool_error",
 ]
 
-SEARCH_DESCRIPTION = (
-    "Search the web. Returns a numbered list of results, each as '[n] title — url' followed by a snippet. "
-    "Use it for recent events, facts you are not sure of, and anything that needs a source; cite the "
-    "results you use by their [n]. Send a short, specific keyword query (2-10 words), one topic per call."
-)
+#: The tool's description, as the catalogue declares it (the same on MCP and LlamaIndex).
+SEARCH_DESCRIPTION = WEB_SEARCH.description
+
+PerplexedSearchInput = input_model("PerplexedSearchInput", WEB_SEARCH, "Arguments of the ``perplexed_search`` tool "
+                                   "(generated from the core's tool catalogue).")
 
 
-class PerplexedSearchInput(KnownNames):
-    """Arguments of the ``perplexed_search`` tool."""
-
-    # the schema a model sees is in the subset strict tool callers accept (no anyOf with null, closed object)
-    model_config = PORTABLE
-
-    query: str = Field(
-        description="The search query: a few specific keywords, e.g. 'EU AI Act general-purpose AI obligations'."
-    )
-    max_results: int | None = Field(
-        default=None, ge=1, le=20, description="How many results to return (default: the tool's setting)."
-    )
-    include_domains: list[str] | None = Field(
-        default=None,
-        description="Only return results from these domains, e.g. ['nature.com', 'arxiv.org'].",
-    )
-    exclude_domains: list[str] | None = Field(
-        default=None, description="Never return results from these domains, e.g. ['pinterest.com']."
-    )
-    recency: Literal["day", "week", "month", "year"] | None = Field(
-        default=None, description="Only results published within the last day, week, month or year."
-    )
-
-
-def _call_kwargs(
-    config: SearchConfig,
-    default_max: int,
-    *,
-    max_results: int | None = None,
-    include_domains: list[str] | None = None,
-    exclude_domains: list[str] | None = None,
-    recency: str | None = None,
-) -> dict[str, Any]:
-    """Core kwargs for a tool call (the model's arguments, by name): the tool's settings, narrowed (never
-    widened) by the model's arguments."""
-    overrides: dict[str, Any] = {}
-    if include_domains and not config.include_domains:
-        overrides["include_domains"] = include_domains
-    if exclude_domains:
-        overrides["exclude_domains"] = list(dict.fromkeys([*(config.exclude_domains or ()), *exclude_domains]))
-    if recency is not None:
-        overrides["recency"] = recency
-    return config.core_kwargs(max_results or default_max, overrides)
+def _call_kwargs(config: SearchConfig, default_max: int, **arguments: Any) -> dict[str, Any]:
+    """Core kwargs for a tool call (the model's checked arguments, by name): the tool's settings, narrowed (never
+    widened) by the model's arguments, as the catalogue's :func:`perplexed.catalogue.narrowed` says."""
+    settings = {"include_domains": config.include_domains, "exclude_domains": config.exclude_domains}
+    overrides = narrowed(settings, arguments)
+    return config.core_kwargs(overrides.pop("max_results", None) or default_max, overrides)
 
 
 #: What a model may pass, per argument, in the words of the error it gets when it passes something else.
-ALLOWED = {
-    "query": "a non-empty query string (at most 4000 characters)",
-    "max_results": "a whole number from 1 to 20",
-    "include_domains": "a list of domain names such as 'nature.com' or 'example.com/docs'",
-    "exclude_domains": "a list of domain names such as 'pinterest.com'",
-    "recency": "one of 'day', 'week', 'month', 'year'",
-}
+ALLOWED = {argument.name: argument.allowed for argument in WEB_SEARCH.arguments}
 
 
 def arguments_error(problems: list[tuple[str, Any]]) -> ToolException:
@@ -106,20 +64,10 @@ def arguments_error(problems: list[tuple[str, Any]]) -> ToolException:
     return ToolException("Invalid arguments: " + "; ".join(parts) + ". Call the tool again with allowed values.")
 
 
-class _ModelArguments(PortableToolSchema):
-    """Tool arguments a model got wrong (a number out of range, an unknown recency, a bad domain) raise a
-    :class:`ToolException` saying what is allowed, never a pydantic ``ValidationError``: with
-    ``handle_tool_error=True`` the model reads it and can retry."""
-
-    def _parse_input(self, tool_input: str | dict[str, Any], tool_call_id: str | None) -> Any:
-        try:
-            return super()._parse_input(tool_input, tool_call_id)  # type: ignore[misc]
-        except ValidationError as exc:
-            problems = []
-            for error in exc.errors():
-                name = str(error["loc"][0]) if error.get("loc") else "arguments"
-                problems.append((name, error.get("input") if name in ALLOWED else error["msg"]))
-            raise arguments_error(problems) from exc
+class _ModelArguments(CatalogueArguments):
+    """Tool arguments a model got wrong (a misspelt name, a number out of range, an unknown recency) raise a
+    :class:`ToolException` in the catalogue's words, saying what is allowed, never a pydantic
+    ``ValidationError``: with ``handle_tool_error=True`` the model reads it and can retry."""
 
 
 def tool_error(exc: PerplexedError, what: str = "Web search") -> ToolException:
@@ -172,8 +120,9 @@ class PerplexedSearchTool(_ModelArguments, ProviderCredentials, SearchConfig, Ba
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
-    name: str = "perplexed_search"
-    description: str = SEARCH_DESCRIPTION
+    catalogue: ClassVar[AgentTool] = WEB_SEARCH
+    name: str = WEB_SEARCH.name
+    description: str = WEB_SEARCH.description
     args_schema: type[BaseModel] = PerplexedSearchInput
     response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
 
@@ -203,31 +152,11 @@ class PerplexedSearchTool(_ModelArguments, ProviderCredentials, SearchConfig, Ba
         return format_hits(result.hits), result_documents(result, flat=self.flat_metadata)
 
 
-ANSWER_DESCRIPTION = (
-    "Answer a question from current web sources. Returns a short answer with inline citations like [1], "
-    "followed by the numbered sources ('[n] title — url'). Use it for factual questions that need an "
-    "up-to-date, sourced answer; keep the [n] citations when you quote it. Send the question in plain words."
-)
+#: The tool's description, as the catalogue declares it (the same on MCP and LlamaIndex).
+ANSWER_DESCRIPTION = ANSWER.description
 
-
-class PerplexedAnswerInput(KnownNames):
-    """Arguments of the ``perplexed_answer`` tool."""
-
-    model_config = PORTABLE
-
-    query: str = Field(description="The question to answer, e.g. 'What are typical residential zoning setbacks?'.")
-    max_results: int | None = Field(
-        default=None, ge=1, le=20, description="How many sources to ground the answer in (default: the tool's)."
-    )
-    include_domains: list[str] | None = Field(
-        default=None, description="Only use sources from these domains, e.g. ['europa.eu']."
-    )
-    exclude_domains: list[str] | None = Field(
-        default=None, description="Never use sources from these domains."
-    )
-    recency: Literal["day", "week", "month", "year"] | None = Field(
-        default=None, description="Only sources published within the last day, week, month or year."
-    )
+PerplexedAnswerInput = input_model("PerplexedAnswerInput", ANSWER, "Arguments of the ``perplexed_answer`` tool "
+                                   "(generated from the core's tool catalogue).")
 
 
 class PerplexedAnswerTool(_ModelArguments, AnswerConfig, SearchConfig, BaseTool):
@@ -256,8 +185,9 @@ class PerplexedAnswerTool(_ModelArguments, AnswerConfig, SearchConfig, BaseTool)
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
-    name: str = "perplexed_answer"
-    description: str = ANSWER_DESCRIPTION
+    catalogue: ClassVar[AgentTool] = ANSWER
+    name: str = ANSWER.name
+    description: str = ANSWER.description
     args_schema: type[BaseModel] = PerplexedAnswerInput
     response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
 

@@ -3,8 +3,9 @@ the answer options of the query engine and the tool spec (handed to :func:`perpl
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from perplexed import (
     ChainOptions,
@@ -13,21 +14,52 @@ from perplexed import (
     SearchOptions,
     chain,
 )
+from perplexed.catalogue import OPTIONS, option
 from perplexed.integration import AnswerPlan, prepare_answer
 from perplexed.providers import describe, with_credentials
 from pydantic import SecretStr
 
-__all__ = ["SETTINGS", "AnswerConfig", "SearchConfig", "answer_configs", "named_settings", "split_answer_options"]
+__all__ = ["FETCH_SETTINGS", "SETTINGS", "AnswerConfig", "SearchConfig", "answer_configs", "named_settings", "split_answer_options",
+           "with_fetch_settings", "with_settings"]
 
 
 #: The chain and search options the components take as named, typed keywords (``max_results`` aside): the
-#: core's own lists, so a new option cannot be forgotten here.
-SETTINGS = (*ChainOptions.model_fields, *(n for n in SearchOptions.model_fields if n not in ("max_results", "extra")))
+#: core's option catalogue, so a new option cannot be forgotten here.
+SETTINGS = (*(o.name for o in OPTIONS if o.group == "chain"),
+            *(o.name for o in OPTIONS if o.group == "search" and o.name != "max_results"))
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def named_settings(arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """The chain and search options among a constructor's ``arguments`` (its ``locals()``) that were given."""
+    """The chain and search options among a constructor's ``arguments`` (its ``locals()``, or its ``**options``)
+    that were given."""
     return {name: arguments[name] for name in SETTINGS if arguments.get(name) is not None}
+
+
+def with_settings(init: F, names: tuple[str, ...] = SETTINGS) -> F:
+    """A component's ``__init__`` with the catalogue's options ``names`` (default: the chain and search options)
+    as named, typed keyword parameters (``inspect.signature`` and ``typing.get_type_hints`` show them:
+    ``deadline_ms: int | None = None``, ...), each declared once in the core (``perplexed.catalogue.OPTIONS``).
+    The function itself takes them in its ``**options``."""
+    signature = inspect.signature(init)
+    params = list(signature.parameters.values())
+    rest = params.pop() if params and params[-1].kind is inspect.Parameter.VAR_KEYWORD else None
+    taken = {p.name for p in params}
+    added = [inspect.Parameter(o.name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=o.annotation | None)
+             for name in names if name not in taken for o in [option(name)]]
+    init.__signature__ = signature.replace(parameters=[*params, *added, *([rest] if rest else [])])  # type: ignore[attr-defined]
+    init.__annotations__ = {**init.__annotations__, **{p.name: p.annotation for p in added}}
+    return init
+
+
+#: The options of a fetch as the reader takes them: the fetch options, and how its chain runs.
+FETCH_SETTINGS = (*(o.name for o in OPTIONS if o.group == "fetch"), *(o.name for o in OPTIONS if o.fetch))
+
+
+def with_fetch_settings(init: F) -> F:
+    """:func:`with_settings` for a fetching component: the fetch options and the fetch chain's."""
+    return with_settings(init, FETCH_SETTINGS)
 
 
 class SearchConfig:

@@ -13,6 +13,8 @@ from llama_index.core.readers.base import BaseReader
 from llama_index.core.schema import Document
 from perplexed import InvalidRequest, Page, UpstreamError
 
+from ._config import with_fetch_settings
+
 __all__ = ["PerplexedReader", "page_document"]
 
 #: The arguments of ``load_data``/``aload_data`` besides the fetch options.
@@ -44,6 +46,7 @@ class PerplexedReader(BaseReader):
     ``continue_on_failure=True`` (per reader or per call) skips it instead.
     """
 
+    @with_fetch_settings
     def __init__(self, provider: Any = None, *, concurrency: int = 8, continue_on_failure: bool = False,
                  **options: Any) -> None:
         self.provider = provider

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator, Sequence
-from datetime import date
-from typing import Any, Literal
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
+from typing import Any
 
 from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.response.schema import (
@@ -16,10 +15,10 @@ from llama_index.core.base.response.schema import (
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.prompts.mixin import PromptMixinType
 from llama_index.core.schema import QueryBundle
-from perplexed import Answer, Result, aanswer, answer, astream_answer, stream_answer
+from perplexed import Answer, aanswer, answer, astream_answer, stream_answer
 from pydantic import SecretStr
 
-from ._config import answer_configs, named_settings
+from ._config import SETTINGS, answer_configs, named_settings, with_settings
 from ._nodes import answer_metadata, answer_source_nodes
 from .events import dispatching
 
@@ -71,6 +70,7 @@ class PerplexedQueryEngine(BaseQueryEngine):
     Agent API's :class:`perplexed.APIError` subclasses; each carries the search ``attempts``.
     """
 
+    @with_settings
     def __init__(
         self,
         provider: Any = None,
@@ -79,32 +79,14 @@ class PerplexedQueryEngine(BaseQueryEngine):
         similarity_top_k: int | None = None,
         api_key: str | SecretStr | None = None,
         base_url: str | None = None,
-        provider_timeout_ms: int | None = None,
-        deadline_ms: int | None = None,
-        fallback_on: str | Sequence[str] | None = None,
-        cache_ttl_s: float | None = None,
-        cache_single_flight: bool | None = None,
-        budget_usd: float | None = None,
-        strategy: Literal["sequential", "hedged", "merge", "adaptive"] | None = None,
-        hedge_after_ms: int | Literal["auto"] | None = None,
-        merge_providers: int | None = None,
-        min_hits: int | None = None,
-        accept: Callable[[Result], bool | str | None] | None = None,
-        include_domains: Sequence[str] | None = None,
-        exclude_domains: Sequence[str] | None = None,
-        recency: Literal["day", "week", "month", "year"] | None = None,
-        published_after: date | str | None = None,
-        published_before: date | str | None = None,
-        language: str | None = None,
-        country: str | None = None,
-        safe_search: Literal["off", "moderate", "strict"] | None = None,
         streaming: bool = False,
         callback_manager: CallbackManager | None = None,
         **options: Any,
     ) -> None:
         settings = {"max_results": max_results, "similarity_top_k": similarity_top_k, "api_key": api_key,
-                    "base_url": base_url, **named_settings(locals())}
-        self._search, self._answer = answer_configs("PerplexedQueryEngine", provider, settings, options)
+                    "base_url": base_url, **named_settings(options)}
+        self._search, self._answer = answer_configs("PerplexedQueryEngine", provider, settings,
+                                                      {k: v for k, v in options.items() if k not in SETTINGS})
         self.streaming = bool(streaming)
         super().__init__(callback_manager=callback_manager)
 

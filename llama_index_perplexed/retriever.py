@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from datetime import date
-from typing import Any, Literal
+from typing import Any
 
 import perplexed
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
 from llama_index.core.schema import NodeWithScore, QueryBundle
-from perplexed import Result, SearchOptions
+from perplexed import SearchOptions
 from pydantic import SecretStr
 
-from ._config import SearchConfig, named_settings
+from ._config import SearchConfig, with_settings
 from ._nodes import result_to_nodes
 from .events import dispatching
 
@@ -56,6 +54,7 @@ class PerplexedRetriever(BaseRetriever):
     answer that is empty everywhere is an empty list.
     """
 
+    @with_settings
     def __init__(
         self,
         provider: Any = None,
@@ -64,25 +63,6 @@ class PerplexedRetriever(BaseRetriever):
         similarity_top_k: int | None = None,
         api_key: str | SecretStr | None = None,
         base_url: str | None = None,
-        provider_timeout_ms: int | None = None,
-        deadline_ms: int | None = None,
-        fallback_on: str | Sequence[str] | None = None,
-        cache_ttl_s: float | None = None,
-        cache_single_flight: bool | None = None,
-        budget_usd: float | None = None,
-        strategy: Literal["sequential", "hedged", "merge", "adaptive"] | None = None,
-        hedge_after_ms: int | Literal["auto"] | None = None,
-        merge_providers: int | None = None,
-        min_hits: int | None = None,
-        accept: Callable[[Result], bool | str | None] | None = None,
-        include_domains: Sequence[str] | None = None,
-        exclude_domains: Sequence[str] | None = None,
-        recency: Literal["day", "week", "month", "year"] | None = None,
-        published_after: date | str | None = None,
-        published_before: date | str | None = None,
-        language: str | None = None,
-        country: str | None = None,
-        safe_search: Literal["off", "moderate", "strict"] | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
         **options: Any,
@@ -94,7 +74,6 @@ class PerplexedRetriever(BaseRetriever):
             api_key=api_key,
             base_url=base_url,
             owner="PerplexedRetriever",
-            **named_settings(locals()),
             **options,
         )
         super().__init__(callback_manager=callback_manager, verbose=verbose)

@@ -5,24 +5,32 @@ described ``query``) at run time.
 """
 
 
-import functools
+import copy
 import inspect
-from collections.abc import Callable, Sequence
-from datetime import date
-from typing import Annotated, Any, Literal, TypeVar
+from collections.abc import Callable
+from typing import Annotated, Any
 
 import perplexed
 import perplexed.integration
 from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
 from llama_index.core.tools.tool_spec.base import BaseToolSpec
 from llama_index.core.tools.utils import create_schema_from_function
-from perplexed import Answer, Hit, InvalidRequest, Result
+from perplexed import InvalidRequest, Result
 from perplexed import aanswer as _aanswer
 from perplexed import answer as _answer
-from perplexed.citations import format_footnotes
+from perplexed.catalogue import (
+    ANSWER,
+    WEB_FETCH,
+    WEB_SEARCH,
+    AgentTool,
+    format_answer,
+    format_hits,
+    narrowed,
+    tool_named,
+)
 from pydantic import Field, SecretStr
 
-from ._config import answer_configs, named_settings
+from ._config import SETTINGS, SearchConfig, answer_configs, named_settings, with_settings
 from ._portable import PortableToolMetadata
 from .events import dispatching
 
@@ -30,79 +38,45 @@ __all__ = ["PerplexedToolSpec"]
 
 dispatcher = get_dispatcher(__name__)
 
-F = TypeVar("F", bound=Callable[..., Any])
+#: Characters of page content per ``perplexed_fetch`` call unless the model asks for another number.
+DEFAULT_FETCH_CHARS = 8000
+
+Run = Callable[[Any, dict[str, Any]], Any]
 
 
-def _named(fn: F) -> F:
-    """A tool function that answers a model's misspelt or missing argument in words: "unknown argument
-    'qury': did you mean 'query'?" (an :class:`perplexed.InvalidRequest`, which an agent shows the model), not
-    Python's TypeError. Its signature, and so the tool's schema, stays the function's own."""
-    signature = inspect.signature(fn)
-    tool = fn.__name__.removeprefix("a") if fn.__name__.startswith("aperplexed_") else fn.__name__  # the tool's name
-    names = [name for name in signature.parameters if name != "self"]
-    required = [name for name, p in signature.parameters.items() if name != "self" and p.default is p.empty]
+def _tool_function(tool: AgentTool, fn_name: str, run: Run) -> Callable[..., Any]:
+    """The spec's function of a catalogue tool: named, typed and described as the catalogue declares it (its
+    ``__signature__``: ``(self, query: str, max_results: int | None = None, ...)``; its docstring: the tool's
+    description). A model's misspelt, missing or bad argument is answered in the catalogue's words ("unknown
+    argument 'qury': did you mean 'query'?"), an :class:`perplexed.InvalidRequest` which an
+    agent shows the model (not Python's TypeError), before any search or fetch. ``run(self, arguments)`` gets
+    the checked arguments."""
+    names = list(tool.argument_names)
+    parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    for argument in tool.arguments:
+        parameters.append(inspect.Parameter(
+            argument.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            default=inspect.Parameter.empty if argument.required else None,
+            annotation=Annotated[argument.python_type, Field(description=argument.description)],
+        ))
 
-    def check(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        perplexed.chain.check_names(kwargs, names, what=f"argument of {tool} ({', '.join(names)})")
-        given = set(names[: len(args)]) | set(kwargs)
-        for name in required:
-            if name not in given:
-                raise InvalidRequest(f"{tool} needs the argument {name!r}", param=name)
+    def checked(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        if len(args) > len(names):
+            raise InvalidRequest(f"{tool.name} takes at most {len(names)} arguments ({', '.join(names)})")
+        return tool.parse({**dict(zip(names, args, strict=False)), **kwargs}, tool.name)
 
-    if inspect.iscoroutinefunction(fn):
-        @functools.wraps(fn)
-        async def checked_async(self: Any, *args: Any, **kwargs: Any) -> Any:
-            check(args, kwargs)
-            return await fn(self, *args, **kwargs)
+    if inspect.iscoroutinefunction(run):
+        async def function(self: Any, *args: Any, **kwargs: Any) -> Any:
+            return await run(self, checked(args, kwargs))
+    else:
+        def function(self: Any, *args: Any, **kwargs: Any) -> Any:  # type: ignore[misc]
+            return run(self, checked(args, kwargs))
 
-        return checked_async  # type: ignore[return-value]
-
-    @functools.wraps(fn)
-    def checked(self: Any, *args: Any, **kwargs: Any) -> Any:
-        check(args, kwargs)
-        return fn(self, *args, **kwargs)
-
-    return checked  # type: ignore[return-value]
-
-NO_RESULTS = "No results."
-SNIPPET_CHARS = 400  # per hit, in the text the search tool returns to the model
-
-
-def _shorten(text: str, limit: int = SNIPPET_CHARS) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
-def format_hits(hits: Sequence[Hit]) -> str:
-    """What the ``search`` tool returns: per hit ``[n] title — url`` and its snippet, blank-line separated
-    (``"No results."`` when there are none)."""
-    if not hits:
-        return NO_RESULTS
-    blocks = []
-    for hit in hits:
-        line = format_footnotes([hit], numbers=[hit.id])
-        snippet = _shorten(hit.snippet or hit.content or "")
-        blocks.append(f"{line}\n{snippet}" if snippet else line)
-    return "\n\n".join(blocks)
-
-
-def format_answer(ans: Answer) -> str:
-    """What the ``answer`` tool returns: the answer text with its ``[n]`` markers, then ``Sources:`` and one
-    ``[n] title — url`` line per source, numbered as the markers (and with ``verify=True`` the citation
-    check: :meth:`perplexed.Verification.report`)."""
-    sources = sorted(ans.sources, key=lambda h: h.id)
-    if not sources:
-        return ans.text
-    text = f"{ans.text}\n\nSources:\n{format_footnotes(sources, numbers=[h.id for h in sources])}"
-    if ans.verification is not None:  # PerplexedToolSpec(verify=True): the sentences their sources do not support
-        text += f"\n\nCitation check:\n{ans.verification.report()}"
-    return text
-
-
-Query = Annotated[str, Field(description="The search query or question, in plain words, e.g. 'typical residential zoning setbacks'.")]
-Url = Annotated[str, Field(description="The page's http(s) URL, e.g. 'https://example.com/article'.")]
-MaxChars = Annotated[int, Field(description="How many characters of content to return (0: the tool's default, 8000).")]
-StartIndex = Annotated[int, Field(description="Where the content starts (0: the beginning; the start_index a cut reply gave, to read on).")]
+    function.__name__ = function.__qualname__ = fn_name
+    function.__doc__ = tool.description
+    function.__signature__ = inspect.Signature(parameters, return_annotation=str)  # type: ignore[attr-defined]
+    function.__annotations__ = {p.name: p.annotation for p in parameters[1:]} | {"return": str}
+    return function
 
 
 class PerplexedToolSpec(BaseToolSpec):
@@ -126,6 +100,7 @@ class PerplexedToolSpec(BaseToolSpec):
     spec_functions = [("perplexed_search", "aperplexed_search"), ("perplexed_answer", "aperplexed_answer"),
                       ("perplexed_fetch", "aperplexed_fetch")]
 
+    @with_settings
     def __init__(
         self,
         provider: Any = None,
@@ -134,36 +109,18 @@ class PerplexedToolSpec(BaseToolSpec):
         similarity_top_k: int | None = None,
         api_key: str | SecretStr | None = None,
         base_url: str | None = None,
-        provider_timeout_ms: int | None = None,
-        deadline_ms: int | None = None,
-        fallback_on: str | Sequence[str] | None = None,
-        cache_ttl_s: float | None = None,
-        cache_single_flight: bool | None = None,
-        budget_usd: float | None = None,
-        strategy: Literal["sequential", "hedged", "merge", "adaptive"] | None = None,
-        hedge_after_ms: int | Literal["auto"] | None = None,
-        merge_providers: int | None = None,
-        min_hits: int | None = None,
-        accept: Callable[[Result], bool | str | None] | None = None,
-        include_domains: Sequence[str] | None = None,
-        exclude_domains: Sequence[str] | None = None,
-        recency: Literal["day", "week", "month", "year"] | None = None,
-        published_after: date | str | None = None,
-        published_before: date | str | None = None,
-        language: str | None = None,
-        country: str | None = None,
-        safe_search: Literal["off", "moderate", "strict"] | None = None,
         fetch_provider: Any = None,
         allow_private: Any = None,
         fetch_options: dict[str, Any] | None = None,
         **options: Any,
     ) -> None:
         settings = {"max_results": max_results, "similarity_top_k": similarity_top_k, "api_key": api_key,
-                    "base_url": base_url, **named_settings(locals())}
-        self._search, self._answer = answer_configs("PerplexedToolSpec", provider, settings, options)
+                    "base_url": base_url, **named_settings(options)}
+        self._search, self._answer = answer_configs("PerplexedToolSpec", provider, settings,
+                                                      {k: v for k, v in options.items() if k not in SETTINGS})
         # perplexed_fetch: the fetch chain and its options (a private address only with allow_private)
         self._fetch_provider = fetch_provider
-        self._fetch_options = {"max_chars": 8000, **(fetch_options or {})}
+        self._fetch_options = {"max_chars": DEFAULT_FETCH_CHARS, **(fetch_options or {})}
         if allow_private is not None:
             self._fetch_options["allow_private"] = allow_private
         perplexed.integration.prepare_fetch("https://example.com/", fetch_provider, **self._fetch_options)
@@ -174,78 +131,78 @@ class PerplexedToolSpec(BaseToolSpec):
         return f"PerplexedToolSpec({settings}; tools: {names})"
 
     def get_metadata_from_fn_name(self, fn_name: str, spec_functions: Any = None) -> Any:
-        """The tool's name, its description in plain words (the function's docstring) and the JSON schema of its
-        arguments, portable (a closed object, no ``anyOf`` with ``null``: what strict tool callers accept)."""
+        """The tool's name, its description and the JSON schema of its arguments, as the catalogue declares them
+        (the same as the MCP server's and LangChain's tools show: portable, a closed object, no ``anyOf`` with
+        ``null``, what strict tool callers accept)."""
         func = getattr(self, fn_name)
-        description = " ".join((func.__doc__ or "").split())
-        return PortableToolMetadata(name=fn_name, description=description,
-                                    fn_schema=create_schema_from_function(fn_name, func))
+        tool = tool_named(fn_name.removeprefix("a") if fn_name.startswith("aperplexed_") else fn_name)
+        return PortableToolMetadata(name=fn_name, description=tool.description,
+                                    fn_schema=create_schema_from_function(fn_name, func), catalogue=tool)
 
-    # The docstrings below are the tools' descriptions: they are written for the model.
+    # The tools: declared once in the core's catalogue (perplexed.catalogue), with the MCP server's and LangChain's.
 
-    @_named
+    def _search_kwargs(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The configured search, narrowed (never widened) by the model's checked arguments."""
+        kwargs = self._search.search_kwargs()
+        return {**kwargs, **narrowed(kwargs, arguments)}
+
     @dispatcher.span
-    def perplexed_search(self, query: Query) -> str:
-        """Search the web for the query. Returns numbered results, each as "[n] title — url" followed by a
-        snippet. Use it for recent events, facts you are not sure of and anything that needs a source; cite
-        the results you use by their [n]."""
+    def _run_search(self, arguments: dict[str, Any]) -> str:
         with dispatching():
-            result: Result = perplexed.search(query, **self._search.search_kwargs())
+            result: Result = perplexed.search(arguments["query"], **self._search_kwargs(arguments))
         return format_hits(result.hits)
 
-    @_named
     @dispatcher.span
-    async def aperplexed_search(self, query: Query) -> str:
-        """Search the web for the query. Returns numbered results, each as "[n] title — url" followed by a
-        snippet. Use it for recent events, facts you are not sure of and anything that needs a source; cite
-        the results you use by their [n]."""
+    async def _arun_search(self, arguments: dict[str, Any]) -> str:
         with dispatching():
-            result: Result = await perplexed.asearch(query, **self._search.search_kwargs())
+            result: Result = await perplexed.asearch(arguments["query"], **self._search_kwargs(arguments))
         return format_hits(result.hits)
 
-    @_named
+    def _answer_search(self, arguments: dict[str, Any]) -> SearchConfig:
+        if len(arguments) == 1:
+            return self._search
+        narrowed_search = copy.copy(self._search)
+        overrides = narrowed(self._search.search_kwargs(), arguments)
+        if "max_results" in overrides:
+            narrowed_search.max_results = overrides.pop("max_results")
+        narrowed_search.options = {**self._search.options, **overrides}
+        return narrowed_search
+
     @dispatcher.span
-    def perplexed_answer(self, query: Query) -> str:
-        """Answer the question in the query from web sources. Returns the answer with [n] citation markers,
-        then the numbered sources ("[n] title — url") they refer to."""
+    def _run_answer(self, arguments: dict[str, Any]) -> str:
         with dispatching():
-            ans = _answer(self._answer.plan(query, self._search, prefer_async=False))
+            plan = self._answer.plan(arguments["query"], self._answer_search(arguments), prefer_async=False)
+            ans = _answer(plan)
         return format_answer(ans)
 
-    @_named
     @dispatcher.span
-    async def aperplexed_answer(self, query: Query) -> str:
-        """Answer the question in the query from web sources. Returns the answer with [n] citation markers,
-        then the numbered sources ("[n] title — url") they refer to."""
+    async def _arun_answer(self, arguments: dict[str, Any]) -> str:
         with dispatching():
-            ans = await _aanswer(self._answer.plan(query, self._search, prefer_async=True))
+            plan = self._answer.plan(arguments["query"], self._answer_search(arguments), prefer_async=True)
+            ans = await _aanswer(plan)
         return format_answer(ans)
 
-    def _fetch_kwargs(self, max_chars: int, start_index: int) -> dict[str, Any]:
-        kwargs = dict(self._fetch_options)
-        if max_chars:
-            kwargs["max_chars"] = max_chars
-        if start_index:
-            kwargs["start_index"] = start_index
-        return kwargs
+    def _fetch_kwargs(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        return {**self._fetch_options, **{k: v for k, v in arguments.items() if k != "url"}}
 
-    @_named
     @dispatcher.span
-    def perplexed_fetch(self, url: Url, max_chars: MaxChars = 0, start_index: StartIndex = 0) -> str:
-        """Read the web page at the URL. Returns its title, URL and main content as Markdown; a long page comes
-        in slices, and the reply then ends with the start_index to pass to read the next slice."""
+    def _run_fetch(self, arguments: dict[str, Any]) -> str:
         with dispatching():
-            page = perplexed.fetch(url, self._fetch_provider, **self._fetch_kwargs(max_chars, start_index))
+            page = perplexed.fetch(arguments["url"], self._fetch_provider, **self._fetch_kwargs(arguments))
         return page.for_model()
 
-    @_named
     @dispatcher.span
-    async def aperplexed_fetch(self, url: Url, max_chars: MaxChars = 0, start_index: StartIndex = 0) -> str:
-        """Read the web page at the URL. Returns its title, URL and main content as Markdown; a long page comes
-        in slices, and the reply then ends with the start_index to pass to read the next slice."""
+    async def _arun_fetch(self, arguments: dict[str, Any]) -> str:
         with dispatching():
-            page = await perplexed.afetch(url, self._fetch_provider, **self._fetch_kwargs(max_chars, start_index))
+            page = await perplexed.afetch(arguments["url"], self._fetch_provider, **self._fetch_kwargs(arguments))
         return page.for_model()
+
+    perplexed_search = _tool_function(WEB_SEARCH, "perplexed_search", _run_search)
+    aperplexed_search = _tool_function(WEB_SEARCH, "aperplexed_search", _arun_search)
+    perplexed_answer = _tool_function(ANSWER, "perplexed_answer", _run_answer)
+    aperplexed_answer = _tool_function(ANSWER, "aperplexed_answer", _arun_answer)
+    perplexed_fetch = _tool_function(WEB_FETCH, "perplexed_fetch", _run_fetch)
+    aperplexed_fetch = _tool_function(WEB_FETCH, "aperplexed_fetch", _arun_fetch)
 
     search = perplexed_search
     asearch = aperplexed_search

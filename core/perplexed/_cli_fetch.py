@@ -12,6 +12,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
+from ._cli_options import add_option_flags, option_values
 from ._cli_output import EXIT_NO_RESULTS, EXIT_OK, consoles, escape, money
 from ._errors import UpstreamError, UsageError
 from ._fetch import fetch_many, prepare_fetch
@@ -22,6 +23,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["add_parser", "command"]
 
+#: The fetch options ``perplexed fetch`` takes as flags.
+_FLAG_OPTIONS = ("format", "max_chars", "start_index", "min_chars", "provider_timeout_ms", "deadline_ms")
 _OUTCOME_STYLE = {"ok": "green", "empty": "yellow", "insufficient": "yellow", "timeout": "magenta",
                   "deadline": "magenta", "error": "red", "skipped": "dim", "cancelled": "dim"}
 
@@ -35,13 +38,9 @@ def add_parser(sub: Any, parser_class: type[argparse.ArgumentParser], positive_i
     p.add_argument("urls", nargs="+", metavar="URL", help="the pages to fetch (http, https, or an indexed file://)")
     p.add_argument("--provider", "-p", metavar="A,B,C",
                    help="fetch provider or comma-separated chain: http, jina, exa, tavily, firecrawl (default http)")
-    p.add_argument("--format", choices=("markdown", "text"), default=None, help="content format (default markdown)")
-    p.add_argument("--max-chars", type=positive_int, metavar="N", help="characters of content per page (20000)")
-    p.add_argument("--start-index", type=whole_number, metavar="N", help="where the content starts (paging)")
-    p.add_argument("--min-chars", type=whole_number, metavar="N",
-                   help="quality floor: less text is insufficient and the chain moves on (default 200)")
-    p.add_argument("--timeout-ms", type=positive_int, metavar="MS", help="time limit per provider")
-    p.add_argument("--deadline-ms", type=positive_int, metavar="MS", help="time limit per URL")
+    # each option's flag, metavar and help as the catalogue declares it (perplexed._optionspec)
+    add_option_flags(p, _FLAG_OPTIONS, {"whole": whole_number, "positive": positive_int},
+                     helps={"deadline_ms": "time limit per URL, in ms (default 30000)"})
     p.add_argument("--concurrency", type=positive_int, metavar="N", default=8, help="URLs fetched at once (8)")
     add_access_flags(p)
     p.add_argument("--json", action="store_true", help="print one JSON object per URL (JSON Lines)")
@@ -70,15 +69,7 @@ def access_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
-    options = {
-        "format": args.format,
-        "max_chars": args.max_chars,
-        "start_index": args.start_index,
-        "min_chars": args.min_chars,
-        "provider_timeout_ms": args.timeout_ms,
-        "deadline_ms": args.deadline_ms,
-    }
-    return {**{k: v for k, v in options.items() if v is not None}, **access_options(args)}
+    return {**option_values(args, _FLAG_OPTIONS), **access_options(args)}
 
 
 def _spec(raw: str | None) -> Any:

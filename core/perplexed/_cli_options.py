@@ -4,31 +4,26 @@ with its environment variable, set through :func:`perplexed.configure` under the
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ._configure import configure
 from ._errors import ConfigError, UsageError
+from ._optionspec import OPTIONS, option
 
-__all__ = ["GOVERNANCE_FLAGS", "cli_words", "configure_governance"]
+__all__ = ["GOVERNANCE_FLAGS", "add_option_flags", "cli_words", "configure_governance", "option_values"]
 
-#: The command-line flag of each library option an error message can name (the CLI never shows Python names).
+#: The command-line flag of each library option an error message can name (the CLI never shows Python names):
+#: the catalogue's (perplexed._optionspec), and the singular words of the governance messages.
 _FLAGS = {
-    "max_results": "--max-results",
-    "provider_timeout_ms": "--timeout-ms",
-    "deadline_ms": "--deadline-ms",
-    "min_hits": "--min-hits",
-    "merge_providers": "--merge-providers",
-    "hedge_after_ms": "--hedge-after",
-    "budget_usd": "--budget",
-    "cache_ttl_s": "--cache-ttl",
-    "rate_limits": "--rate-limit",
+    **{o.name: o.flag for o in OPTIONS  # "strategy" is also a plain word of the messages: not replaced
+       if o.flag and o.group in ("search", "chain", "governance")
+       and o.name not in ("strategy", "rate_limit_wait_ms", "cooldown_s")},
     "rate_limit": "--rate-limit",
-    "cooldown_after": "--cooldown-after",
     "cooldown_s": "--cooldown",
-    "spend_limits": "--spend-limit",
     "spend_limit": "--spend-limit",
 }
 _FLAG_NAMES = re.compile(r"(?<![\w-])(" + "|".join(sorted(map(re.escape, _FLAGS), key=len, reverse=True)) + r")\b(=)?")
@@ -57,27 +52,51 @@ def cli_words(text: str, param: str | None = None) -> str:
     return re.sub(r"(--[\w-]+) of \1(?![\w-])", r"\1", text)  # "--cooldown-after of --cooldown-after"
 
 
-#: The governance flags: (flag, metavar, environment variable, help). Each sets the library option of the same
-#: name (``--rate-limit`` -> ``rate_limits``, ``--spend-limit`` -> ``spend_limits``) through ``configure()``.
-GOVERNANCE_FLAGS = (
-    ("--rate-limit", "NAME=RATE", "PERPLEXED_RATE_LIMITS",
-     "at most RATE calls to provider NAME: 5/s, 60/min, 1000/hour, 10000/day (e.g. tavily=1/s)"),
-    ("--rate-limit-wait-ms", "MS|NAME=MS", "PERPLEXED_RATE_LIMIT_WAIT_MS",
-     "how long a call may wait for a rate-limit slot before the chain moves on (default 1000)"),
-    ("--cooldown-after", "N|NAME=N", "PERPLEXED_COOLDOWN_AFTER",
-     "after N failures in a row a provider rests and the chain skips it (default: off)"),
-    ("--cooldown-s", "S|NAME=S", "PERPLEXED_COOLDOWN_S", "how many seconds a provider rests (default 30)"),
-    ("--spend-limit", "WINDOW=USD", "PERPLEXED_SPEND_LIMITS",
-     "most all searches together may spend in a rolling window: minute, hour, day or week (e.g. day=5)"),
-)
+#: The governance flags: (flag, metavar, environment variable, help), the catalogue's. Each sets the library
+#: option of the same name (``--rate-limit`` -> ``rate_limits``, ``--spend-limit`` -> ``spend_limits``) through
+#: ``configure()``.
+GOVERNANCE_FLAGS = tuple((o.flag, o.metavar, o.env, o.help) for o in OPTIONS
+                         if o.group == "governance" and o.flag and o.metavar and o.env)
+_KINDS = {"rate_limits": "pairs", "spend_limits": "usd", "cooldown_s": "float"}
 #: flag -> (library option, kind of value)
-_GOVERNANCE_OPTIONS = {
-    "--rate-limit": ("rate_limits", "pairs"),
-    "--rate-limit-wait-ms": ("rate_limit_wait_ms", "int"),
-    "--cooldown-after": ("cooldown_after", "int"),
-    "--cooldown-s": ("cooldown_s", "float"),
-    "--spend-limit": ("spend_limits", "usd"),
-}
+_GOVERNANCE_OPTIONS = {o.flag: (o.name, _KINDS.get(o.name, "int")) for o in OPTIONS
+                       if o.group == "governance" and o.flag}
+
+
+def add_option_flags(parser: argparse.ArgumentParser, names: Sequence[str], types: Mapping[str, Callable[[str], Any]],
+                     *, short: Mapping[str, str] | None = None, helps: Mapping[str, str] | None = None) -> None:
+    """Add each option's flag, as the catalogue declares it (flag, metavar, choices, help): its value lands in
+    ``args.<option name>`` (``--timeout-ms`` -> ``provider_timeout_ms``). ``types``: the converter of each kind of
+    value (:attr:`perplexed._optionspec.Option.cli`); ``short``: extra spellings (``-n``); ``helps``: a command's
+    own words for an option."""
+    for name in names:
+        declared = option(name)
+        if declared.flag is None or declared.cli is None:
+            continue
+        flags = [declared.flag, *([short[name]] if short and name in short else [])]
+        what = (helps or {}).get(name) or _flag_help(name)
+        if declared.cli == "choice":
+            parser.add_argument(*flags, dest=name, choices=declared.choices, help=what)
+        else:
+            parser.add_argument(*flags, dest=name, type=types[declared.cli], metavar=declared.metavar, help=what)
+
+
+def _flag_help(name: str) -> str:
+    declared = option(name)
+    notes = []
+    bounds = declared.bounds_text()
+    if bounds and declared.cli in ("whole", "positive"):
+        notes.append(bounds)
+    if declared.default is not None and declared.cli != "choice" and not isinstance(declared.default, bool):
+        notes.append(f"default {declared.default}")
+    elif declared.cli == "choice":
+        notes.append(f"default {declared.default}")
+    return f"{declared.help} ({'; '.join(notes)})" if notes else declared.help
+
+
+def option_values(args: argparse.Namespace, names: Sequence[str]) -> dict[str, Any]:
+    """The options among ``names`` whose flag was given (``args.<option name>`` not None)."""
+    return {name: getattr(args, name) for name in names if getattr(args, name, None) is not None}
 
 
 def configure_governance(given_flag: Callable[[str], list[str] | None] = lambda flag: None) -> None:

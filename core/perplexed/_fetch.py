@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, cast
 
@@ -43,7 +42,9 @@ from ._http import get_client
 from ._keywords import credential_hint, unknown_keyword
 from ._logs import get_logger
 from ._models import Attempt, Hit, Page
-from ._options import ChainOptions
+from ._options import FETCH_CHAIN_NAMES as _FETCH_CHAIN_NAMES
+from ._options import FETCH_OPTION_NAMES as _FETCH_OPTION_NAMES
+from ._options import ChainOptions, check_fetch_options
 from ._policy import Purse
 from ._ssrf import Allowed, check_literal, normalise_url, parse_allow_private
 from .chain import _in_thread, drive_flow, read_body
@@ -72,25 +73,11 @@ ATTEMPT_EVENT = ("perplexed", "fetch", "attempt")
 AttemptCallback = Callable[[Attempt], None]
 FetchOutcome = Literal["error", "empty", "insufficient", "timeout"]
 
-#: options of a fetch (they reach the providers)
-FETCH_OPTION_NAMES = (
-    "format",
-    "max_chars",
-    "start_index",
-    "min_chars",
-    "max_age_s",
-    "allow_private",
-    "respect_robots",
-)
-#: options of how the fetch chain runs
-FETCH_CHAIN_NAMES = (
-    "provider_timeout_ms",
-    "deadline_ms",
-    "fallback_on",
-    "cache_ttl_s",
-    "cache_single_flight",
-    "budget_usd",
-)
+#: options of a fetch (they reach the providers): declared in perplexed._optionspec
+FETCH_OPTION_NAMES = _FETCH_OPTION_NAMES
+_FETCH_NAMES = frozenset(FETCH_OPTION_NAMES)  # the hot path of search(): one set check
+#: options of how the fetch chain runs: declared in perplexed._optionspec
+FETCH_CHAIN_NAMES = _FETCH_CHAIN_NAMES
 DEFAULT_FALLBACK_ON: frozenset[str] = frozenset({"error", "empty", "insufficient"})
 _FALLBACK_VALUES = ("error", "empty", "insufficient", "timeout")
 MAX_URL_CHARS = 8192
@@ -173,29 +160,12 @@ def clean_url(url: object, param: str = "url") -> str:
     return cleaned
 
 
-def _int_option(values: dict[str, Any], name: str, minimum: int) -> None:
-    if name in values:
-        value = values[name]
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise InvalidRequest(f"{name} must be an integer >= {minimum}, got {value!r}", param=name)
-
-
 def build_options(values: dict[str, Any], providers: Sequence[FetchProvider] = ()) -> FetchOptions:
     """Validate fetch options (given by name; None keeps the default) into :class:`FetchOptions`."""
     values = {k: v for k, v in values.items() if v is not None}
     extra_names = {name for p in providers for name in type(p).fetch_options}
     extra = {k: values.pop(k) for k in list(values) if k in extra_names and k not in FETCH_OPTION_NAMES}
-    if "format" in values and values["format"] not in ("markdown", "text"):
-        raise InvalidRequest(f"format must be 'markdown' or 'text', got {values['format']!r}", param="format")
-    _int_option(values, "max_chars", 1)
-    _int_option(values, "start_index", 0)
-    _int_option(values, "min_chars", 0)
-    if "max_age_s" in values:
-        age = values["max_age_s"]
-        if isinstance(age, bool) or not isinstance(age, int | float) or not math.isfinite(age) or age < 0:
-            raise InvalidRequest(f"max_age_s must be a non-negative number of seconds, got {age!r}", param="max_age_s")
-    if "respect_robots" in values and not isinstance(values["respect_robots"], bool):
-        raise InvalidRequest("respect_robots must be True or False", param="respect_robots")
+    check_fetch_options(values)  # the catalogue's checks and words (perplexed._optionspec)
     values["allow_private"] = parse_allow_private(values.get("allow_private"))
     return FetchOptions(**values, extra=extra)
 

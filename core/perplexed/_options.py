@@ -1,4 +1,8 @@
-"""Validation of search and chain options. Bad input fails here, before any provider is called."""
+"""Validation of search, chain and fetch options. Bad input fails here, before any provider is called.
+
+Each option is declared once, in :mod:`perplexed._optionspec` (name, type, default, bounds, the words of its
+errors, flag, environment variable, help): the option lists, the models' defaults and bounds and the error texts
+below are read from there."""
 
 from __future__ import annotations
 
@@ -13,11 +17,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ._bounds import check_ttl, check_usd
 from ._errors import ConfigError, InvalidRequest
+from ._optionspec import fetch_chain_names, names, option
 
 __all__ = [
     "COMMON_OPTIONS",
     "ChainOptions",
     "SearchOptions",
+    "check_fetch_options",
     "clean_query",
     "parse_date",
     "split_options",
@@ -29,38 +35,28 @@ SafeSearch = Literal["off", "moderate", "strict"]
 FallbackOn = Literal["error", "empty", "timeout", "insufficient"]
 Strategy = Literal["sequential", "hedged", "merge", "adaptive"]
 
-COMMON_OPTIONS = (
-    "max_results",
-    "include_domains",
-    "exclude_domains",
-    "recency",
-    "published_after",
-    "published_before",
-    "language",
-    "country",
-    "safe_search",
-)
-CHAIN_OPTION_NAMES = (
-    "provider_timeout_ms",
-    "deadline_ms",
-    "fallback_on",
-    # governance (state across calls; see perplexed.store)
-    "cache_ttl_s",
-    "cache_single_flight",
-    "budget_usd",
-    # strategies and the quality floor
-    "strategy",
-    "hedge_after_ms",
-    "merge_providers",
-    "min_hits",
-    "accept",
-    # --- strategy="adaptive" (issue 37): routing=, explore=, seed= ---
-    "routing",
-    "explore",
-    "seed",
-    # --- end of the adaptive block ---
-)
+COMMON_OPTIONS = names("search")
+"""Options every provider receives (they are part of a cache key)."""
+CHAIN_OPTION_NAMES = names("chain")
 """Options that shape how the chain runs; they never reach a provider and never change a cache key."""
+FETCH_OPTION_NAMES = names("fetch")
+"""Options of a fetch (they reach the fetch providers)."""
+FETCH_CHAIN_NAMES = fetch_chain_names()
+"""The chain options a fetch takes (how the fetch chain runs)."""
+
+
+def _field(name: str) -> Any:
+    """The pydantic field of option ``name``: its declared default and bounds."""
+    declared = option(name)
+    default = frozenset(declared.default) if isinstance(declared.default, tuple) else declared.default
+    limits = declared.limits
+    return Field(default, ge=limits.get("ge"), gt=limits.get("gt"), le=limits.get("le"))
+
+
+def _must(name: str, value: object = None, *, got: bool = True) -> InvalidRequest:
+    """``NAME must be EXPECTS, got VALUE``: an option's error, in its declared words."""
+    tail = f", got {value!r}" if got else ""
+    return InvalidRequest(f"{name} must be {option(name).expects}{tail}", param=name)
 
 _DOMAIN = re.compile(r"^[a-z0-9*]([a-z0-9\-.*]*[a-z0-9])?(/[^\s]*)?$")
 
@@ -95,9 +91,7 @@ def parse_date(value: object, param: str) -> date | None:
             return date.fromisoformat(value.strip())
         except ValueError:
             pass
-    raise InvalidRequest(
-        f"{param} must be a date or an ISO 'YYYY-MM-DD' string, got {value!r}", param=param
-    )
+    raise _must(param, value)
 
 
 def _domains(value: object, param: str) -> list[str] | None:
@@ -107,7 +101,7 @@ def _domains(value: object, param: str) -> list[str] | None:
     try:
         items = list(items)
     except TypeError:
-        raise InvalidRequest(f"{param} must be a list of domains", param=param) from None
+        raise _must(param, got=False) from None
     out: list[str] = []
     for item in items:
         if not isinstance(item, str):
@@ -126,15 +120,15 @@ class SearchOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    max_results: int = Field(10, ge=1, le=100)
-    include_domains: list[str] | None = None
-    exclude_domains: list[str] | None = None
-    recency: Recency | None = None
-    published_after: date | None = None
-    published_before: date | None = None
-    language: str | None = None
-    country: str | None = None
-    safe_search: SafeSearch | None = None
+    max_results: int = _field("max_results")
+    include_domains: list[str] | None = _field("include_domains")
+    exclude_domains: list[str] | None = _field("exclude_domains")
+    recency: Recency | None = _field("recency")
+    published_after: date | None = _field("published_after")
+    published_before: date | None = _field("published_before")
+    language: str | None = _field("language")
+    country: str | None = _field("country")
+    safe_search: SafeSearch | None = _field("safe_search")
     extra: dict[str, Any] = Field(default_factory=dict)
 
     @classmethod
@@ -161,17 +155,14 @@ class SearchOptions(BaseModel):
         for key in ("language", "country"):
             val = common.get(key)
             if val is not None and (not isinstance(val, str) or not re.fullmatch(r"[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8})?|all|auto", val)):
-                raise InvalidRequest(f"{key} must be a language/country code like 'en' or 'en-US', got {val!r}", param=key)
+                raise _must(key, val)
         try:
             opts = cls(**common, extra=options)
         except ValidationError as exc:
             err = exc.errors()[0]
             param = str(err["loc"][0]) if err.get("loc") else None
             if param == "max_results":  # one wording for the limit, whatever side of it the value is
-                raise InvalidRequest(
-                    f"max_results must be a whole number, at least 1 and at most 100, got {common[param]!r}",
-                    param=param,
-                ) from None
+                raise _must(param, common[param]) from None
             raise InvalidRequest(f"invalid option {param}: {err['msg']}", param=param) from None
         if opts.published_after and opts.published_before and opts.published_after > opts.published_before:
             raise InvalidRequest(
@@ -188,25 +179,24 @@ class ChainOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
 
-    provider_timeout_ms: int = Field(15000, gt=0, le=3_600_000)
-    deadline_ms: int = Field(30000, gt=0, le=3_600_000)
-    fallback_on: frozenset[FallbackOn] = frozenset({"error", "empty"})
-    cache_ttl_s: float | None = None
-    cache_single_flight: bool = False
-    budget_usd: float | None = None
-    strategy: Strategy = "sequential"
-    hedge_after_ms: int | Literal["auto"] = "auto"
-    merge_providers: int = Field(2, ge=1, le=20)
-    min_hits: int | None = Field(None, ge=1, le=100)
-    accept: Callable[..., Any] | None = None
-    # --- strategy="adaptive" (issue 37) ---
-    routing: Any = None
+    provider_timeout_ms: int = _field("provider_timeout_ms")
+    deadline_ms: int = _field("deadline_ms")
+    fallback_on: frozenset[FallbackOn] = _field("fallback_on")
+    cache_ttl_s: float | None = _field("cache_ttl_s")
+    cache_single_flight: bool = _field("cache_single_flight")
+    budget_usd: float | None = _field("budget_usd")
+    strategy: Strategy = _field("strategy")
+    hedge_after_ms: int | Literal["auto"] = Field(option("hedge_after_ms").default)  # ge=0: checked in _build
+    merge_providers: int = _field("merge_providers")
+    min_hits: int | None = _field("min_hits")
+    accept: Callable[..., Any] | None = _field("accept")
+    # strategy="adaptive" (issue 37; declared in perplexed._optionspec)
+    routing: Any = _field("routing")
     """Priors of the adaptive strategy: a routing file (path) or a :class:`~perplexed.Routing`."""
-    explore: float = Field(0.05, ge=0.0, le=1.0)
+    explore: float = _field("explore")
     """The adaptive strategy: at most this share of calls put a member other than the top one first."""
-    seed: int | None = None
+    seed: int | None = _field("seed")
     """The adaptive strategy: makes its exploration reproducible."""
-    # --- end of the adaptive block ---
 
     @classmethod
     def build(cls, **options: Any) -> ChainOptions:
@@ -235,11 +225,11 @@ class ChainOptions(BaseModel):
             raise InvalidRequest(f"unknown chain option {name!r}", param=name)
         for key in ("provider_timeout_ms", "deadline_ms"):
             if key in values:
-                values[key] = _finite(values[key], key, "a number of milliseconds")
+                values[key] = _finite(values[key], key, option(key).expects)
                 values[key] = int(values[key])
         for key in ("cache_ttl_s", "budget_usd"):
             if key in values:
-                val = _finite(values[key], key, "a number" + (" of seconds" if key == "cache_ttl_s" else " (USD)"))
+                val = _finite(values[key], key, option(key).expects)
                 if val < 0:
                     raise InvalidRequest(f"{key} must not be negative, got {val!r}", param=key)
                 # a bound the stores can all keep (ConfigError: a setting no store could honour)
@@ -247,36 +237,34 @@ class ChainOptions(BaseModel):
         if "cache_ttl_s" in values and values["cache_ttl_s"] == 0:
             values["cache_ttl_s"] = None  # 0 = off
         if "cache_single_flight" in values and not isinstance(values["cache_single_flight"], bool):
-            raise InvalidRequest("cache_single_flight must be True or False", param="cache_single_flight")
+            raise _must("cache_single_flight", got=False)
         if "hedge_after_ms" in values:
             hedge = values["hedge_after_ms"]
             if hedge != "auto":
-                hedge = _finite(hedge, "hedge_after_ms", "a number of milliseconds or 'auto'")
+                hedge = _finite(hedge, "hedge_after_ms", option("hedge_after_ms").expects)
                 if hedge < 0:
                     raise InvalidRequest("hedge_after_ms must not be negative", param="hedge_after_ms")
                 values["hedge_after_ms"] = int(hedge)
         for key in ("merge_providers", "min_hits"):
             if key in values and (isinstance(values[key], bool) or not isinstance(values[key], int)):
-                raise InvalidRequest(f"{key} must be an integer, got {values[key]!r}", param=key)
+                raise _must(key, values[key])
         _adaptive_options(values)  # strategy="adaptive" (issue 37)
         if "accept" in values and not callable(values["accept"]):
-            raise InvalidRequest("accept must be a callable taking a Result", param="accept")
+            raise _must("accept", got=False)
         if "fallback_on" in values:
             fallback_on = values["fallback_on"]
             items = [fallback_on] if isinstance(fallback_on, str) else fallback_on
             try:
                 values["fallback_on"] = frozenset(str(getattr(i, "value", i)) for i in items)
             except TypeError:
-                raise InvalidRequest("fallback_on must be a list of outcomes", param="fallback_on") from None
+                raise _must("fallback_on", got=False) from None
         try:
             return cls(**values)
         except ValidationError as exc:
             err = exc.errors()[0]
             param = str(err["loc"][0]) if err.get("loc") else None
-            hint = {
-                "fallback_on": " (fallback_on takes 'error', 'empty', 'timeout', 'insufficient')",
-                "strategy": " (strategy takes 'sequential', 'hedged', 'merge', 'adaptive')",
-            }.get(param or "", "")
+            choices = option(param).choices if param in CHAIN_OPTION_NAMES else ()
+            hint = f" ({param} takes {', '.join(map(repr, choices))})" if choices and param != "hedge_after_ms" else ""
             raise InvalidRequest(f"invalid {param}: {err['msg']}{hint}", param=param) from None
 
     def moves_on(self, outcome: str) -> bool:
@@ -324,6 +312,24 @@ def _finite(value: object, param: str, what: str) -> float:
 _DEFAULT_SEARCH_OPTIONS = SearchOptions()
 _DEFAULT_CHAIN_OPTIONS = ChainOptions()
 _CHAIN_MEMO: dict[tuple[Any, ...], ChainOptions] = {}
+
+
+def check_fetch_options(values: dict[str, Any]) -> None:
+    """Validate the fetch options among ``values`` (given by name, ``None`` removed) in their declared words;
+    ``allow_private`` is the trust boundary's to parse (:func:`perplexed._ssrf.parse_allow_private`)."""
+    if "format" in values and values["format"] not in option("format").choices:
+        raise _must("format", values["format"])
+    for name in ("max_chars", "start_index", "min_chars"):
+        if name in values:
+            value = values[name]
+            if isinstance(value, bool) or not isinstance(value, int) or value < option(name).limits["ge"]:
+                raise _must(name, value)
+    if "max_age_s" in values:
+        age = values["max_age_s"]
+        if isinstance(age, bool) or not isinstance(age, int | float) or not math.isfinite(age) or age < 0:
+            raise _must("max_age_s", age)
+    if "respect_robots" in values and not isinstance(values["respect_robots"], bool):
+        raise _must("respect_robots", got=False)
 
 
 def split_options(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

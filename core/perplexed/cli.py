@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from . import __version__, chain, telemetry
 from ._cli_options import GOVERNANCE_FLAGS as _GOVERNANCE_FLAGS
+from ._cli_options import add_option_flags, configure_governance, option_values
 from ._cli_options import cli_words as _cli_words
-from ._cli_options import configure_governance
 from ._cli_output import CLI_CACHE_TTL_S, EXIT_NO_RESULTS, EXIT_OK, EXIT_USAGE
 from ._cli_output import consoles as _consoles
 from ._cli_output import escape as _escape
@@ -200,32 +200,15 @@ def _build_parser() -> _Parser:
             help="provider or comma-separated chain, tried in order (default: $PERPLEXED_PROVIDER or "
             "local,searxng)",
         )
-        if query:
-            p.add_argument("--max-results", "-n", type=_whole_number, metavar="N", help="hits to return (1-100)")
-        else:
+        names = [n for n in _CHAIN_FLAG_OPTIONS if query or n != "max_results"]
+        add_option_flags(p, names, _flag_types(), short={"max_results": "-n"}, helps={
+            "cache_ttl_s": f"reuse a provider's answer for this long (default {CLI_CACHE_TTL_S:g}; 0 = off)"})
+        if not query:
             p.set_defaults(max_results=None)
-        p.add_argument("--timeout-ms", type=_positive_int, metavar="MS", help="time limit per provider")
-        p.add_argument("--deadline-ms", type=_positive_int, metavar="MS", help="time limit for the chain")
-        p.add_argument("--strategy", choices=("sequential", "hedged", "merge", "adaptive"),
-                       help="sequential (default): one provider at a time; hedged: start the next provider "
-                       "when the current one is slow; merge: ask several at once and fuse their hits; "
-                       "adaptive: order the chain by what the state store has seen (and --routing)")
-        p.add_argument("--routing", metavar="FILE", help="adaptive: a routing file from `perplexed eval "
-                       "--write-routing` (its measured quality, cost and latency as priors)")
-        p.add_argument("--hedge-after", type=_hedge_after, metavar="MS|auto",
-                       help="hedged: start the next provider after MS ms without an answer (default auto: the "
-                       "provider's observed p95 latency)")
-        p.add_argument("--merge-providers", type=_positive_int, metavar="N",
-                       help="merge: how many providers to ask at once (default 2)")
-        p.add_argument("--min-hits", type=_positive_int, metavar="N",
-                       help="quality floor: an answer with fewer hits is insufficient and the chain moves on")
         p.add_argument("--index", metavar="FILE", help=f"local index file for the 'local' provider (default: ${INDEX_ENV}, else "
                        ".perplexed/index.db in this folder or a parent, else in the user data folder)")
-        p.add_argument("--cache-ttl", type=_seconds, metavar="SECONDS", default=CLI_CACHE_TTL_S,
-                       help=f"reuse a provider's answer for this long (default {CLI_CACHE_TTL_S:g}; 0 = off)")
+        p.set_defaults(cache_ttl_s=CLI_CACHE_TTL_S)
         p.add_argument("--no-cache", action="store_true", help="do not use or fill the result cache")
-        p.add_argument("--budget", type=_usd, metavar="USD",
-                       help="most this search may spend: a paid provider that would exceed it is skipped")
         limits = p.add_argument_group(
             "rate limits, cool-downs and spend limits",
             "each also read from its environment variable when the flag is not given; NAME is a provider's "
@@ -410,6 +393,17 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _flag_types() -> dict[str, Callable[[str], Any]]:
+    """The converter of each kind of flag value the option catalogue declares (``Option.cli``)."""
+    return {"whole": _whole_number, "positive": _positive_int, "hedge": _hedge_after, "seconds": _seconds,
+            "usd": _usd, "text": str}
+
+
+#: The options ``search``, ``answer`` and ``mcp`` take as flags (each flag declared in perplexed._optionspec).
+_CHAIN_FLAG_OPTIONS = ("max_results", "provider_timeout_ms", "deadline_ms", "strategy", "hedge_after_ms",
+                      "merge_providers", "min_hits", "routing", "cache_ttl_s", "budget_usd")
+
+
 # --- consoles --------------------------------------------------------------------------------------------
 
 
@@ -483,22 +477,10 @@ def _chain_spec(args: argparse.Namespace) -> Any:
 
 
 def _chain_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    options: dict[str, Any] = {}
-    if args.max_results is not None:
-        options["max_results"] = args.max_results
-    if args.timeout_ms is not None:
-        options["provider_timeout_ms"] = args.timeout_ms
-    if args.deadline_ms is not None:
-        options["deadline_ms"] = args.deadline_ms
-    for name in ("strategy", "hedge_after", "merge_providers", "min_hits", "routing"):  # strategies, floor
-        value = getattr(args, name, None)
-        if value is not None:
-            options["hedge_after_ms" if name == "hedge_after" else name] = value
+    options = option_values(args, [n for n in _CHAIN_FLAG_OPTIONS if n != "cache_ttl_s"])
     # governance: the CLI caches for an hour by default, in its SQLite store next to the local index
-    if not getattr(args, "no_cache", False) and getattr(args, "cache_ttl", None):
-        options["cache_ttl_s"] = args.cache_ttl
-    if getattr(args, "budget", None) is not None:
-        options["budget_usd"] = args.budget
+    if not getattr(args, "no_cache", False) and getattr(args, "cache_ttl_s", None):
+        options["cache_ttl_s"] = args.cache_ttl_s
     _use_cli_store(getattr(args, "index", None))
     configure_governance(lambda flag: getattr(args, flag[2:].replace("-", "_"), None))
     return options

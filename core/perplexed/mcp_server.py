@@ -8,26 +8,26 @@ One server in front of the fallback chain, for any agent whose tool list is asse
     server = create_server(provider=["local", "searxng", "tavily"], budget_usd=0.01)
     server.run()                      # stdio; or serve_http(server, port=8000) for streamable HTTP
 
-Tools (their names are a contract):
+Tools (their names are a contract; each is declared once, with its description, argument schema and error
+texts, in :mod:`perplexed._tools`, which the LangChain and LlamaIndex tools are built from too):
 
 ``web_search(query, max_results=5, include_domains=None, exclude_domains=None, recency=None)``
     the search chain; text for the model (numbered hits) plus ``structuredContent`` (hits, provider, cost,
     cached, attempts, truncated, next_index) that validates against the declared ``outputSchema``.
 ``web_fetch(url, max_chars=8000, start_index=0)``
     the fetch chain (present when :func:`perplexed.fetch` exists in this version).
-``answer(question, ...)``
-    a grounded answer with ``[n]`` citations, with progress notifications for clients that send a progress
+``answer(query, max_results=5, include_domains=None, exclude_domains=None, recency=None)``
+    a grounded answer (``question``, the argument's former name, is still accepted) with ``[n]`` citations, with progress notifications for clients that send a progress
     token; absent (and said so in the server's instructions) when no Agent API key is configured.
 
-Bad arguments and failed chains come back as tool results with ``isError`` and a message a model can act on,
-never a traceback or a key. Lists sent as JSON strings and numbers sent as strings are accepted.
+Bad arguments (an unknown or misspelt name: "did you mean 'query'?") and failed chains come back as tool results
+with ``isError`` and a message a model can act on, never a traceback or a key. Lists sent as JSON strings and numbers sent as strings are accepted.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Annotated, Any, Literal
 
@@ -39,7 +39,7 @@ from ._mcp_http import MAX_BODY_BYTES, http_app, serve_http
 from ._mcp_http import allowed_hosts as _allowed_hosts  # noqa: F401 - the name the transport's tests use
 from ._mcp_status import describe_members, failure_text
 from ._models import Attempt, Hit, Result
-from ._toolschema import portable_schema
+from ._tools import ANSWER, WEB_FETCH, WEB_SEARCH, AgentTool, format_answer, format_hits, narrowed
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
@@ -57,9 +57,9 @@ __all__ = [
 
 #: Each text result is cut to this many characters (``truncated`` / ``next_index`` say where).
 DEFAULT_MAX_CHARS = 8000
-MAX_RESULTS = 20
+MAX_RESULTS = WEB_SEARCH.argument("max_results").maximum
 SNIPPET_CHARS = 1000
-RECENCY = ("day", "week", "month", "year")
+RECENCY = WEB_SEARCH.argument("recency").choices
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1", "[::1]")
 SERVER_NAME = "perplexed"
 
@@ -135,65 +135,15 @@ class AnswerOutput(_Out):
     next_index: int | None
 
 
-# --- arguments: lenient in what they accept, precise in what they say ------------------------------------
+# --- arguments: declared once in perplexed._tools (lenient in what they accept, precise in what they say) --
 
 
-def _int_arg(name: str, value: Any, low: int, high: int | None = None) -> int:
-    allowed = f"a whole number from {low} to {high}" if high is not None else f"a whole number, at least {low}"
-    number: Any = value
-    if isinstance(value, str):
-        text = value.strip()
-        try:
-            number = int(text)
-        except ValueError:
-            try:
-                number = float(text)
-            except ValueError:
-                raise InvalidRequest(f"{name} must be {allowed}; got {value!r}", param=name) from None
-    if isinstance(number, bool) or not isinstance(number, int | float):
-        raise InvalidRequest(f"{name} must be {allowed}; got {value!r}", param=name)
-    if isinstance(number, float):
-        if not math.isfinite(number) or number != int(number):
-            raise InvalidRequest(f"{name} must be {allowed}; got {value!r}", param=name)
-        number = int(number)
-    if number < low or (high is not None and number > high):
-        raise InvalidRequest(f"{name} must be {allowed}; got {number}", param=name)
-    return int(number)
-
-
-def _list_arg(name: str, value: Any) -> list[str] | None:
-    """A list of strings; also a JSON-encoded list, a comma-separated string or a single string."""
-    if value is None or value == "" or value == []:
-        return None
-    if isinstance(value, str):
-        text = value.strip()
-        if text.startswith("["):
-            try:
-                value = json.loads(text)
-            except ValueError:
-                raise InvalidRequest(
-                    f"{name} must be a list of domains such as [\"example.com\"]; got {value!r}", param=name
-                ) from None
-        else:
-            value = [part for part in (p.strip() for p in text.split(",")) if part]
-    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise InvalidRequest(f"{name} must be a list of domains such as [\"example.com\"]; got {value!r}", param=name)
-    return [item for item in value if item.strip()] or None
-
-
-def _choice_arg(name: str, value: Any, choices: Sequence[str]) -> str | None:
-    if value is None or value == "":
-        return None
-    if isinstance(value, str) and value.strip().lower() in choices:
-        return value.strip().lower()
-    allowed = ", ".join(repr(c) for c in choices)
-    raise InvalidRequest(f"{name} must be one of {allowed} (or left out); got {value!r}", param=name)
-
-
-def _text_arg(name: str, value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidRequest(f"{name} must be a non-empty string; got {value!r}", param=name)
-    return value
+def _arguments(tool: AgentTool, given: Mapping[str, Any]) -> dict[str, Any]:
+    """A model's arguments to ``tool`` as the catalogue checks them (an unknown or misspelt name, a missing or bad
+    value: :class:`InvalidRequest` with the text the model reads, the same as on the adapters' tools)."""
+    if tool is ANSWER and "question" in given and "query" not in given:  # the name answer's argument had before
+        given = {("query" if k == "question" else k): v for k, v in given.items()}
+    return tool.parse(given, tool.mcp_name)
 
 
 # --- what the model reads ---------------------------------------------------------------------------------
@@ -230,18 +180,15 @@ def _attempt_line(attempts: Sequence[AttemptOutput]) -> str:
     return "Attempts: " + "; ".join(parts) if parts else ""
 
 
-def search_text(out: SearchOutput, query: str) -> str:
-    """The numbered hits as a model reads them: ``[n] Title — URL``, then the snippet."""
+def search_text(out: SearchOutput, query: str, hits: Sequence[Hit] = ()) -> str:
+    """The numbered hits as a model reads them (:func:`perplexed._tools.format_hits`: ``[n] Title — URL``, then
+    the snippet), after a line saying which provider answered and what it cost, and before the attempts."""
     if not out.hits:
         lines = [f"No results for {query!r}."]
     else:
         lines = [f"{len(out.hits)} result{'s' if len(out.hits) != 1 else ''} for {query!r} "
-                 f"(from {out.provider}, cost ${out.cost:.4f}{', cached' if out.cached else ''}):", ""]
-        for hit in out.hits:
-            lines.append(f"[{hit.id}] {hit.title or hit.url} — {hit.url}")
-            if hit.snippet:
-                lines.append(hit.snippet)
-            lines.append("")
+                 f"(from {out.provider}, cost ${out.cost:.4f}{', cached' if out.cached else ''}):", "",
+                 format_hits(hits, SNIPPET_CHARS), ""]
     line = _attempt_line(out.attempts)
     if line:
         lines.append(line)
@@ -257,62 +204,16 @@ def _failure_message(exc: PerplexedError) -> str:
 # --- the tools ----------------------------------------------------------------------------------------------
 
 
-WEB_SEARCH_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "query": {"type": "string", "description": "What to search the web for, in plain words."},
-        "max_results": {"type": "integer", "minimum": 1, "maximum": MAX_RESULTS, "default": 5,
-                        "description": f"How many hits to return, 1 to {MAX_RESULTS} (default 5)."},
-        "include_domains": {"type": "array", "items": {"type": "string"},
-                            "description": "Only return hits from these domains, e.g. [\"example.com\"]."},
-        "exclude_domains": {"type": "array", "items": {"type": "string"},
-                            "description": "Never return hits from these domains."},
-        "recency": {"type": "string", "enum": list(RECENCY),
-                    "description": "Only hits published in the last day, week, month or year."},
-    },
-    "required": ["query"],
-    "additionalProperties": False,
-}
-
-WEB_FETCH_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "url": {"type": "string", "description": "The http(s) URL of the page to read (e.g. a search hit's url)."},
-        "max_chars": {"type": "integer", "minimum": 1, "maximum": 100_000, "default": DEFAULT_MAX_CHARS,
-                      "description": "Most characters of page text to return (default 8000)."},
-        "start_index": {"type": "integer", "minimum": 0, "default": 0,
-                        "description": "Where to start in the page text: pass the previous result's next_index "
-                        "to read on."},
-    },
-    "required": ["url"],
-    "additionalProperties": False,
-}
-
-ANSWER_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "question": {"type": "string", "description": "The question to answer from web sources."},
-        "max_results": {"type": "integer", "minimum": 1, "maximum": MAX_RESULTS, "default": 5,
-                        "description": f"How many search hits to ground the answer in, 1 to {MAX_RESULTS}."},
-        "include_domains": WEB_SEARCH_SCHEMA["properties"]["include_domains"],
-        "exclude_domains": WEB_SEARCH_SCHEMA["properties"]["exclude_domains"],
-        "recency": WEB_SEARCH_SCHEMA["properties"]["recency"],
-    },
-    "required": ["question"],
-    "additionalProperties": False,
-}
+#: The tools' argument schemas: the catalogue's (:mod:`perplexed._tools`), the same on every surface.
+WEB_SEARCH_SCHEMA: dict[str, Any] = WEB_SEARCH.input_schema()
+WEB_FETCH_SCHEMA: dict[str, Any] = WEB_FETCH.input_schema()
+ANSWER_SCHEMA: dict[str, Any] = ANSWER.input_schema()
 
 
-def _search_options(args: Mapping[str, Any]) -> dict[str, Any]:
-    options: dict[str, Any] = {"max_results": _int_arg("max_results", args.get("max_results", 5), 1, MAX_RESULTS)}
-    for name in ("include_domains", "exclude_domains"):
-        domains = _list_arg(name, args.get(name))
-        if domains is not None:
-            options[name] = domains
-    recency = _choice_arg("recency", args.get("recency"), RECENCY)
-    if recency is not None:
-        options["recency"] = recency
-    return options
+def _search_options(settings: Mapping[str, Any], args: Mapping[str, Any]) -> dict[str, Any]:
+    """The server's search options with a model's checked arguments over them (narrowing the domain settings,
+    never widening them; ``max_results`` 5 unless the model asked for another number)."""
+    return {**settings, "max_results": 5, **narrowed(settings, args)}
 
 
 class _Chain:
@@ -329,15 +230,13 @@ class _Chain:
         self.max_chars = max_chars
         self.answer_options = dict(answer_options)
 
-    async def web_search(self, query: Any = None, max_results: Any = 5, include_domains: Any = None,
-                         exclude_domains: Any = None, recency: Any = None) -> Any:
+    async def web_search(self, arguments: Mapping[str, Any]) -> Any:
         from . import chain
 
-        args = {"max_results": max_results, "include_domains": include_domains,
-                "exclude_domains": exclude_domains, "recency": recency}
         try:
-            text_query = _text_arg("query", query)
-            options = {**self.options, **_search_options(args)}
+            args = _arguments(WEB_SEARCH, arguments)
+            text_query = args["query"]
+            options = _search_options(self.options, args)
             result: Result = await chain.asearch(text_query, self.provider, **options)
         except PerplexedError as exc:
             return _error(_failure_message(exc))
@@ -345,17 +244,18 @@ class _Chain:
         cached = any(a.cached and a.outcome == "ok" for a in attempts)
         out = SearchOutput(hits=[_hit(h) for h in result.hits], provider=result.provider, cost=result.cost,
                            cached=cached, attempts=attempts, truncated=False, next_index=None)
-        text, truncated, next_index = _cut(search_text(out, text_query), self.max_chars)
+        text, truncated, next_index = _cut(search_text(out, text_query, result.hits), self.max_chars)
         out = out.model_copy(update={"truncated": truncated, "next_index": next_index})
         return _result(text, out)
 
-    async def web_fetch(self, url: Any = None, max_chars: Any = DEFAULT_MAX_CHARS, start_index: Any = 0) -> Any:
+    async def web_fetch(self, arguments: Mapping[str, Any]) -> Any:
         import perplexed
 
         try:
-            target = _text_arg("url", url).strip()
-            limit = min(_int_arg("max_chars", max_chars, 1, 100_000), self.max_chars)
-            start = _int_arg("start_index", start_index, 0)
+            args = _arguments(WEB_FETCH, arguments)
+            target = args["url"].strip()
+            limit = min(args.get("max_chars", DEFAULT_MAX_CHARS), self.max_chars)
+            start = args.get("start_index", 0)
             chain_spec = self.fetch_provider
             if target[:7].lower() == "file://":
                 if not self.local_files:
@@ -374,26 +274,21 @@ class _Chain:
             total_chars=page.total_chars, attempts=_attempts(page.attempts), cost=page.cost,
             truncated=page.truncated, next_index=page.next_index,
         )
-        head = f"{page.title or page.final_url or page.url} — {page.final_url or page.url}"
-        tail = (f"\n\n[Cut at character {page.next_index} of {page.total_chars}: call web_fetch again with "
-                f"start_index={page.next_index} to read on.]" if page.truncated else "")
-        return _result(f"{head}\n\n{page.content}{tail}", out)
+        return _result(page.for_model(), out)  # the text every surface's fetch tool returns
 
     def fetch_options(self) -> dict[str, Any]:
         """The governance and time options the fetch chain shares with search (not the search-only ones)."""
         shared = ("provider_timeout_ms", "deadline_ms", "cache_ttl_s", "budget_usd")
         return {**{k: v for k, v in self.options.items() if k in shared}, **self.extra_fetch_options}
 
-    async def answer(self, ctx: Any, question: Any = None, max_results: Any = 5, include_domains: Any = None,
-                     exclude_domains: Any = None, recency: Any = None) -> Any:
+    async def answer(self, ctx: Any, arguments: Mapping[str, Any]) -> Any:
         import perplexed
 
-        args = {"max_results": max_results, "include_domains": include_domains,
-                "exclude_domains": exclude_domains, "recency": recency}
         chars = 0
         try:
-            text_question = _text_arg("question", question)
-            options = {**self.options, **self.answer_options, **_search_options(args)}
+            args = _arguments(ANSWER, arguments)
+            text_question = args["query"]
+            options = {**_search_options(self.options, args), **self.answer_options}
             final: Any = None
             await _progress(ctx, 0, "searching")
             async for item in perplexed.astream_answer(text_question, self.provider, **options):
@@ -409,10 +304,7 @@ class _Chain:
         sources = [_hit(h) for h in final.sources]
         attempts = _attempts(final.search.attempts if final.search is not None else [])
         body = str(final.text)
-        lines = [body, ""]
-        for hit in final.cited:
-            lines.append(f"[{hit.id}] {hit.title or hit.url} — {hit.url}")
-        text, truncated, next_index = _cut("\n".join(lines).strip(), self.max_chars)
+        text, truncated, next_index = _cut(format_answer(final), self.max_chars)  # the catalogue's text
         out = AnswerOutput(text=body, sources=sources, cost=final.cost, attempts=attempts, truncated=truncated,
                            next_index=next_index)
         return _result(text, out)
@@ -515,7 +407,8 @@ def _guarded(fn: Callable[..., Awaitable[Any]], name: str) -> Callable[..., Awai
 
     @functools.wraps(fn)
     async def call(*args: Any, **kwargs: Any) -> Any:
-        problem = _argument_problem(kwargs)
+        given = kwargs.get("arguments")  # the catalogue's tools take the model's arguments as one mapping
+        problem = _argument_problem(given if isinstance(given, Mapping) else kwargs)
         if problem is not None:
             return _error(problem)
         try:
@@ -581,6 +474,7 @@ def create_server(
     try:
         from mcp.server.mcpserver import Context, MCPServer
         from mcp.server.mcpserver.tools import Tool
+        from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
         from mcp_types import CallToolResult, ToolAnnotations
     except ImportError:
         raise ConfigError(f"perplexed mcp needs the 'mcp' extra: {install_hint('mcp')}") from None
@@ -600,54 +494,45 @@ def create_server(
                                 idempotent_hint=True)
     tools: list[Any] = []
 
-    def add(fn: Callable[..., Awaitable[Any]], name: str, title: str, description: str,
-            schema: dict[str, Any], output: type[BaseModel], *, context: bool = False) -> None:
+    class AllArguments(FuncMetadata):
+        """The arguments as the model sent them, to the catalogue's check (the SDK's own model would drop a
+        misspelt name without a word)."""
+
+        def validate_arguments(self, arguments_to_validate: dict[str, Any]) -> dict[str, Any]:
+            return {"arguments": dict(arguments_to_validate or {})}
+
+    def add(fn: Callable[..., Awaitable[Any]], spec: AgentTool, output: type[BaseModel], *,
+            context: bool = False) -> None:
         # real objects, not the strings of this module's postponed annotations (the SDK resolves them)
-        fn.__annotations__ = {**{p: Any for p in schema["properties"]},
-                              **({"ctx": Context} if context else {}),
+        fn.__annotations__ = {"arguments": Any, **({"ctx": Context} if context else {}),
                               "return": Annotated[CallToolResult, output]}
-        tool = Tool.from_function(_guarded(fn, name), name=name, title=title, description=description, annotations=read_only,
+        tool = Tool.from_function(_guarded(fn, spec.mcp_name), name=spec.mcp_name, title=spec.title,
+                                  description=spec.description, annotations=read_only,
                                   context_kwarg="ctx" if context else None)
-        tool.parameters = portable_schema(json.loads(json.dumps(schema)))
+        tool.fn_metadata = AllArguments(**{name: getattr(tool.fn_metadata, name)
+                                           for name in type(tool.fn_metadata).model_fields})
+        tool.parameters = spec.input_schema()
         tools.append(tool)
 
-    async def web_search(query: Any = None, max_results: Any = 5, include_domains: Any = None,
-                         exclude_domains: Any = None, recency: Any = None) -> CallToolResult:
-        return await state.web_search(query, max_results, include_domains, exclude_domains, recency)  # type: ignore[no-any-return]
+    async def web_search(arguments: Any = None) -> CallToolResult:
+        return await state.web_search(arguments or {})  # type: ignore[no-any-return]
 
-    add(web_search, "web_search", "Web search",
-        "Search the web through a chain of providers (free ones first; the next is tried when one fails or "
-        "finds nothing). Returns numbered hits [n] with title, URL and snippet, plus which provider answered, "
-        "what the search cost in USD (often $0: free providers and cached answers cost nothing) and every "
-        f"attempt. max_results: 1 to {MAX_RESULTS}; include_domains/exclude_domains: lists of domains; "
-        "recency: day, week, month or year. Use web_fetch to read a hit's page.",
-        WEB_SEARCH_SCHEMA, SearchOutput)
+    add(web_search, WEB_SEARCH, SearchOutput)
     notes = []
     if _has_fetch():
 
-        async def web_fetch(url: Any = None, max_chars: Any = DEFAULT_MAX_CHARS, start_index: Any = 0) -> CallToolResult:
-            return await state.web_fetch(url, max_chars, start_index)  # type: ignore[no-any-return]
+        async def web_fetch(arguments: Any = None) -> CallToolResult:
+            return await state.web_fetch(arguments or {})  # type: ignore[no-any-return]
 
-        add(web_fetch, "web_fetch", "Read a web page",
-            "Fetch a web page (http or https) and return its main text as Markdown, through a chain of "
-            "extractors (a direct fetch first, which is free; paid services only when configured). Long pages "
-            "are cut at max_chars characters: when truncated is true, call again with start_index=next_index "
-            "to read on. Private and internal addresses are refused. Says what it cost in USD.",
-            WEB_FETCH_SCHEMA, FetchOutput)
+        add(web_fetch, WEB_FETCH, FetchOutput)
         notes.append("web_fetch reads a page's text (paged with start_index). ")
     unavailable = _answer_unavailable(provider, extra)
     if unavailable is None:
 
-        async def answer(ctx: Context, question: Any = None, max_results: Any = 5, include_domains: Any = None,
-                         exclude_domains: Any = None, recency: Any = None) -> CallToolResult:
-            return await state.answer(ctx, question, max_results, include_domains,  # type: ignore[no-any-return]
-                                      exclude_domains, recency)
+        async def answer(ctx: Context, arguments: Any = None) -> CallToolResult:
+            return await state.answer(ctx, arguments or {})  # type: ignore[no-any-return]
 
-        add(answer, "answer", "Answer with cited sources",
-            "Answer a question from web sources: searches the chain, then writes an answer with the Perplexity "
-            "Agent API whose [n] markers point at the numbered sources returned with it. Costs the search plus "
-            "the Agent API call (usually a few cents; the result says how much). Sends progress notifications "
-            "while it writes.", ANSWER_SCHEMA, AnswerOutput, context=True)
+        add(answer, ANSWER, AnswerOutput, context=True)
         notes.append("answer writes a grounded answer with [n] citations. ")
     fetch_note = notes[0] if notes and notes[0].startswith("web_fetch") else ""
     answer_note = ("answer writes a grounded answer with [n] citations. " if unavailable is None else

@@ -186,8 +186,8 @@ async def test_a_failing_tool_is_reported_to_the_agent_as_an_error(agent_api: Lo
 @pytest.mark.parametrize(
     ("tool", "arguments", "named"),
     [
-        ("search", {"qury": "alpha"}, "unknown argument of perplexed_search (query) 'qury': did you mean 'query'?"),
-        ("answer", {"query": "alpha", "max_result": 3}, "unknown argument of perplexed_answer (query) 'max_result'"),
+        ("search", {"qury": "alpha"}, "unknown argument 'qury': did you mean 'query'?"),
+        ("answer", {"query": "alpha", "max_result": 3}, "unknown argument 'max_result': did you mean 'max_results'?"),
         ("fetch", {"urls": "https://example.com/"}, "did you mean 'url'?"),
         ("fetch", {"url": "https://example.com/", "maxchars": 10}, "did you mean 'max_chars'?"),
         ("search", {}, "perplexed_search needs the argument 'query'"),
@@ -213,5 +213,7 @@ async def test_a_models_wrong_argument_is_named_in_words(
     for error in (sync_error, async_error):
         assert named in str(error.value)
     assert calls == [] and agent_api.server.requests == []
-    # the schema the model reads is unchanged: the function's own arguments
-    assert set(found.metadata.get_parameters_dict()["properties"]) <= {"query", "url", "max_chars", "start_index"}
+    # the schema the model reads is the catalogue's (issue 41: the MCP tools' optional arguments too)
+    assert set(found.metadata.get_parameters_dict()["properties"]) <= {"query", "url", "max_chars", "start_index",
+                                                                       "max_results", "include_domains",
+                                                                       "exclude_domains", "recency"}
