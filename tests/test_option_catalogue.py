@@ -72,7 +72,7 @@ def test_core_validation_reads_the_catalogue() -> None:
         (lambda: perplexed.SearchOptions.build(max_results=0), "max_results must be a whole number, at least 1 and at most 100, got 0"),
         (lambda: perplexed.ChainOptions.build(deadline_ms="soon"), "deadline_ms must be a number of milliseconds, got 'soon'"),
         (lambda: perplexed.ChainOptions.build(budget_usd="x"), "budget_usd must be a number (USD), got 'x'"),
-        (lambda: perplexed.ChainOptions.build(strategy="fast"), "(strategy takes 'sequential', 'hedged', 'merge')"),
+        (lambda: perplexed.ChainOptions.build(strategy="fast"), "(strategy takes 'sequential', 'hedged', 'merge', 'adaptive')"),
         (lambda: perplexed.ChainOptions.build(fallback_on=["never"]), "(fallback_on takes 'error', 'empty', 'timeout', 'insufficient')"),
         (lambda: perplexed.ChainOptions.build(cache_single_flight=1), "cache_single_flight must be True or False"),
         (lambda: perplexed.prepare_fetch("https://example.com/", format="html"), "format must be 'markdown' or 'text', got 'html'"),

@@ -94,6 +94,14 @@ def _console() -> Any:
     return console
 
 
+def _home_relative(path: str) -> str:
+    """``path`` with the home folder written ``~`` (shorter: a table line rarely needs to fold it)."""
+    import os
+
+    home = os.path.expanduser("~").rstrip(os.sep)
+    return "~" + path[len(home):] if home and home != "~" and path.startswith(home + os.sep) else path
+
+
 def _print_diagnosis(diagnosis: Diagnosis) -> None:
     from rich import box
     from rich.table import Table
@@ -106,23 +114,28 @@ def _print_diagnosis(diagnosis: Diagnosis) -> None:
     table.add_column("Status", no_wrap=True)
     table.add_column("Needed", no_wrap=True)
     table.add_column("Detail", overflow="fold")
+    path = str(diagnosis.index["path"]) if diagnosis.index is not None else ""
+
+    def shown(text: str) -> str:  # the table does not split the index's path: it is printed below the table
+        return text.replace(path, "the index below") if path and len(path) > 12 else text
+
     for check in diagnosis.checks:
         table.add_row(
             check.name,
             Text(check.status, style=_STYLE.get(check.status, "")),
             "yes" if check.needed else "",
-            Text(check.detail),
+            Text(shown(check.detail)),
         )
     out.print(table)
     if diagnosis.index is not None:
-        out.print(Text(f"Local index: {diagnosis.index['path']} ({diagnosis.index['why']})"))
+        out.print(Text(f"Local index: {_home_relative(path)} ({diagnosis.index['why']})"))
     members = Table(box=box.SIMPLE_HEAD)
     members.add_column("Chain member", no_wrap=True, style="bold")
     members.add_column("Can answer now", no_wrap=True)
     members.add_column("What to do", overflow="fold")
     for member in diagnosis.members:
         can = Text("yes", style="green") if member.can_run else Text("no", style="red")
-        members.add_row(member.name, can, Text("" if member.can_run else member.fix or member.detail))
+        members.add_row(member.name, can, Text("" if member.can_run else shown(member.fix or member.detail)))
     out.print(members)
     problems = diagnosis.problems
     runnable = [m.name for m in diagnosis.members if m.can_run]
