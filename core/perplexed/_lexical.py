@@ -108,9 +108,7 @@ def _split_line(line: str, offset: int, spans: list[tuple[int, int]]) -> None:
             continue
         following = _NEXT.match(line, end)
         first = following.group(1) if following else ""
-        if first and not (
-            first.isupper() or first.isdigit() or first in "\"'\u201c([*-#>|" or _CJK.match(first)
-        ):
+        if first and not (first.isupper() or first.isdigit() or first in "\"'\u201c([*-#>|" or _CJK.match(first)):
             continue  # "... approx. three", a lower-case continuation
         _add(line, offset, start, end, spans)
         start = end
@@ -364,7 +362,7 @@ def _word(original: str, first: bool, names: bool) -> tuple[str, int, str] | Non
 # --- claims and passages ---------------------------------------------------------------------------------
 
 #: A claim's values (numbers, dates, names) checked against the cited text: the first this many.
-MAX_VALUES = 64
+MAX_VALUES = 24
 #: Endings that make a name's adjective or people (``Canada``/``Canadian``, ``Austria``/``Austrian``).
 _NAME_ENDINGS = ("n", "an", "ian", "ean", "ese", "ish", "i", "ic")
 #: How the weightless keys read in a reason.
@@ -662,11 +660,11 @@ def _value_checks(
     """
     missing: dict[str, str] = {}
     conflicts: dict[str, str] = {}
-    claim_keys = claim.weights.keys()
     aliases = claim.aliases
     kept = set(matched)
     present = [s.keys | {aliases[a] for a in s.keys & aliases.keys()} if aliases else s.keys for s in window]
     context = [sum(claim.weights[k] for k in keys & claim.context) for keys in present]
+    cache: dict[tuple[int, int, str], list[str]] = {}
     for n, (key, (kind, vclass, spelling, anchors)) in enumerate(claim.values.items()):
         if n >= MAX_VALUES:
             if key not in matched:
@@ -679,33 +677,31 @@ def _value_checks(
             near = [k for k, c in enumerate(counts) if c == most] if most else []
         holders = [k for k, keys in enumerate(present) if key in keys]
         here = key in matched and (not near or any(k in holders for k in near))
-        others: list[tuple[tuple[float, int, str], int]] = []  # ((closeness, position, key), sentence)
-        spelled: dict[str, str] = {}
-        for k in near:
-            s = window[k]
-            if kind == NUMBER:
-                found = [o for o, c in s.numbers.items() if o not in claim_keys and _comparable(c, vclass)]
-            elif kind == MONTH:
-                found = [o for o in s.months if o not in claim_keys]
-            else:
-                found = [o for o in s.names if o not in claim_keys and o not in aliases]
-            if found:
-                spelled.update(s.spelled)
-                others += [(c, k) for c in _closeness(s.order, found, anchors)]
+        rivals = {k: found for k in near if (found := _rivals(claim, window, k, kind, vclass, cache))}
         weight = claim.weights[key] if key in claim.context else 0.0  # its own weight does not place it
         own = max((context[k] - weight for k in holders), default=-1.0)
-        placed = [(context[k] - weight * (key in present[k]), c, k) for c, k in others]
-        theirs = max((p[0] for p in placed), default=-1.0)
-        if others and (
+        placed = {k: context[k] - weight * (key in present[k]) for k in rivals}
+        theirs = max(placed.values(), default=-1.0)
+        if rivals and (
             (not here and not (key in matched and own > theirs))
             # a table: the value stands in another row than the one the claim's words are in
-            or (here and theirs > own and all(window[k].row for k in holders) and window[max(placed)[2]].row)
+            or (
+                here
+                and theirs > own
+                and all(window[k].row for k in holders)
+                and any(window[k].row for k, p in placed.items() if p == theirs)
+            )
         ):
             kept.discard(key)
-            other = max(c for p, c, _ in placed if p == theirs)[2]  # in the rows that place it, the nearest
-            conflicts[key] = (
-                f"the cited text gives {spelled.get(other, other)!r} where the sentence says {spelling!r}"
+            # the other value: in the sentences that place it, the one nearest the claim's words around it
+            _, k, other = max(
+                (c, k, c[2])
+                for k, p in placed.items()
+                if p == theirs
+                for c in _closeness(window[k].order, rivals[k], anchors)
             )
+            shown = window[k].spelled.get(other, other)
+            conflicts[key] = f"the cited text gives {shown!r} where the sentence says {spelling!r}"
         elif key not in matched:
             missing[key] = spelling
         elif key in claim.units:
@@ -720,6 +716,30 @@ def _value_checks(
 
 
 _DIMENSION = {unit: dimension for unit, dimension in UNITS.values()}
+
+
+def _rivals(
+    claim: Claim,
+    window: list[_Sentence],
+    k: int,
+    kind: int,
+    vclass: str,
+    cache: dict[tuple[int, int, str], list[str]],
+) -> list[str]:
+    """The values of a sentence of the window that could stand in place of a claim value of that kind (not
+    the claim's own), computed once per sentence and kind."""
+    group = vclass if kind == NUMBER else ""
+    found = cache.get((k, kind, group))
+    if found is None:
+        s = window[k]
+        if kind == NUMBER:
+            found = [o for o, c in s.numbers.items() if o not in claim.weights and _comparable(c, vclass)]
+        elif kind == MONTH:
+            found = [o for o in s.months if o not in claim.weights]
+        else:
+            found = [o for o in s.names if o not in claim.weights and o not in claim.aliases]
+        cache[(k, kind, group)] = found
+    return found
 
 
 def _closeness(

@@ -256,7 +256,7 @@ NOT_NEGATED = frozenset(
 #: Units, by the word that follows a number: (the unit's key, its dimension). Two different units of one
 #: dimension on one value are a contradiction (``300 meters`` against ``300 feet``).
 UNITS: dict[str, tuple[str, str]] = {}
-for _canonical, _dimension, _forms in (
+for _canonical, _dimension, _unit_forms in (
     ("ft", "length", "ft foot feet"),
     ("meter", "length", "m meter meters metre metres"),
     ("km", "length", "km kilometer kilometers kilometre kilometres"),
@@ -279,13 +279,14 @@ for _canonical, _dimension, _forms in (
     ("hour", "time", "hour hours hr hrs"),
     ("day", "time", "day days"),
     ("week", "time", "week weeks"),
+    ("month", "time", "month months"),
     ("year", "time", "year years yr yrs"),
     ("mph", "speed", "mph"),
     ("kmh", "speed", "kmh kph"),
 ):
-    for _w in _forms.split():
+    for _w in _unit_forms.split():
         UNITS[_w] = (_canonical, _dimension)
-    for _w in _forms.split():
+    for _w in _unit_forms.split():
         if len(_w) > 1 and _w not in STOP:  # a unit's words are one key ("ft", "feet"); single letters: none
             SYNONYMS.setdefault(_w, _canonical)
 
