@@ -633,7 +633,8 @@ def best_window(claim: Claim, passage: Passage) -> Window:
     if weight / total >= 0.4 and ((mine & seen) != theirs or (mine and not theirs)):
         side = "the sentence" if mine else "the cited text"
         flags.append(f"{side} has a negation the other lacks: they say opposite things")
-    flips = claim.antonyms & seen
+    # a quantifier, modal or direction counts when the cited text lacks the claim's own ("must ... may" is both)
+    flips = {o for o in claim.antonyms & seen if not (o.startswith("~") and OPPOSITES.get(o, frozenset()) & seen)}
     if flips:
         flip = sorted(flips)[0]
         flags.append(f"the cited text says {_SHOWN.get(flip, flip)!r}, the opposite of the sentence")
@@ -665,6 +666,7 @@ def _value_checks(
     present = [s.keys | {aliases[a] for a in s.keys & aliases.keys()} if aliases else s.keys for s in window]
     context = [sum(claim.weights[k] for k in keys & claim.context) for keys in present]
     cache: dict[tuple[int, int, str], list[str]] = {}
+    nearest: dict[tuple[int, int, frozenset[str], str], tuple[float, int, str]] = {}
     for n, (key, (kind, vclass, spelling, anchors)) in enumerate(claim.values.items()):
         if n >= MAX_VALUES:
             if key not in matched:
@@ -694,12 +696,12 @@ def _value_checks(
         ):
             kept.discard(key)
             # the other value: in the sentences that place it, the one nearest the claim's words around it
-            _, k, other = max(
-                (c, k, c[2])
+            best, k = max(
+                (_nearest(window, k, rivals[k], anchors, nearest, key if kind == NAME else ""), k)
                 for k, p in placed.items()
                 if p == theirs
-                for c in _closeness(window[k].order, rivals[k], anchors)
             )
+            other = best[2]
             shown = window[k].spelled.get(other, other)
             conflicts[key] = f"the cited text gives {shown!r} where the sentence says {spelling!r}"
         elif key not in matched:
@@ -740,6 +742,35 @@ def _rivals(
             found = [o for o in s.names if o not in claim.weights and o not in claim.aliases]
         cache[(k, kind, group)] = found
     return found
+
+
+def _nearest(
+    window: list[_Sentence],
+    k: int,
+    keys: list[str],
+    anchors: frozenset[str],
+    memo: dict[tuple[int, int, frozenset[str], str], tuple[float, int, str]],
+    name: str = "",
+) -> tuple[float, int, str]:
+    """Of ``keys`` in sentence ``k`` of the window, the one nearest the anchors (see :func:`_closeness`;
+    for a ``name``, then the one sharing most of its first letters: ``Austria`` for ``Australia``), computed
+    once per sentence, list of values and anchors."""
+    memo_key = (k, id(keys), anchors, name)
+    if memo_key not in memo:
+        memo[memo_key] = max(
+            _closeness(window[k].order, keys, anchors), key=lambda c: (c[0], _shared(c[2], name), c[1], c[2])
+        )
+    return memo[memo_key]
+
+
+def _shared(a: str, b: str) -> int:
+    """How many first letters two keys share."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 def _closeness(
