@@ -248,6 +248,9 @@ def _unit_after(text: str, raw: list[re.Match[str]], i: int, end: int) -> tuple[
     return (unit[0], raw[i].end()) if unit is not None else ("", 0)
 
 
+_LOOKAHEAD = frozenset(DIRECTIONS) | {"some"}  # the words read with the token after them
+
+
 def _direction(raw: list[re.Match[str]], i: int, word: str) -> str | None:
     """The direction key (``~more``/``~less``) of a comparison word standing right before a number."""
     direction = DIRECTIONS.get(word)
@@ -310,14 +313,16 @@ def tokens(text: str, *, names: bool = True) -> tuple[list[Token], frozenset[str
             continue
         first = sentence_start
         sentence_start = False
-        lower = m.group("word").lower()
-        direction = _direction(raw, i, lower)
-        if direction is not None:
-            out.append(Token(direction, WORD, m.start(), m.end()))
-            continue
-        if lower == "some" and i < len(raw) and raw[i].group("num") is not None:
-            continue  # "some 2,000 people": about
-        info = _word(m.group("word"), first, names)
+        word = m.group("word")
+        if word in _LOOKAHEAD or word.lower() in _LOOKAHEAD:
+            lower = word.lower()
+            direction = _direction(raw, i, lower)
+            if direction is not None:
+                out.append(Token(direction, WORD, m.start(), m.end()))
+                continue
+            if lower == "some" and i < len(raw) and raw[i].group("num") is not None:
+                continue  # "some 2,000 people": about
+        info = _word(word, first, names)
         if info is None:
             continue
         if info is _NEGATION:
@@ -462,7 +467,8 @@ def analyse_claim(text: str) -> Claim:
     )
 
 
-def _name_forms(key: str, word: str) -> set[str]:
+@functools.lru_cache(maxsize=16384)
+def _name_forms(key: str, word: str) -> frozenset[str]:
     """The keys of a name's other forms: ``canadian`` for ``canada`` and back (never a shared beginning:
     ``Austria`` is not ``Australia``, ``Microsoft`` not ``Micron``)."""
     forms: set[str] = set()
@@ -476,10 +482,11 @@ def _name_forms(key: str, word: str) -> set[str]:
                 root = base[: -len(ending)]
                 forms.update(stem(root + vowel) for vowel in ("", "a", "e", "o", "y", "ia"))
     forms.discard(key)
-    return forms
+    return frozenset(forms)
 
 
-def _prefix_opposites(word: str) -> set[str]:
+@functools.lru_cache(maxsize=16384)
+def _prefix_opposites(word: str) -> frozenset[str]:
     """The keys of a word's opposite by a negating prefix: ``legal`` -> ``illegal`` and back, ``safe`` ->
     ``unsafe``, ``approved`` -> ``disapproved``, ``public`` -> ``nonpublic``."""
     out: set[str] = set()
@@ -489,7 +496,7 @@ def _prefix_opposites(word: str) -> set[str]:
             out.add(stem(base))
         if len(word) >= 4 and word not in NOT_NEGATED and _fits(prefix, word):
             out.add(stem(prefix + word))
-    return out
+    return frozenset(out)
 
 
 def _fits(prefix: str, base: str) -> bool:
