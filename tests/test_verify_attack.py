@@ -377,3 +377,34 @@ def test_the_issue_39_sentence_through_a_local_search_and_an_answer_text() -> No
     )
     assert [s.label for s in v.sentences] == ["supported", "supported", "unsupported"]
     assert "'20'" not in v.sentences[0].reason and v.sentences[0].reason == ""
+
+
+# --- verify never raises on content ------------------------------------------------------------------------
+
+PIECES = [
+    "Austria", "Australia", "illegal", "legal", "at least", "at most", "some", "all", "may", "must", "under", "over",
+    "9" * 400, "1,000,000", "0.000000000000000000001", "$", "%", "million", "percent", "ft", "meters", "May",
+    "Rear", "20\u201325", "[1]", "[2-4]", "[9999]", "[1", " " * 50, "\n", "\t", ". ", "? ", "non-", "un", "dis",
+    "\u6771\u4eac", "\u0301", "\ufeff", "|", "#", "**", "won", "lost", "closed", "not", "never", "the", "a",
+]  # fmt: skip
+
+
+def test_verify_never_raises_on_content() -> None:
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    piece = st.one_of(st.sampled_from(PIECES), st.text(max_size=12))
+    text = st.lists(piece, max_size=40).map("".join)
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(text, st.lists(text, min_size=1, max_size=3))
+    def run(sentence: str, passages: list[str]) -> None:
+        hits = [Hit(id=i, url=f"https://example.org/{i}", snippet=p) for i, p in enumerate(passages, start=1)]
+        v = perplexed.verify(sentence, hits)
+        for s in v.sentences:
+            assert sentence[s.start : s.end] == s.text
+            for e in s.evidence:
+                assert hits[e.hit_id - 1].text[e.start : e.end] == e.text
+        perplexed.verify(sentence, hits, checker=lambda c, p: 0.6)
+
+    run()
