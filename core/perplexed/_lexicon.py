@@ -13,12 +13,14 @@ __all__ = [
     "DIRECTION_AFTER",
     "MODALS",
     "MONTHS",
+    "NAME_ENDINGS",
     "NEGATING_PREFIXES",
     "NEGATIONS",
     "NOT_NEGATED",
     "OPPOSITES",
     "PERCENT_WORDS",
     "SCALES",
+    "SHOWN",
     "STARTERS",
     "STOP",
     "SYNONYMS",
@@ -243,7 +245,13 @@ DIRECTION_AFTER = {"most": "at", "least": "at", "to": "up"}
 
 #: Negating prefixes: ``illegal`` is the opposite of ``legal``, ``unsafe`` of ``safe``, ``disapproved`` of
 #: ``approved``, ``nonprofit`` of ``profit`` (a base of at least four letters, not one of NOT_NEGATED).
-NEGATING_PREFIXES = ("non", "dis", "un", "in", "im", "il", "ir")
+#: Each prefix with the first letters it goes with ("" for any: ``in`` goes with all but l, m, p and r).
+NEGATING_PREFIXES = {"non": "", "dis": "", "un": "", "in": "abcdefghijknoqstuvwxyz", "im": "mp", "il": "l", "ir": "r"}
+#: Endings that make a name's adjective or people (``Canada``/``Canadian``, ``Austria``/``Austrian``).
+NAME_ENDINGS = ("n", "an", "ian", "ean", "ese", "ish", "i", "ic")
+#: How the weightless keys read in a reason.
+SHOWN = {"~more": "more/over/at least", "~less": "less/under/at most", "~all": "all", "~some": "some",
+         "~may": "may", "~must": "must"}  # fmt: skip
 NOT_NEGATED = frozenset(
     """form forms formed formation vest sight side sist stall stant stead sure tend tended tent vent vite voice
     ply plant port ports ported pose posed press pressed prove proved pact rate cover covered count counted
