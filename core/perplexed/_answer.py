@@ -61,7 +61,7 @@ from ._logs import get_logger
 from ._models import Hit, Result
 from ._policy import Purse
 from ._search import with_pages
-from ._verify import Verification, verify
+from ._verify import Verification, verify_answer
 from .agent import AgentRequest, AsyncAgentClient, Response
 from .agent._request import build_request
 from .chain import run
@@ -380,7 +380,7 @@ def _finish(plan: AnswerPlan, grounded: _Grounded, response: Response) -> Answer
         agent_cost=float(response.cost or 0.0),
     )
     if plan.verify:  # offline and pure: the text against the sources the model was given
-        ans.verification = verify(ans)
+        ans.verification = verify_answer(ans)  # never loses the answer: unavailable on failure
     return ans
 
 

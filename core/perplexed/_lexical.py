@@ -13,9 +13,33 @@ weigh more than other words. On top of the coverage, three checks can only lower
 
 from __future__ import annotations
 
+import bisect
 import functools
+import math
 import re
 from dataclasses import dataclass, field
+
+from ._lexicon import (
+    COMPARATIVES,
+    CURRENCY,
+    DIRECTION_AFTER,
+    DIRECTIONS,
+    MODALS,
+    MONTHS,
+    NAME_ENDINGS,
+    NEGATING_PREFIXES,
+    NEGATIONS,
+    NOT_NEGATED,
+    OPPOSITES,
+    PERCENT_WORDS,
+    SCALES,
+    SHOWN,
+    STARTERS,
+    STOP,
+    SYNONYMS,
+    UNITS,
+    WORD_NUMBERS,
+)
 
 __all__ = [
     "Claim",
@@ -41,7 +65,7 @@ _END = re.compile(
 _MARKER = re.compile(
     r"\[\s*\d{1,4}(?:\s*[-\u2013]\s*\d{1,4})?(?:\s*,\s*\d{1,4}(?:\s*[-\u2013]\s*\d{1,4})?)*\s*\]"
 )
-_SPACED_MARKER = re.compile(r"[ \t]*" + _MARKER.pattern)
+_SPACED_MARKER = re.compile(r"(?<![ \t])[ \t]*" + _MARKER.pattern)  # from a run's start only: linear
 _WORD_BEFORE = re.compile(r"([A-Za-z][A-Za-z.]{0,10})$")
 _NEXT = re.compile(r"\s*(\S)")
 _CJK_ENDS = "\u3002\uff01\uff1f"  # the CJK full stop, exclamation and question marks
@@ -121,162 +145,6 @@ def is_heading(sentence: str) -> bool:
 
 # --- words -----------------------------------------------------------------------------------------------
 
-_STOP = frozenset(
-    """a about above after again against all also am an and any are as at be because been before being below
-    between both but by can could did do does doing down during each few for from further had has have having
-    he her here hers herself him himself his how i if in into is it its itself just me more most my myself
-    now of off on once only or other our ours ourselves out over own same she should so some such than that the
-    their theirs them themselves then there these they this those through to too under until up very was we
-    were what when where which while who whom why will with would you your yours yourself yourselves may might
-    must shall per via upon within whose whether yet around across along among including according
-    many much several however thus therefore although though since onto toward towards
-    one ones s t d ll m re ve""".split()
-)
-# common capitalised sentence starters that are not names
-_STARTERS = frozenset(
-    """researchers scientists officials experts studies critics users residents students patients visitors
-    engineers workers farmers customers analysts authorities regulators investors companies governments doctors
-    teachers parents children adults people scholars historians according under despite unlike like every
-    today currently overall together instead additionally moreover furthermore meanwhile later earlier
-    eventually initially originally recently previously finally first second third new older large small total
-    average typical most several many some another both each either yes early late modern local national
-    federal state public private global recent large larger smaller larger largest smallest major minor key
-    common rare different similar members owners voters leaders""".split()
-)
-_NEGATIONS = frozenset(
-    "not no never none neither nor nobody nothing nowhere without cannot cant dont doesnt didnt isnt arent "
-    "wasnt werent wont wouldnt shouldnt couldnt hasnt havent hadnt rather".split()
-)
-# canonical forms: a claim word and its passage paraphrase count as the same word
-_SYNONYMS: dict[str, str] = {}
-for _group in (
-    "buy buys bought buying purchase purchases purchased purchasing acquire acquires acquired acquiring",
-    "big large huge",
-    "small little tiny",
-    "start starts started starting begin begins began begun beginning commence commenced launch launched launches",
-    "end ends ended ending finish finished conclude concluded",
-    "use uses used using utilize utilizes utilized employ employs employed",
-    "show shows showed shown demonstrate demonstrates demonstrated reveal reveals revealed indicate indicates indicated",
-    "make makes made produce produces produced manufacture manufactures manufactured",
-    "rise rises rose risen grow grows grew grown increase increases increased climb climbed",
-    "fall falls fell fallen decline declines declined decrease decreases decreased drop drops dropped",
-    "help helps helped aid aids aided assist assists assisted",
-    "need needs needed require requires required",
-    "allow allows allowed permit permits permitted let lets",
-    "build builds built construct constructs constructed",
-    "say says said state states stated report reports reported",
-    "car cars automobile automobiles vehicle vehicles",
-    "company companies firm firms",
-    "roughly about approximately nearly almost around some",
-    "people persons individuals",
-    "kid kids child children",
-    "doctor doctors physician physicians",
-    "rule rules regulation regulations",
-    "law laws statute statutes",
-    "scientist scientists researcher researchers",
-    "study studies research",
-    "city cities town towns",
-    "fast quick rapid rapidly quickly",
-    "create creates created establish establishes established found founded founding form formed",
-    "die dies died death",
-    "win wins won",
-    "cut cuts reduce reduces reduced lower lowered",
-    "get gets got obtain obtains obtained receive receives received",
-    "main primary principal",
-    "major significant",
-    "ban bans banned prohibit prohibits prohibited forbid forbids forbidden",
-    "yearly annual annually",
-    "cost costs price prices",
-    "world global worldwide",
-    "home house homes houses",
-    "job jobs employment",
-    "earn earns earned make",
-    "lead leads led head heads headed",
-    "own owns owned",
-    "kill kills killed",
-    "hire hires hired recruit recruits recruited",
-    "area region",
-    "approve approves approved pass passes passed",
-    "open opens opened",
-    "hold holds held host hosts hosted",
-):
-    _words = _group.split()
-    for _w in _words:
-        _SYNONYMS.setdefault(_w, _words[0])
-_ANTONYMS = {
-    "rise": "fall",
-    "fall": "rise",
-    "before": "after",
-    "after": "before",
-    "more": "less",
-    "less": "more",
-    "higher": "lower",
-    "lower": "higher",
-    "above": "below",
-    "below": "above",
-    "larger": "smaller",
-    "smaller": "larger",
-    "first": "last",
-    "last": "first",
-    "gain": "loss",
-    "loss": "gain",
-    "win": "lose",
-    "lose": "win",
-    "approve": "reject",
-    "reject": "approve",
-    "open": "close",
-    "close": "open",
-    "north": "south",
-    "south": "north",
-    "east": "west",
-    "west": "east",
-    "minimum": "maximum",
-    "maximum": "minimum",
-    "earliest": "latest",
-    "latest": "earliest",
-    "oldest": "newest",
-    "newest": "oldest",
-}
-# "more"/"less" weigh nothing (they are everywhere) but contradict each other
-_COMPARATIVES = {"more": "~more", "less": "~less", "fewer": "~less"}
-_ANTONYMS.update({"~more": "~less", "~less": "~more"})
-_MONTHS = {
-    m: i
-    for i, names in enumerate(
-        (
-            "january jan",
-            "february feb",
-            "march mar",
-            "april apr",
-            "may",
-            "june jun",
-            "july jul",
-            "august aug",
-            "september sep sept",
-            "october oct",
-            "november nov",
-            "december dec",
-        ),
-        start=1,
-    )
-    for m in names.split()
-}
-_WORD_NUMBERS: dict[str, float] = {
-    w: n
-    for n, w in enumerate(
-        "zero _ two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-        "seventeen eighteen nineteen twenty".split()
-    )
-    if w != "_"
-}
-_WORD_NUMBERS.update(
-    {"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
-)
-_WORD_NUMBERS.update({"dozen": 12, "hundred": 100, "thousand": 1000, "twice": 2, "half": 0.5})
-_SCALES = {"hundred": 1e2, "thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12, "bn": 1e9}
-_PERCENT_WORDS = frozenset({"percent", "per cent", "percentage"})
-_CURRENCY = "$€£¥"
-
 _TOKEN = re.compile(
     r"(?P<num>[$€£¥]?\d+(?:,\d{3})*(?:\.\d+)?(?:st|nd|rd|th)?%?)|(?P<cjk>[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+)"
     r"|(?P<word>[^\W\d_]+(?:['\u2019][^\W\d_]+)?)",
@@ -295,7 +163,7 @@ WEIGHTS = {WORD: 1.0, NAME: 2.0, NUMBER: 3.0, MONTH: 3.0}
 @functools.lru_cache(maxsize=16384)
 def stem(word: str) -> str:
     """A light, deterministic stem (``expanded``/``expands``/``expanding`` → ``expand``)."""
-    canonical = _SYNONYMS.get(word)
+    canonical = SYNONYMS.get(word)
     if canonical is not None:
         return canonical
     w = word
@@ -310,15 +178,29 @@ def stem(word: str) -> str:
     return w
 
 
-def _number_value(raw: str) -> tuple[float, str] | None:
-    """(value, kind) of a numeric token: kind is ``money``, ``pct``, ``year`` or ``num``."""
+#: Numbers with more significant digits than a float holds exactly are compared by their digits.
+EXACT_DIGITS = 15
+
+
+def _number_value(raw: str) -> tuple[float | str, str] | None:
+    """(value, kind) of a numeric token: kind is ``money``, ``pct``, ``year`` or ``num``. The value is a float,
+    or for a number longer than :data:`EXACT_DIGITS` digits its normalised digits (any length: no overflow)."""
     kind = "num"
     s = raw
-    if s and s[0] in _CURRENCY:
+    if s and s[0] in CURRENCY:
         kind, s = "money", s[1:]
     if s.endswith("%"):
         kind, s = "pct", s[:-1]
-    s = re.sub(r"(st|nd|rd|th)$", "", s).replace(",", "")
+    if s.endswith(("st", "nd", "rd", "th")):
+        s = s[:-2]
+    s = s.replace(",", "")
+    if not s or not s[0].isdigit():
+        return None
+    if len(s) > EXACT_DIGITS:
+        whole, _, fraction = s.partition(".")
+        whole, fraction = whole.lstrip("0"), fraction.rstrip("0")
+        if len(whole) + len(fraction) > EXACT_DIGITS:
+            return whole + ("." + fraction if fraction else ""), kind
     try:
         value = float(s)
     except ValueError:
@@ -328,25 +210,66 @@ def _number_value(raw: str) -> tuple[float, str] | None:
     return value, kind
 
 
-def _key(value: float) -> str:
+def _key(value: float | str) -> str:
+    if isinstance(value, str):
+        return "#" + value
+    if not math.isfinite(value):
+        return "#" + repr(value)
     return "#" + (str(int(value)) if value == int(value) else f"{value:.6g}")
+
+
+def _scaled(value: float | str, scale: float) -> float | str:
+    if isinstance(value, str):
+        return f"{value}e{round(math.log10(scale))}"
+    return value * scale
 
 
 @dataclass(frozen=True, slots=True)
 class Token:
     """One content token: its match ``key``, its ``kind`` (WORD, NUMBER, NAME, MONTH), a value class for
-    numbers (``year``, ``pct``, ``money``, ``num``) and its span in the analysed text."""
+    numbers (``year``, ``pct``, ``money``, ``num``), its span in the analysed text, and for a number the unit
+    written right after it (``unit``: its key in :data:`perplexed._lexicon.UNITS`; ``""`` for none)."""
 
     key: str
     kind: int
     start: int
     end: int
     vclass: str = ""
+    unit: str = ""
+    unit_end: int = 0
+
+
+def _unit_after(text: str, raw: list[re.Match[str]], i: int, end: int) -> tuple[str, int]:
+    """(the unit key, its end) of the word right after a number (``300 meters``, ``20-25 ft``), or ("", 0)."""
+    if i >= len(raw) or raw[i].group("word") is None:
+        return "", 0
+    gap = text[end : raw[i].start()]
+    if len(gap) > 2 or gap.strip(" -\u00a0"):
+        return "", 0
+    unit = UNITS.get(raw[i].group("word").lower())
+    return (unit[0], raw[i].end()) if unit is not None else ("", 0)
+
+
+_LOOKAHEAD = frozenset(DIRECTIONS) | {"some"}  # the words read with the token after them
+
+
+def _direction(raw: list[re.Match[str]], i: int, word: str) -> str | None:
+    """The direction key (``~more``/``~less``) of a comparison word standing right before a number."""
+    direction = DIRECTIONS.get(word)
+    if direction is None or i >= len(raw) or raw[i].group("num") is None:
+        return None
+    before = DIRECTION_AFTER.get(word)
+    if before is not None:
+        previous = raw[i - 2].group("word") if i >= 2 else None
+        if previous is None or previous.lower() != before:
+            return None
+    return direction
 
 
 def tokens(text: str, *, names: bool = True) -> tuple[list[Token], frozenset[str]]:
     """The content tokens of ``text`` and its negations: the key of the word each negation bears on (the
-    next content word; ``""`` for none)."""
+    next content word; ``""`` for none). Weightless keys (``~more``, ``~all``, ``~may``: comparisons,
+    quantifiers, modals) are tokens too, for antonyms only: a negation bears on the word after them."""
     out: list[Token] = []
     negations: set[str] = set()
     pending = False
@@ -375,23 +298,33 @@ def tokens(text: str, *, names: bool = True) -> tuple[list[Token], frozenset[str
                 and text[m.end() : raw[i].start()].strip() == ""
             ):
                 nxt = raw[i].group("word").lower()
-                if nxt in _SCALES and vclass != "year":
-                    value *= _SCALES[nxt]
+                if nxt in SCALES and vclass != "year":
+                    value = _scaled(value, SCALES[nxt])
                     end = raw[i].end()
                     i += 1
                     vclass = "money" if vclass == "money" else "num"
-                elif nxt in _PERCENT_WORDS:
+                elif nxt in PERCENT_WORDS:
                     vclass = "pct"
                     end = raw[i].end()
                     i += 1
-            out.append(Token(_key(value), NUMBER, m.start(), end, vclass))
+            unit, unit_end = _unit_after(text, raw, i, end)
+            out.append(Token(_key(value), NUMBER, m.start(), end, vclass, unit, unit_end))
             if pending:
                 negations.add(out[-1].key)
                 pending = False
             continue
         first = sentence_start
         sentence_start = False
-        info = _word(m.group("word"), first, names)
+        word = m.group("word")
+        if word in _LOOKAHEAD or word.lower() in _LOOKAHEAD:
+            lower = word.lower()
+            direction = _direction(raw, i, lower)
+            if direction is not None:
+                out.append(Token(direction, WORD, m.start(), m.end()))
+                continue
+            if lower == "some" and i < len(raw) and raw[i].group("num") is not None:
+                continue  # "some 2,000 people": about
+        info = _word(word, first, names)
         if info is None:
             continue
         if info is _NEGATION:
@@ -399,8 +332,8 @@ def tokens(text: str, *, names: bool = True) -> tuple[list[Token], frozenset[str
             continue
         key, kind, vclass = info
         out.append(Token(key, kind, m.start(), m.end(), vclass))
-        if pending:
-            negations.add(out[-1].key)
+        if pending and not key.startswith("~"):
+            negations.add(key)
             pending = False
     if pending:
         negations.add("")
@@ -414,36 +347,49 @@ _NEGATION = ("", 0, "")
 def _word(original: str, first: bool, names: bool) -> tuple[str, int, str] | None:
     """What one word is: ``None`` (a stop word), :data:`_NEGATION`, or (key, kind, value class)."""
     word = original.lower().replace("\u2019", "'")
-    if word.endswith("n't") or word in _NEGATIONS or word.replace("'", "") in _NEGATIONS:
+    if word.endswith("n't") or word in NEGATIONS or word.replace("'", "") in NEGATIONS:
         return _NEGATION
     word = word.split("'")[0] if word.endswith("'s") else word.replace("'", "")
-    if word in _MONTHS and (original[0].isupper() or len(word) > 3):
-        return "@" + str(_MONTHS[word]), MONTH, "month"
-    if word in _WORD_NUMBERS and word not in _SCALES:
-        return _key(float(_WORD_NUMBERS[word])), NUMBER, "num"
-    if word in _COMPARATIVES:
-        return _COMPARATIVES[word], WORD, ""  # weightless: only for antonyms
-    if word in _STOP or len(word) < 2:
+    if word in MONTHS and (original[0].isupper() or len(word) > 3):
+        return "@" + str(MONTHS[word]), MONTH, "month"
+    if word in WORD_NUMBERS and word not in SCALES:
+        return _key(float(WORD_NUMBERS[word])), NUMBER, "num"
+    if word in COMPARATIVES:
+        return COMPARATIVES[word], WORD, ""  # weightless: only for antonyms
+    if word in MODALS:
+        return MODALS[word], WORD, ""  # weightless: quantifiers and modals, for antonyms only
+    if word in STOP or len(word) < 2:
         return None
     kind = WORD
-    if names and original[0].isupper() and (not first or word not in _STARTERS):
+    if names and original[0].isupper() and (not first or word not in STARTERS):
         kind = NAME if not first else -NAME  # a capitalised first word: maybe a name (the caller decides)
     return stem(word), kind, ""
 
 
 # --- claims and passages ---------------------------------------------------------------------------------
 
+#: A claim's values (numbers, dates, names) checked against the cited text: the first this many.
+MAX_VALUES = 24
+
 
 @dataclass(frozen=True, slots=True)
 class Claim:
     """A claim's content: ``weights`` per key, the ``values`` (numbers, dates, names) that must be found,
-    its ``negations`` (see :func:`tokens`), and the words that would contradict it (antonyms)."""
+    its ``negations`` (see :func:`tokens`), the words that would contradict it (``antonyms``; ``negated``: a
+    word with or without a negating prefix, key -> (the claim's key, its spelling)), the other forms of its
+    names (``aliases``: ``Canadian`` for ``Canada``; whole words, never a shared beginning), the units
+    written after its numbers (``units``: key -> (unit, spelling)) and the keys that place a value in a row
+    of the cited text (``context``: its words and names)."""
 
     text: str
     weights: dict[str, float]
     values: dict[str, tuple[int, str, str, frozenset[str]]]  # key -> (kind, value class, spelling, anchors)
     negations: frozenset[str]
     antonyms: frozenset[str]
+    negated: dict[str, tuple[str, str]] = field(default_factory=dict)
+    aliases: dict[str, str] = field(default_factory=dict)
+    units: dict[str, tuple[str, str]] = field(default_factory=dict)
+    context: frozenset[str] = frozenset()
 
     @property
     def total(self) -> float:
@@ -463,13 +409,28 @@ def analyse_claim(text: str) -> Claim:
     toks, negations = tokens(text)
     lower = {t.key for t in toks if t.kind == WORD}
     kinds = [(WORD if t.key in lower else NAME) if t.kind == -NAME else t.kind for t in toks]
+    plain = [t.kind in (WORD, -NAME) and not t.key.startswith("~") for t in toks]
+    left: list[str | None] = []  # the nearest plain word before each token, and after it: linear
+    last: str | None = None
+    for t, is_plain in zip(toks, plain, strict=True):
+        left.append(last)
+        last = t.key if is_plain else last
+    right: list[str | None] = [None] * len(toks)
+    last = None
+    for i in range(len(toks) - 1, -1, -1):
+        right[i] = last
+        last = toks[i].key if plain[i] else last
     weights: dict[str, float] = {}
     values: dict[str, tuple[int, str, str, frozenset[str]]] = {}
+    units: dict[str, tuple[str, str]] = {}
     antonyms: set[str] = set()
+    negated: dict[str, tuple[str, str]] = {}
+    aliases: dict[str, str] = {}
     subject = True  # the names the claim opens with: its subject, which the cited text may call "it" later
     for i, (t, kind) in enumerate(zip(toks, kinds, strict=True)):
+        spelling = text[t.start : t.end]
         if t.key.startswith("~"):
-            antonyms.add(_ANTONYMS[t.key])
+            antonyms.update(OPPOSITES.get(t.key, ()))
             continue
         weights[t.key] = max(weights.get(t.key, 0.0), WEIGHTS[kind])
         subject = subject and kind == NAME
@@ -482,19 +443,57 @@ def analyse_claim(text: str) -> Claim:
             ):
                 anchors: frozenset[str] = frozenset()  # the subject, or a model number ("Python 3.12")
             else:
-                left = next(
-                    (toks[j].key for j in range(i - 1, -1, -1) if toks[j].kind in (WORD, -NAME)), None
-                )
-                right = next(
-                    (toks[j].key for j in range(i + 1, len(toks)) if toks[j].kind in (WORD, -NAME)), None
-                )
-                anchors = frozenset(a for a in (left, right) if a is not None)
-            values[t.key] = (kind, t.vclass, text[t.start : t.end], anchors)
-        opposite = _ANTONYMS.get(t.key) or _ANTONYMS.get(text[t.start : t.end].lower())
-        if opposite is not None:
+                anchors = frozenset(a for a in (left[i], right[i]) if a is not None)
+            values[t.key] = (kind, t.vclass, spelling, anchors)
+            if kind == NAME and len(values) <= MAX_VALUES:
+                aliases.update(dict.fromkeys(_name_forms(t.key, spelling.lower()), t.key))
+        if kind == NUMBER and t.unit and t.key not in units:
+            units[t.key] = (t.unit, text[t.start : t.unit_end])
+        for opposite in OPPOSITES.get(t.key, frozenset()) | OPPOSITES.get(spelling.lower(), frozenset()):
             antonyms.add(stem(opposite))
+        if kind == WORD:
+            for opposite in _prefix_opposites(spelling.lower().replace("\u2019", "'").replace("'", "")):
+                negated.setdefault(opposite, (t.key, spelling))
     mine = {t.key for t in toks}
-    return Claim(text, weights, values, negations, frozenset(antonyms - mine))
+    for key in mine:
+        negated.pop(key, None)
+        aliases.pop(key, None)
+    context = frozenset(k for k, w in weights.items() if w < WEIGHTS[NUMBER])
+    return Claim(
+        text, weights, values, negations, frozenset(antonyms - mine), negated, aliases, units, context
+    )
+
+
+@functools.lru_cache(maxsize=16384)
+def _name_forms(key: str, word: str) -> frozenset[str]:
+    """The keys of a name's other forms: ``canadian`` for ``canada`` and back (never a shared beginning:
+    ``Austria`` is not ``Australia``, ``Microsoft`` not ``Micron``)."""
+    forms: set[str] = set()
+    for base in {key, word}:
+        if len(base) < 4:
+            continue
+        for root in {base, base[:-1]} if base[-1] in "aeiouy" else {base}:
+            forms.update(stem(root + ending) for ending in NAME_ENDINGS)
+        for ending in NAME_ENDINGS:
+            if base.endswith(ending) and len(base) - len(ending) >= 3:
+                root = base[: -len(ending)]
+                forms.update(stem(root + vowel) for vowel in ("", "a", "e", "o", "y", "ia"))
+    forms.discard(key)
+    return frozenset(forms)
+
+
+@functools.lru_cache(maxsize=16384)
+def _prefix_opposites(word: str) -> frozenset[str]:
+    """The keys of a word's opposite by a negating prefix: ``legal`` -> ``illegal`` and back, ``safe`` ->
+    ``unsafe``, ``approved`` -> ``disapproved``, ``public`` -> ``nonpublic``."""
+    out: set[str] = set()
+    for prefix, letters in NEGATING_PREFIXES.items():
+        base = word[len(prefix) :].lstrip("-")
+        if word.startswith(prefix) and len(base) >= 4 and base not in NOT_NEGATED and (not letters or base[0] in letters):
+            out.add(stem(base))
+        if len(word) >= 4 and word not in NOT_NEGATED and (not letters or word[0] in letters):
+            out.add(stem(prefix + word))
+    return frozenset(out)
 
 
 @dataclass(slots=True)
@@ -507,27 +506,36 @@ class _Sentence:
     names: frozenset[str]
     negations: frozenset[str]
     spelled: dict[str, str]  # key -> spelling, for reasons
-    prefixes: frozenset[str]  # the first letters of its words: "Canadian" finds "Canada"
     order: tuple[str, ...]  # its keys in text order
+    units: dict[str, dict[str, str]]  # number key -> {unit: "300 feet"}
+    row: bool  # a line without a full stop: a table's row, a list item
 
 
 @dataclass(slots=True)
 class Passage:
-    """A cited text split into analysed sentences (computed once per text, reused for every claim)."""
+    """A cited text split into analysed sentences (computed once per text, reused for every claim), with
+    ``index``: key -> the sentences holding it (so a claim's windows cost what its words occur, not the
+    text's length)."""
 
     text: str
     sentences: list[_Sentence] = field(default_factory=list)
     keys: frozenset[str] = frozenset()
+    index: dict[str, list[int]] = field(default_factory=dict)
 
 
 def analyse_passage(text: str) -> Passage:
     """The :class:`Passage` of a cited text."""
     sentences: list[_Sentence] = []
-    every: set[str] = set()
+    index: dict[str, list[int]] = {}
     for start, end in split_sentences(text):
         toks, negations = tokens(text[start:end])
         keys = frozenset(t.key for t in toks)
-        every |= keys
+        for key in keys:
+            index.setdefault(key, []).append(len(sentences))
+        units: dict[str, dict[str, str]] = {}
+        for t in toks:
+            if t.unit:
+                units.setdefault(t.key, {})[t.unit] = text[start + t.start : start + t.unit_end]
         sentences.append(
             _Sentence(
                 start,
@@ -542,19 +550,20 @@ def analyse_passage(text: str) -> Passage:
                     for t in toks
                     if t.kind in (NUMBER, MONTH, NAME, -NAME)
                 },
-                frozenset(
-                    t.key[:PREFIX] for t in toks if t.kind in (WORD, NAME, -NAME) and len(t.key) >= PREFIX
-                ),
                 tuple(t.key for t in toks),
+                units,
+                text[end - 1] not in _FULL_STOPS,
             )
         )
-    return Passage(text, sentences, frozenset(every))
+    return Passage(text, sentences, frozenset(index), index)
+
+
+_FULL_STOPS = ".!?\u2026\u3002\uff01\uff1f\"'\u201d\u2019)]"
 
 
 # --- windows ---------------------------------------------------------------------------------------------
 
 MAX_WINDOW = 3  # sentences
-PREFIX = 5  # a name matches a word sharing its first five letters ("Canadian", "Canada")
 
 
 @dataclass(frozen=True, slots=True)
@@ -577,30 +586,27 @@ EMPTY_WINDOW = Window(0, 0, frozenset(), 0.0, {}, {}, ())
 
 def best_window(claim: Claim, passage: Passage) -> Window:
     """The one to three consecutive sentences of ``passage`` that cover most of ``claim`` (by weight; the
-    shorter, earlier window on a tie), with the value, negation and antonym checks made against it."""
+    shorter, earlier window on a tie), with the value, negation and antonym checks made against it. Only
+    the sentences holding a word of the claim are looked at (the passage's index)."""
     total = claim.total
     if total <= 0 or not passage.sentences:
         return EMPTY_WINDOW
     wanted = claim.weights
-    names = {k[:PREFIX]: k for k, v in claim.values.items() if v[0] == NAME and len(k) >= PREFIX}
-    per = [s.keys & wanted.keys() for s in passage.sentences]
-    if names:
-        per = [
-            keys | {names[p] for p in s.prefixes & names.keys()}
-            for keys, s in zip(per, passage.sentences, strict=True)
-        ]
+    aliases = claim.aliases
+    per: dict[int, set[str]] = {}
+    for key in wanted.keys() | aliases.keys():
+        for n in passage.index.get(key, ()):
+            per.setdefault(n, set()).add(aliases.get(key, key))
     best: tuple[float, int, int, frozenset[str]] | None = None
-    n = len(per)
-    for i in range(n):
-        if not per[i]:
-            continue
+    for i in sorted(per):
         if best is not None and best[0] >= total - 1e-9:
             break  # everything is covered: no later window can do better
         union: frozenset[str] = frozenset()
-        for j in range(i, min(i + MAX_WINDOW, n)):
-            if j > i and not per[j]:
+        for j in range(i, i + MAX_WINDOW):
+            keys = per.get(j)
+            if keys is None:
                 break
-            union = union | per[j]
+            union = union | keys
             weight = sum(wanted[key] for key in union)
             if best is None or weight > best[0] + 1e-9:
                 best = (weight, i, j, union)
@@ -618,9 +624,15 @@ def best_window(claim: Claim, passage: Passage) -> Window:
     if weight / total >= 0.4 and ((mine & seen) != theirs or (mine and not theirs)):
         side = "the sentence" if mine else "the cited text"
         flags.append(f"{side} has a negation the other lacks: they say opposite things")
-    flips = claim.antonyms & seen
+    # a quantifier, modal or direction counts when the cited text lacks the claim's own ("must ... may" is both)
+    flips = {o for o in claim.antonyms & seen if not (o.startswith("~") and OPPOSITES.get(o, frozenset()) & seen)}
     if flips:
-        flags.append(f"the cited text says {sorted(flips)[0]!r}, the opposite of the sentence")
+        flip = sorted(flips)[0]
+        flags.append(f"the cited text says {SHOWN.get(flip, flip)!r}, the opposite of the sentence")
+    for opposite, (own, spelling) in sorted(claim.negated.items()):
+        if opposite in seen and own not in seen:
+            flags.append(f"the sentence says {spelling!r}, the opposite of the cited text")
+            break
     return Window(window[0].start, window[-1].end, matched, weight / total, missing, conflicts, tuple(flags))
 
 
@@ -632,54 +644,151 @@ def _value_checks(
     A value of the claim is looked for first in the window's sentences that hold most of its anchors (the
     words around it in the claim): when it is not there but another value of the same kind is, the cited text
     gives a different value in its place (``founded in 2004`` against ``founded in 2003 ... joined in 2004``).
+    The value is *placed* by its context (the claim's words and names in each sentence): where the sentence
+    holding it carries more of the claim than the one giving another value, as a table's row does (``Rear
+    20-25 ft`` among ``Side 5-10 ft``), the other value is another row's, not a contradiction; where the
+    sentence giving another value carries more, it is one. A number written with a different unit of the
+    same kind (``300 feet`` for ``300 meters``) is given differently too.
     """
     missing: dict[str, str] = {}
     conflicts: dict[str, str] = {}
-    claim_keys = claim.weights.keys()
-    claim_prefixes = {k[:PREFIX] for k, v in claim.values.items() if v[0] == NAME}
+    aliases = claim.aliases
     kept = set(matched)
-    for key, (kind, vclass, spelling, anchors) in claim.values.items():
-        near = window
-        if anchors:  # none of its words in the window: nothing stands in its place, it is just missing
-            most = max(len(s.keys & anchors) for s in window)
-            near = [s for s in window if len(s.keys & anchors) == most] if most else []
-        if key in matched and (not near or any(_holds(s, key, kind) for s in near)):
+    present = [s.keys | {aliases[a] for a in s.keys & aliases.keys()} if aliases else s.keys for s in window]
+    context = [sum(claim.weights[k] for k in keys & claim.context) for keys in present]
+    cache: dict[tuple[int, int, str], list[str]] = {}
+    nearest: dict[tuple[int, int, frozenset[str], str], tuple[float, int, str]] = {}
+    for n, (key, (kind, vclass, spelling, anchors)) in enumerate(claim.values.items()):
+        if n >= MAX_VALUES:
+            if key not in matched:
+                missing[key] = spelling
             continue
-        others: list[tuple[float, int, str]] = []  # (closeness to the anchors, position, key)
-        spelled: dict[str, str] = {}
-        for s in near:
-            found: list[str] = []
-            spelled.update(s.spelled)
-            if kind == NUMBER:
-                found = [k for k, c in s.numbers.items() if k not in claim_keys and _comparable(c, vclass)]
-            elif kind == MONTH:
-                found = [k for k in s.months if k not in claim_keys]
-            else:
-                found = [k for k in s.names if k not in claim_keys and k[:PREFIX] not in claim_prefixes]
-            others += [_closeness(s.order, k, anchors) for k in found]
-        if others:
-            kept.discard(key)
-            other = max(others)[2]  # the one standing nearest the claim's words around it
-            conflicts[key] = (
-                f"the cited text gives {spelled.get(other, other)!r} where the sentence says {spelling!r}"
+        near = list(range(len(window)))
+        if anchors:  # none of its words in the window: nothing stands in its place, it is just missing
+            counts = [len(s.keys & anchors) for s in window]
+            most = max(counts)
+            near = [k for k, c in enumerate(counts) if c == most] if most else []
+        holders = [k for k, keys in enumerate(present) if key in keys]
+        here = key in matched and (not near or any(k in holders for k in near))
+        rivals = {k: found for k in near if (found := _rivals(claim, window, k, kind, vclass, cache))}
+        weight = claim.weights[key] if key in claim.context else 0.0  # its own weight does not place it
+        own = max((context[k] - weight for k in holders), default=-1.0)
+        placed = {k: context[k] - weight * (key in present[k]) for k in rivals}
+        theirs = max(placed.values(), default=-1.0)
+        if rivals and (
+            (not here and not (key in matched and own > theirs))
+            # a table: the value stands in another row than the one the claim's words are in
+            or (
+                here
+                and theirs > own
+                and all(window[k].row for k in holders)
+                and any(window[k].row for k, p in placed.items() if p == theirs)
             )
+        ):
+            kept.discard(key)
+            # the other value: in the sentences that place it, the one nearest the claim's words around it
+            best, k = max(
+                (_nearest(window, k, rivals[k], anchors, nearest, key if kind == NAME else ""), k)
+                for k, p in placed.items()
+                if p == theirs
+            )
+            other = best[2]
+            shown = window[k].spelled.get(other, other)
+            conflicts[key] = f"the cited text gives {shown!r} where the sentence says {spelling!r}"
         elif key not in matched:
             missing[key] = spelling
+        elif key in claim.units:
+            unit, written = claim.units[key]
+            given = {u: w for k in holders for u, w in window[k].units.get(key, {}).items()}
+            if given and unit not in given and any(_DIMENSION.get(u) == _DIMENSION.get(unit) for u in given):
+                kept.discard(key)
+                conflicts[key] = (
+                    f"the cited text gives {min(given.values())!r} where the sentence says {written!r}"
+                )
     return frozenset(kept), missing, conflicts
 
 
-def _closeness(order: tuple[str, ...], key: str, anchors: frozenset[str]) -> tuple[float, int, str]:
-    """How near ``key`` stands to the claim's anchors in a sentence: the sum, per anchor, of 1 / distance to
-    its nearest occurrence (then the later position, then the key: deterministic)."""
-    at = order.index(key) if key in order else 0
-    near = 0.0
-    for anchor in anchors:
-        near += max((1 / abs(i - at) for i, k in enumerate(order) if k == anchor and i != at), default=0.0)
-    return near, at, key
+_DIMENSION = {unit: dimension for unit, dimension in UNITS.values()}
 
 
-def _holds(sentence: _Sentence, key: str, kind: int) -> bool:
-    return key in sentence.keys or (kind == NAME and len(key) >= PREFIX and key[:PREFIX] in sentence.prefixes)
+def _rivals(
+    claim: Claim,
+    window: list[_Sentence],
+    k: int,
+    kind: int,
+    vclass: str,
+    cache: dict[tuple[int, int, str], list[str]],
+) -> list[str]:
+    """The values of a sentence of the window that could stand in place of a claim value of that kind (not
+    the claim's own), computed once per sentence and kind."""
+    group = vclass if kind == NUMBER else ""
+    found = cache.get((k, kind, group))
+    if found is None:
+        s = window[k]
+        if kind == NUMBER:
+            found = [o for o, c in s.numbers.items() if o not in claim.weights and _comparable(c, vclass)]
+        elif kind == MONTH:
+            found = [o for o in s.months if o not in claim.weights]
+        else:
+            found = [o for o in s.names if o not in claim.weights and o not in claim.aliases]
+        cache[(k, kind, group)] = found
+    return found
+
+
+def _nearest(
+    window: list[_Sentence],
+    k: int,
+    keys: list[str],
+    anchors: frozenset[str],
+    memo: dict[tuple[int, int, frozenset[str], str], tuple[float, int, str]],
+    name: str = "",
+) -> tuple[float, int, str]:
+    """Of ``keys`` in sentence ``k`` of the window, the one nearest the anchors (see :func:`_closeness`;
+    for a ``name``, then the one sharing most of its first letters: ``Austria`` for ``Australia``), computed
+    once per sentence, list of values and anchors."""
+    memo_key = (k, id(keys), anchors, name)
+    if memo_key not in memo:
+        memo[memo_key] = max(
+            _closeness(window[k].order, keys, anchors), key=lambda c: (c[0], _shared(c[2], name), c[1], c[2])
+        )
+    return memo[memo_key]
+
+
+def _shared(a: str, b: str) -> int:
+    """How many first letters two keys share."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _closeness(
+    order: tuple[str, ...], keys: list[str], anchors: frozenset[str]
+) -> list[tuple[float, int, str]]:
+    """How near each of ``keys`` stands to the claim's anchors in a sentence: the sum, per anchor, of 1 /
+    distance to its nearest occurrence (then the later position, then the key: deterministic). Linear in the
+    sentence (one pass for the positions, a binary search per key and anchor)."""
+    wanted = set(keys)
+    first: dict[str, int] = {}
+    places: dict[str, list[int]] = {a: [] for a in anchors}
+    for i, k in enumerate(order):
+        if k in wanted and k not in first:
+            first[k] = i
+        if k in places:
+            places[k].append(i)
+    out: list[tuple[float, int, str]] = []
+    for key in keys:
+        at = first.get(key, 0)
+        near = 0.0
+        for positions in places.values():
+            j = bisect.bisect_left(positions, at)
+            gaps = [abs(positions[x] - at) for x in (j - 1, j, j + 1) if 0 <= x < len(positions)]
+            gaps = [g for g in gaps if g]
+            near += 1 / min(gaps) if gaps else 0.0
+        out.append((near, at, key))
+    return out
 
 
 def _comparable(a: str, b: str) -> bool:

@@ -68,6 +68,8 @@ DEFAULT_THRESHOLD = 0.5
 PARTIAL_SHARE = 0.55
 #: A callable checker sees a hit's whole text up to this length, else the best windows around the claim.
 CALLABLE_PASSAGE_CHARS = 2000
+#: ``averify`` runs the lexical check in a worker thread above this many characters (text and cited texts).
+THREAD_CHARS = 50_000
 #: Pages fetched at once with ``fetch=True``.
 FETCH_CONCURRENCY = 8
 #: A claim needs this many content words; fewer (a heading, "Yes.", one word) is ``unverifiable``.
@@ -125,7 +127,9 @@ class Verification(BaseModel):
     their own or are needed for its support. Both are ``None`` when there is nothing to count.
     ``unsupported``: the sentences labelled ``partial``, ``unsupported`` or ``uncited``, in text order.
     ``checker``: ``"lexical"`` or the callable's ``__name__``; ``threshold`` the score at or above which a
-    sentence is ``supported``; ``cost`` what fetching pages cost (USD; ``fetch=True`` only).
+    sentence is ``supported``; ``cost`` what fetching pages cost (USD; ``fetch=True`` only). ``error``:
+    ``None``, or why the check could not be made (the verification is unavailable: ``sentences`` empty, both
+    measures ``None``; only :func:`perplexed.answer`'s ``verify=True`` returns one, keeping the answer).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -136,6 +140,7 @@ class Verification(BaseModel):
     checker: str = "lexical"
     threshold: float = LEXICAL_THRESHOLD
     cost: float = 0.0
+    error: str | None = None
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -151,6 +156,8 @@ class Verification(BaseModel):
         """Plain text: each sentence that is not supported, marked ``✗ [label]`` with why (cut to ``width``
         characters), then citation recall and precision (what ``perplexed answer --verify`` prints, and what
         the adapters' answer tools add for the model)."""
+        if self.error is not None:
+            return f"citation check unavailable: {self.error}"
         lines: list[str] = []
         for s in self.unsupported:
             text = " ".join(s.text.split())
@@ -367,14 +374,19 @@ class _Judge:
     def passage_for(self, claim: Claim, text: _Text, window: Window) -> str:
         """What a callable checker reads of one hit: its whole text when short, else the best window widened
         by a sentence on each side."""
-        if len(text.text) <= CALLABLE_PASSAGE_CHARS or window is EMPTY_WINDOW:
-            return text.text[:CALLABLE_PASSAGE_CHARS] if window is EMPTY_WINDOW else text.text
+        start, end = self.span_for(text, window)
+        return text.text[start:end]
+
+    def span_for(self, text: _Text, window: Window) -> tuple[int, int]:
+        """The span of a hit's text a callable checker reads (see :meth:`passage_for`)."""
+        if window is EMPTY_WINDOW:
+            return 0, min(len(text.text), CALLABLE_PASSAGE_CHARS)
+        if len(text.text) <= CALLABLE_PASSAGE_CHARS:
+            return 0, len(text.text)
         sentences = text.passage.sentences
         first = next(i for i, s in enumerate(sentences) if s.start == window.start)
         last = next(i for i, s in enumerate(sentences) if s.end == window.end)
-        return text.text[
-            sentences[max(first - 1, 0)].start : sentences[min(last + 1, len(sentences) - 1)].end
-        ]
+        return sentences[max(first - 1, 0)].start, sentences[min(last + 1, len(sentences) - 1)].end
 
     def call(self, claim: str, passage: str) -> float:
         assert self.fn is not None
@@ -425,9 +437,11 @@ def _sentences(text: str) -> list[_Sentence]:
         while k < len(markers) and markers[k].start < sentence.start:
             k += 1
         j = k
+        cited: set[int] = set()  # a set beside the list: linear in the markers
         while j < len(markers) and markers[j].start < sentence.end:
             for n in markers[j].numbers:
-                if n not in sentence.citations:
+                if n not in cited:
+                    cited.add(n)
                     sentence.citations.append(n)
             j += 1
         k = j
@@ -478,14 +492,30 @@ def _check_sentence(
     windows = judge.windows(claim, cited)
     verdict, singles = _verdicts(claim_str, claim, cited, windows, judge)
     evidence = [
-        Evidence(hit_id=t.hit_id, start=w.start, end=w.end, text=t.text[w.start : w.end], source=t.source)
+        Evidence(hit_id=t.hit_id, start=start, end=end, text=t.text[start:end], source=t.source)
         for t, w, v in zip(cited, windows, singles, strict=True)
-        if w is not EMPTY_WINDOW and (v.label == "supported" or w.coverage >= judge.floor)
+        for start, end in _evidence_span(t, w, v, judge)
     ]
     check = SentenceCheck(
         **base, label=verdict.label, score=verdict.score, evidence=evidence, reason=verdict.reason
     )
     return check, len(sentence.citations), _precise(claim_str, claim, cited, windows, verdict, singles, judge)
+
+
+def _evidence_span(text: _Text, window: Window, single: _Verdict, judge: _Judge) -> list[tuple[int, int]]:
+    """The best supporting span of one cited hit (none when it does not support the sentence): the lexical
+    window; for a hit a callable checker finds supporting where no window is, the passage it read."""
+    if window is not EMPTY_WINDOW:
+        if single.label == "supported" or window.coverage >= judge.floor:
+            return [(window.start, window.end)]
+        return []
+    if judge.fn is None or single.label != "supported":
+        return []
+    start, end = judge.span_for(text, window)
+    passage = text.text[start:end]
+    if not passage.strip():
+        return []
+    return [(start + len(passage) - len(passage.lstrip()), start + len(passage.rstrip()))]
 
 
 def _verdicts(
@@ -579,7 +609,8 @@ async def averify(
 ) -> Verification:
     """Check, sentence by sentence, that the hits a text cites support it (see :func:`verify`).
 
-    A callable ``checker`` runs in a worker thread, so a model does not block the event loop.
+    A callable ``checker`` runs in a worker thread, so a model does not block the event loop; so does the
+    lexical check of a large input (more than :data:`THREAD_CHARS` characters of text and cited texts).
     """
     text, hit_list = _inputs(answer_or_text, hits)
     fn, name, value = _check_options(checker, threshold)
@@ -588,7 +619,7 @@ async def averify(
     cost = 0.0
     if fetch_options is not None:
         pages, cost = await _fetch_pages(text, hit_list, fetch_options)
-    if fn is None:
+    if fn is None and _size(text, hit_list, pages) <= THREAD_CHARS:
         return check(text, hit_list, threshold=value, pages=pages, checker_name=name, cost=cost)
     return await asyncio.to_thread(
         check, text, hit_list, checker=fn, threshold=value, pages=pages, checker_name=name, cost=cost
@@ -624,6 +655,22 @@ def verify(
     if _fetch_options(fetch) is not None:  # I/O: the same coroutine on perplexed's portal loop
         return _portal.run(averify, answer_or_text, hits, checker=checker, threshold=threshold, fetch=fetch)
     return check(text, hit_list, checker=fn, threshold=value, checker_name=name)
+
+
+def verify_answer(answer: Any) -> Verification:
+    """:func:`verify` of an answer already paid for, which it never loses: whatever goes wrong in the check
+    (a bug, a hostile text) gives a :class:`Verification` marked unavailable (``error``), never an exception."""
+    try:
+        return verify(answer)
+    except Exception as exc:  # the answer is worth more than its check
+        logger.warning("verify: the citation check of an answer failed: %s: %s", type(exc).__name__, exc)
+        return Verification(
+            error=f"the citation check failed ({type(exc).__name__}); the answer is unchecked"
+        )
+
+
+def _size(text: str, hits: Sequence[Hit], pages: Mapping[int, str]) -> int:
+    return len(text) + sum(len(pages.get(h.id) or h.text or "") for h in hits)
 
 
 async def _fetch_pages(
