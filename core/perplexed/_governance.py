@@ -60,13 +60,13 @@ if TYPE_CHECKING:
     from ._options import ChainOptions
     from .providers import Provider
 
-    #: the live settings object of ``_gov_settings`` (:func:`reset` replaces it), read through ``__getattr__``
-    _settings: _Settings
-else:
-    def __getattr__(name: str) -> Any:
-        if name == "_settings":
-            return _gov_settings._settings
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+def __getattr__(name: str) -> _Settings:
+    """``_governance._settings`` is the live settings object of ``_gov_settings`` (:func:`reset` replaces it).
+    Code in this module reads ``_gov_settings._settings``: a bare ``_settings`` here is undefined."""
+    if name == "_settings":
+        return _gov_settings._settings
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class Governed(Protocol):
