@@ -9,37 +9,48 @@ calls a provider nor back into the engine.
 
 The rules themselves are pure (``_policy``); the state lives in a :class:`~perplexed.store.Store`. A store
 failure never fails a search: it is logged and the call goes ahead as if nothing were configured.
+
+The settings and the store live in ``_gov_settings``, the identities in ``_gov_identity``, spend and status in
+``_gov_spend``; every name is importable from here too (``_settings`` is the live object of ``_gov_settings``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import inspect
-import math
-import os
-import secrets
-import threading
 import time
 import weakref
-from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from . import _portal
-from ._errors import ConfigError, InvalidRequest, ProviderError
-from ._logs import get_logger
+from . import _gov_settings
+from ._errors import ProviderError
+from ._gov_identity import _PROCESS as _PROCESS
+from ._gov_identity import _digest as _digest
+from ._gov_identity import _kept as _kept
+from ._gov_identity import _object_token as _object_token
+from ._gov_identity import _tokens as _tokens
+from ._gov_identity import _tokens_lock as _tokens_lock
+from ._gov_identity import cache_identity, provider_identity
+from ._gov_settings import DEFAULT_COOLDOWN_S as DEFAULT_COOLDOWN_S
+from ._gov_settings import DEFAULT_RATE_LIMIT_WAIT_MS as DEFAULT_RATE_LIMIT_WAIT_MS
+from ._gov_settings import STORE_ENV, configure, current_store, reset, settings_for
+from ._gov_settings import ProviderSettings as ProviderSettings
+from ._gov_settings import _background as _background
+from ._gov_settings import _close_quietly as _close_quietly
+from ._gov_settings import _governed as _governed
+from ._gov_settings import _last_warning as _last_warning
+from ._gov_settings import _lookup as _lookup
+from ._gov_settings import _per_name as _per_name
+from ._gov_settings import _rate_guard as _rate_guard
+from ._gov_settings import _Settings as _Settings
+from ._gov_settings import _store_failed as _store_failed
+from ._gov_settings import logger as logger
+from ._gov_spend import _window_s as _window_s
+from ._gov_spend import arecord_spend as arecord_spend
+from ._gov_spend import aspend, latency_p95, provider_status, record_spend, spend
+from ._gov_spend import note_spend as note_spend
 from ._models import Attempt, Outcome
-from ._policy import (
-    SPEND_WINDOWS,
-    Purse,
-    RateLimit,
-    check_provider_settings,
-    health_of,
-    parse_rate_limit,
-    parse_spend_limits,
-)
+from ._policy import Purse, health_of
 from ._status import lookup
-from .providers._base import CallableProvider, FunctionProvider
 from .store._base import Admission, CachedAnswer, Decision, Record, Store, copy_hits
 from .store.memory import MemoryStore
 
@@ -48,6 +59,14 @@ if TYPE_CHECKING:
 
     from ._options import ChainOptions
     from .providers import Provider
+
+
+def __getattr__(name: str) -> _Settings:
+    """``_governance._settings`` is the live settings object of ``_gov_settings`` (:func:`reset` replaces it).
+    Code in this module reads ``_gov_settings._settings``: a bare ``_settings`` here is undefined."""
+    if name == "_settings":
+        return _gov_settings._settings
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class Governed(Protocol):
@@ -84,286 +103,7 @@ __all__ = [
     "spend",
 ]
 
-logger = get_logger("perplexed.governance")
-
-STORE_ENV = "PERPLEXED_STORE"
-DEFAULT_RATE_LIMIT_WAIT_MS = 1000
-DEFAULT_COOLDOWN_S = 30.0
-
 AttemptResult = tuple[Attempt, Any, BaseException | None]
-
-
-class _Settings:
-    """Process-wide governance defaults set by :func:`configure`, and the store."""
-
-    def __init__(self) -> None:
-        self.store: Store | None = None  # configured explicitly
-        self.env_store: tuple[str, Store] | None = None  # opened from PERPLEXED_STORE (spec, store)
-        self.default_store: Store | None = None  # the lazily created MemoryStore
-        self.rate_limits: dict[str, RateLimit] = {}
-        self.wait_ms: dict[str, int] | int | None = None
-        self.cooldown_after: dict[str, int] | int | None = None
-        self.cooldown_s: dict[str, float] | float | None = None
-        self.spend_limits: tuple[tuple[float, float], ...] = ()
-        self.version = 0
-        self.active = False  # anything here that governs every search (limits, cool-downs)
-
-    def changed(self) -> None:
-        self.version += 1
-        self.active = bool(self.rate_limits or self.cooldown_after or self.spend_limits)
-
-
-_settings = _Settings()
-
-
-def _per_name(value: Any, param: str, check: Callable[[Any, str], Any]) -> Any:
-    """A scalar (every provider) or a dict keyed by registry names or labels; each value checked."""
-    if isinstance(value, Mapping):
-        out = {}
-        for key, item in value.items():
-            if not isinstance(key, str) or not key.strip():
-                raise ConfigError(f"{param}: keys must be provider names or labels, got {key!r}")
-            out[key.strip()] = check(item, f"{param}[{key!r}]")
-        return out
-    return check(value, param)
-
-
-def configure(
-    *,
-    store: Any = None,
-    rate_limits: Mapping[str, str] | None = None,
-    rate_limit_wait_ms: Any = None,
-    cooldown_after: Any = None,
-    cooldown_s: Any = None,
-    spend_limits: Mapping[str, float] | None = None,
-) -> None:
-    """The governance part of :func:`perplexed.configure` (None = leave as is). Validates everything first."""
-    from .store import open_store
-
-    new_store = open_store(store) if store is not None else None
-    limits = None
-    if rate_limits is not None:
-        if not isinstance(rate_limits, Mapping):
-            raise ConfigError(f"rate_limits must be a dict like {{'brave': '1/s'}}, got {rate_limits!r}")
-        limits = _per_name(rate_limits, "rate_limits", lambda v, p: parse_rate_limit(v, p))
-    wait = None if rate_limit_wait_ms is None else _per_name(
-        rate_limit_wait_ms, "rate_limit_wait_ms",
-        lambda v, p: check_provider_settings(rate_limit_wait_ms=v, owner=p)["rate_limit_wait_ms"])
-    after = None if cooldown_after is None else _per_name(
-        cooldown_after, "cooldown_after",
-        lambda v, p: check_provider_settings(cooldown_after=v, owner=p)["cooldown_after"])
-    period = None if cooldown_s is None else _per_name(
-        cooldown_s, "cooldown_s", lambda v, p: check_provider_settings(cooldown_s=v, owner=p)["cooldown_s"])
-    spend = None if spend_limits is None else parse_spend_limits(spend_limits)
-    # everything valid: apply
-    if new_store is not None:
-        old = _settings.store
-        _settings.store = new_store
-        if old is not None and old is not new_store:
-            _close_quietly(old)
-    if limits is not None:
-        _settings.rate_limits = {k: v for k, v in limits.items() if v is not None}
-    if wait is not None:
-        _settings.wait_ms = wait
-    if after is not None:
-        _settings.cooldown_after = after
-    if period is not None:
-        _settings.cooldown_s = period
-    if spend is not None:
-        _settings.spend_limits = tuple((SPEND_WINDOWS[w], usd) for w, usd in spend.items())
-    _settings.changed()
-
-
-def reset() -> None:
-    """Forget every governance setting and store (the next search opens a fresh default store)."""
-    global _settings
-    for store in (_settings.store, _settings.env_store[1] if _settings.env_store else None):
-        if store is not None:
-            _close_quietly(store)
-    version = _settings.version
-    _settings = _Settings()
-    _settings.version = version + 1  # a provider's memoised settings (settings_for) are stale from now on
-    _last_warning[0] = 0.0
-
-
-def _close_quietly(store: Store) -> None:
-    try:
-        store.close()
-    except Exception:  # a store failure never fails anything
-        logger.debug("closing %r failed", store, exc_info=True)
-
-
-def current_store() -> Store:
-    """The store in use: :func:`configure`'s, else ``PERPLEXED_STORE``'s, else a per-process MemoryStore.
-
-    Raises :class:`~perplexed.ConfigError` for an unknown ``PERPLEXED_STORE``.
-    """
-    if _settings.store is not None:
-        return _settings.store
-    spec = os.environ.get(STORE_ENV, "").strip()
-    if spec and spec.lower() != "memory":
-        cached = _settings.env_store
-        if cached is not None and cached[0] == spec:
-            return cached[1]
-        from .store import open_store
-
-        try:
-            store = open_store(spec)
-        except ConfigError as exc:
-            raise ConfigError(f"{STORE_ENV}: {exc}") from None
-        if cached is not None:
-            _close_quietly(cached[1])
-        _settings.env_store = (spec, store)
-        return store
-    if _settings.default_store is None:
-        _settings.default_store = MemoryStore()
-    return _settings.default_store
-
-
-# -- per-provider settings ---------------------------------------------------------------------------------
-
-
-class ProviderSettings:
-    """A provider's effective governance settings (constructor, else configure()'s label, else its name)."""
-
-    __slots__ = ("cooldown_after", "cooldown_s", "rate_limit", "wait_ms")
-
-    def __init__(self, rate_limit: RateLimit | None, wait_ms: int | None, cooldown_after: int | None,
-                 cooldown_s: float) -> None:
-        self.rate_limit = rate_limit
-        self.wait_ms = wait_ms
-        self.cooldown_after = cooldown_after
-        self.cooldown_s = cooldown_s
-
-    @property
-    def governed(self) -> bool:
-        return self.rate_limit is not None or self.cooldown_after is not None
-
-    def wait_bound_s(self) -> float:
-        """How long, in total, an attempt may wait for a rate-limit slot: ``rate_limit_wait_ms`` when set;
-        by default 1000 ms plus the limit's guard (so under ``"1/s"`` a call right after another waits for
-        its slot instead of being skipped for the guard's few milliseconds)."""
-        if self.wait_ms is not None:
-            return self.wait_ms / 1000
-        guard = _rate_guard(self.rate_limit.window_s) if self.rate_limit is not None else 0.0
-        return DEFAULT_RATE_LIMIT_WAIT_MS / 1000 + guard
-
-
-def _lookup(table: Any, provider: Provider) -> Any:
-    if not isinstance(table, dict):
-        return table
-    if provider.label in table:
-        return table[provider.label]
-    return table.get(provider.name)
-
-
-def settings_for(provider: Provider) -> ProviderSettings:
-    """The effective settings of ``provider`` (memoised per provider until :func:`configure` changes)."""
-    cached = getattr(provider, "_gov_cache", None)
-    version = _settings.version
-    if cached is not None and cached[0] == version:
-        return cached[1]  # type: ignore[no-any-return]
-    own: dict[str, Any] = getattr(provider, "_gov", None) or {}
-    rate = own.get("rate_limit", _lookup(_settings.rate_limits, provider))
-    wait = own.get("rate_limit_wait_ms", _lookup(_settings.wait_ms, provider))
-    after = own.get("cooldown_after", _lookup(_settings.cooldown_after, provider))
-    period = own.get("cooldown_s", _lookup(_settings.cooldown_s, provider))
-    result = ProviderSettings(
-        rate, None if wait is None else int(wait), after,
-        DEFAULT_COOLDOWN_S if period is None else float(period),
-    )
-    try:
-        provider._gov_cache = (version, result)
-    except AttributeError:  # a provider class with __slots__ and no room: recompute next time
-        pass
-    return result
-
-
-def _governed(provider: Provider) -> bool:
-    return getattr(provider, "_gov_on", False) is True
-
-
-# -- identities and keys (hashed; never a key in the clear) ---------------------------------------------------
-
-
-def _digest(*parts: str) -> str:
-    return hashlib.blake2b("\0".join(parts).encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
-
-
-def provider_identity(provider: Provider) -> str:
-    """A stable hash naming ``provider`` across processes: registry name, base URL and a hash of its key
-    (HTTP providers); label and the function's qualified name (function providers)."""
-    if isinstance(provider, FunctionProvider):
-        fn = provider._fn
-        qual = f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', type(fn).__qualname__)}"
-        return _digest("fn", provider.label, qual)
-    if isinstance(provider, CallableProvider):
-        cls = type(provider)
-        return _digest("callable", provider.name, provider.label, f"{cls.__module__}.{cls.__qualname__}",
-                       str(getattr(provider, "_base_url", "") or ""), str(getattr(provider, "path", "") or ""))
-    try:
-        base_url = provider.base_url
-    except ConfigError:
-        base_url = ""
-    key = ""
-    if provider.env_key:
-        try:
-            key = provider.api_key()
-        except ConfigError:
-            key = ""
-    cached = provider.__dict__.get("_gov_identity")
-    key_check = hash(key)  # the process's salted hash: tells a changed key, keeps no key
-    if cached is not None and cached[0] == base_url and cached[1] == key_check:
-        return cached[2]  # type: ignore[no-any-return]
-    key_hash = hashlib.sha256(key.encode()).hexdigest() if key else ""
-    identity = _digest("http", provider.name, base_url, key_hash)
-    provider.__dict__["_gov_identity"] = (base_url, key_check, identity)
-    return identity
-
-
-_PROCESS = secrets.token_hex(8)  # object tokens of this process never meet another process's in a shared store
-_tokens: dict[int, str] = {}
-_kept: list[object] = []  # objects that cannot be weakly referenced: kept alive, so their id is never reused
-_tokens_lock = threading.Lock()
-
-
-def _object_token(obj: object) -> str:
-    """A token naming ``obj`` itself (not its class, name or value) for as long as it lives in this process.
-    A bound method is named by its object and its function (``x.search`` makes a new method object on each
-    access: two wrappers of it still share)."""
-    if inspect.ismethod(obj):
-        return f"{_object_token(obj.__self__)}.{_object_token(obj.__func__)}"
-    key = id(obj)
-    with _tokens_lock:
-        token = _tokens.get(key)
-        if token is None:
-            token = _tokens[key] = f"{_PROCESS}:{secrets.token_hex(8)}"
-            try:  # forget the token when the object dies (before its id can be reused)
-                weakref.finalize(obj, _tokens.pop, key, None)
-            except TypeError:
-                _kept.append(obj)
-    return token
-
-
-def cache_identity(provider: Provider) -> str:
-    """The identity that names ``provider``'s cached answers; never shared by a label or a class alone.
-
-    With ``cache_key`` set: the label and that key (the user's promise that the answers are interchangeable,
-    shared across processes). A function, callable or retriever provider: the object doing the work (the wrapped
-    function, the callable or retriever instance), in this process. An HTTP provider: :func:`provider_identity`
-    (registry name, base URL and a hash of its key).
-    """
-    explicit = getattr(provider, "cache_key", None)
-    if explicit is not None:
-        return _digest("cache_key", provider.label, explicit)
-    if isinstance(provider, CallableProvider):
-        cached = provider.__dict__.get("_gov_cache_identity")
-        if cached is not None:
-            return cached  # type: ignore[no-any-return]
-        identity = _digest("object", provider.name, provider.label, _object_token(provider._cache_subject))
-        provider.__dict__["_gov_cache_identity"] = identity
-        return identity
-    return provider_identity(provider)
 
 
 # -- the per-search governor ----------------------------------------------------------------------------------
@@ -378,19 +118,18 @@ def plan(op: Governed, purse: Purse | None = None) -> Governor | None:
     chain = op.chain
     if purse is None:
         purse = Purse(chain.budget_usd)
-    if chain.cache_ttl_s is None and purse.limit is None and not _settings.active:
+    if chain.cache_ttl_s is None and purse.limit is None and not _gov_settings._settings.active:
         for provider in op.members:
             if _governed(provider):
                 break
         else:
             return None
-    return Governor(op, _settings.store or current_store(), purse)
+    return Governor(op, _gov_settings._settings.store or current_store(), purse)
 
 
 _flights: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Future[CachedAnswer | None]]] = (
     weakref.WeakKeyDictionary()
 )
-_background: set[asyncio.Task[Any]] = set()
 _NO_STORE_SPEND = "the state store failed: spend limits cannot be checked, so paid calls are skipped"
 _billed_cancels: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
 
@@ -400,16 +139,6 @@ def cancel_billed(task: asyncio.Task[Any]) -> None:
     at the provider's list price in spend (a paid API may bill a request it already received)."""
     _billed_cancels.add(task)
     task.cancel()
-_last_warning = [0.0]
-
-
-def _store_failed(what: str, exc: BaseException) -> None:
-    now = time.monotonic()
-    if now - _last_warning[0] > 10:  # do not flood the log when the store is down
-        _last_warning[0] = now
-        logger.warning("state store %s failed (%s: %s); going ahead without it", what, type(exc).__name__, exc)
-    else:
-        logger.debug("state store %s failed", what, exc_info=True)
 
 
 class Gate:
@@ -584,7 +313,7 @@ class Governor:
             early_trial=early,
             rate_limit=None if rate is None else (rate.limit, rate.window_s + _rate_guard(rate.window_s)),
             price=price,
-            spend_limits=_settings.spend_limits,
+            spend_limits=_gov_settings._settings.spend_limits,
         )
 
     async def _admitted(
@@ -758,136 +487,7 @@ class Governor:
                        error=f"no answer within {int(budget * 1000)} ms (waiting for an identical search{why})")
 
 
-def _rate_guard(window_s: float) -> float:
-    """Admissions are counted over a slightly longer window than the limit's (5 %, at most 250 ms), so the
-    calls still keep the limit where the provider counts them, on arrival, after scheduling jitter."""
-    return min(0.05 * window_s, 0.25)
-
-
 def _replace(request: Admission, **changes: Any) -> Admission:
     from dataclasses import replace
 
     return replace(request, **changes)
-
-
-# -- spend and status, for perplexed.spend(), answer() and the CLI ---------------------------------------------
-
-
-def _window_s(window: object) -> float:
-    if isinstance(window, str) and window in SPEND_WINDOWS:
-        return SPEND_WINDOWS[window]
-    known = ", ".join(repr(w) for w in SPEND_WINDOWS)
-    raise InvalidRequest(f"window must be one of {known}, got {window!r}", param="window")
-
-
-async def aspend(window: str = "day") -> dict[str, float]:
-    """Spend per provider (the name attempts show) over the rolling ``window`` (``"minute"``, ``"hour"``,
-    ``"day"`` = the last 24 hours, ``"week"``), across everything sharing the store; Agent API calls made by
-    ``answer()`` are included as ``perplexity-agent``."""
-    window_s = _window_s(window)
-    store = current_store()
-    try:
-        totals = await store.spend(window_s)
-    except Exception as exc:
-        _store_failed("spend", exc)
-        return {}
-    return {label: round(amount, 10) for label, amount in sorted(totals.items()) if amount > 0}
-
-
-def spend(window: str = "day") -> dict[str, float]:
-    """Synchronous :func:`aspend`."""
-    _window_s(window)
-    return _portal.run(aspend, window)
-
-
-async def arecord_spend(label: str, cost: float | None) -> None:
-    """Record ``cost`` USD spent outside a chain under ``label`` (e.g. the Agent API under
-    ``"perplexity-agent"``). Never raises for a store failure; ignores None / 0 / non-finite costs."""
-    if cost is None or isinstance(cost, bool) or not isinstance(cost, int | float):
-        return
-    if not math.isfinite(cost) or cost <= 0:
-        return
-    try:
-        await current_store().add_spend(label, float(cost))
-    except Exception as exc:
-        _store_failed("add_spend", exc)
-
-
-def record_spend(label: str, cost: float | None) -> None:
-    """Synchronous :func:`arecord_spend` (safe to call from any thread or inside a running event loop:
-    inside one, the write is scheduled on it and this returns at once)."""
-    if cost is None or isinstance(cost, bool) or not isinstance(cost, int | float) or not cost > 0:
-        return
-    try:
-        store = current_store()
-    except ConfigError as exc:
-        _store_failed("open", exc)
-        return
-    if isinstance(store, MemoryStore):
-        try:
-            store.record_now(Record(provider="", label=label, cost=float(cost)))
-        except Exception as exc:
-            _store_failed("add_spend", exc)
-        return
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        loop = None
-    if loop is None:
-        _portal.run(arecord_spend, label, cost)
-        return
-    task = loop.create_task(arecord_spend(label, cost))
-    _background.add(task)
-    task.add_done_callback(_background.discard)
-
-
-def note_spend(label: str, cost: float) -> None:
-    """The plain chain's spend bookkeeping (nothing configured): add a paid attempt's cost to the store so
-    ``perplexed.spend()`` reports it. Never blocks and never raises."""
-    try:
-        record_spend(label, cost)
-    except Exception as exc:  # pragma: no cover - defensive
-        _store_failed("spend", exc)
-
-
-async def latency_p95(provider: Provider) -> float | None:
-    """``provider``'s observed p95 latency in ms from the store (None: too few answers yet, or no store)."""
-    try:
-        return await current_store().latency_p95(provider_identity(provider))
-    except Exception as exc:
-        _store_failed("latency_p95", exc)
-        return None
-
-
-async def provider_status(provider: Provider) -> dict[str, Any]:
-    """What ``perplexed providers`` shows: rate limit, cool-down state, window usage, spend today."""
-    settings = settings_for(provider)
-    rate = settings.rate_limit
-    out: dict[str, Any] = {
-        "rate_limit": rate.text if rate else None,
-        "cooldown_after": settings.cooldown_after,
-        "cooldown": "off" if settings.cooldown_after is None else "ok",
-        "cooldown_ends_in_s": None,
-        "window_calls": None,
-        "spend_today": 0.0,
-    }
-    try:
-        store = current_store()
-        state = await store.state(provider_identity(provider), rate.window_s if rate else None)
-        today = await store.spend(SPEND_WINDOWS["day"])
-    except Exception as exc:
-        _store_failed("state", exc)
-        out["cooldown"] = "unknown"
-        return out
-    if settings.cooldown_after is not None or state.cooling_down:
-        if state.cooling_down:
-            ends = state.cooldown_ends_in_s or 0.0
-            out["cooldown"] = ("trial in flight" if state.trial_in_flight
-                               else "cooling down" if ends > 0 else "trial due")
-            out["cooldown_ends_in_s"] = round(ends, 1)
-        elif state.failures:
-            out["cooldown"] = f"ok ({state.failures} failure{'s' if state.failures != 1 else ''})"
-    if rate is not None:
-        out["window_calls"] = state.window_calls
-    out["spend_today"] = round(today.get(provider.label, 0.0), 6)
-    return out

@@ -9,28 +9,75 @@ is validated through its model, one of an unknown ``type`` is sent verbatim.
 
 Every validation failure raises :class:`perplexed.InvalidRequest` (with ``param`` naming the field) before
 anything is sent.
+
+The tool models live in ``_request_tools``, the input items in ``_request_input``, the model base in
+``_request_base``; every name is importable from here too.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
-from datetime import date, datetime
 from typing import Annotated, Any, ClassVar, Literal, TypedDict
 
 from pydantic import (
     BaseModel,
-    ConfigDict,
     Field,
     PlainValidator,
-    SecretStr,
-    ValidationError,
     field_validator,
     model_validator,
 )
 
-from .._errors import InvalidRequest, register_secret
+from .._errors import InvalidRequest
+from ._request_base import MAX_DOMAIN_FILTER as MAX_DOMAIN_FILTER
+from ._request_base import MAX_DOMAIN_LENGTH as MAX_DOMAIN_LENGTH
+from ._request_base import MAX_IMAGE_URL_LENGTH as MAX_IMAGE_URL_LENGTH
+from ._request_base import REASONING_EFFORTS, _Model
+from ._request_base import RESERVED_FUNCTION_NAMES as RESERVED_FUNCTION_NAMES
+from ._request_base import invalid_request as invalid_request
+from ._request_input import _ITEM_TYPES as _ITEM_TYPES
+from ._request_input import _PART_TYPES as _PART_TYPES
+from ._request_input import Content as Content
+from ._request_input import ContentPart as ContentPart
+from ._request_input import (
+    FunctionCallInput,
+    FunctionCallOutput,
+    InputFile,
+    InputImage,
+    InputItem,
+    InputMessage,
+    InputText,
+    _coerce_input,
+)
+from ._request_input import _coerce_item as _coerce_item
+from ._request_input import _coerce_part as _coerce_part
+from ._request_input import _coerce_parts as _coerce_parts
+from ._request_input import _wire_content as _wire_content
+from ._request_tools import _FILTER_FIELDS as _FILTER_FIELDS
+from ._request_tools import _FN_NAME as _FN_NAME
+from ._request_tools import _ISO as _ISO
+from ._request_tools import _MDY as _MDY
+from ._request_tools import _TOOL_TYPES as _TOOL_TYPES
+from ._request_tools import DateFilter as DateFilter
+from ._request_tools import (
+    FetchUrl,
+    FinanceSearch,
+    FunctionTool,
+    ImageSearch,
+    McpTool,
+    PeopleSearch,
+    Sandbox,
+    Tool,
+    UserLocation,
+    WebSearch,
+    _coerce_tool,
+    to_mdy,
+)
+from ._request_tools import ImageSearchFilters as ImageSearchFilters
+from ._request_tools import _check_domain as _check_domain
+from ._request_tools import _mdy_to_date as _mdy_to_date
+from ._request_tools import _ToolBase as _ToolBase
+from ._request_tools import check_domain_filter as check_domain_filter
 
 __all__ = [
     "AgentRequest",
@@ -56,544 +103,6 @@ __all__ = [
     "build_request",
     "to_mdy",
 ]
-
-RESERVED_FUNCTION_NAMES = frozenset(
-    {
-        "web_search",
-        "search_web",
-        "people_search",
-        "search_people",
-        "fetch_url",
-        "finance_search",
-        "sandbox",
-        "image_search",
-        "search_images",
-    }
-)
-MAX_DOMAIN_FILTER = 20
-MAX_DOMAIN_LENGTH = 253
-MAX_IMAGE_URL_LENGTH = 2048
-#: ``reasoning.effort`` values the API accepts (a live probe, 2026-08: ``none`` is rejected). Not the top-level
-#: ``effort=`` (preset levels ``fast`` ... ``xhigh``), which is a different thing.
-REASONING_EFFORTS = ("minimal", "low", "medium", "high", "xhigh", "max")
-
-
-def invalid_request(exc: ValidationError) -> InvalidRequest:
-    """Turn a pydantic ``ValidationError`` into an :class:`InvalidRequest` naming the offending field."""
-    parts: list[str] = []
-    param: str | None = None
-    for err in exc.errors(include_url=False, include_input=False):
-        loc = ".".join(str(x) for x in err.get("loc", ()) if not str(x).startswith("function-"))
-        cause = (err.get("ctx") or {}).get("error")
-        msg = str(cause) if isinstance(cause, Exception) else str(err.get("msg", "invalid value"))
-        where = loc
-        if isinstance(cause, InvalidRequest) and cause.param:
-            inner = cause.param
-            # the inner error already names the full path (or its tail is this field): keep it as it is
-            same = not loc or inner == loc or inner.endswith("." + loc) or inner.startswith(loc + ".")
-            where = inner if same else f"{loc}.{inner}"
-            if not loc:
-                loc = inner
-        parts.append(msg if not loc or msg.startswith((loc, where)) else f"{loc}: {msg}")
-        if param is None and where:
-            param = where
-    return InvalidRequest("; ".join(parts), param=param)
-
-
-class _Model(BaseModel):
-    """Base of request models: unknown fields are refused, and errors are :class:`InvalidRequest`."""
-
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-    def __init__(self, /, **data: Any) -> None:
-        try:
-            super().__init__(**data)
-        except ValidationError as exc:
-            raise invalid_request(exc) from None
-
-    def to_wire(self) -> dict[str, Any]:
-        """The JSON object sent to the API: set, non-``None`` fields only."""
-        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
-
-
-# --- dates and filters --------------------------------------------------------------------------------
-
-_MDY = re.compile(r"(\d{1,2})/(\d{1,2})/(\d{4})")
-_ISO = re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})")
-
-
-def to_mdy(value: date | str) -> str:
-    """A date as the API's request format ``MM/DD/YYYY``.
-
-    Accepts a :class:`datetime.date` (or ``datetime``), ``"M/D/YYYY"`` / ``"MM/DD/YYYY"`` or ISO
-    ``"YYYY-MM-DD"``; anything else, or an impossible date, is :class:`InvalidRequest`.
-    """
-    if isinstance(value, datetime):
-        value = value.date()
-    if isinstance(value, date):
-        return f"{value.month:02d}/{value.day:02d}/{value.year:04d}"
-    if isinstance(value, str):
-        text = value.strip()
-        try:
-            if m := _MDY.fullmatch(text):
-                return to_mdy(date(int(m.group(3)), int(m.group(1)), int(m.group(2))))
-            if m := _ISO.fullmatch(text):
-                return to_mdy(date(int(m.group(1)), int(m.group(2)), int(m.group(3))))
-        except ValueError:
-            raise InvalidRequest(f"not a valid date: {value!r}") from None
-    raise InvalidRequest(f"expected a date or an MM/DD/YYYY string, got {value!r}")
-
-
-def _mdy_to_date(value: str) -> date:
-    month, day, year = (int(x) for x in value.split("/"))
-    return date(year, month, day)
-
-
-def _check_domain(entry: str) -> str:
-    if not isinstance(entry, str):
-        raise InvalidRequest(f"search_domain_filter entries must be strings, got {entry!r}")
-    text = entry.strip()
-    if not text or text == "-":
-        raise InvalidRequest("search_domain_filter entries must not be empty")
-    if "://" in text or text.lower().startswith(("http:", "https:")):
-        raise InvalidRequest(
-            f"search_domain_filter entries take no scheme: use {text.split('://', 1)[-1]!r}, not {text!r}"
-        )
-    if len(text) > MAX_DOMAIN_LENGTH:
-        raise InvalidRequest(f"search_domain_filter entry longer than {MAX_DOMAIN_LENGTH} characters")
-    if any(c.isspace() for c in text):
-        raise InvalidRequest(f"search_domain_filter entry contains whitespace: {text!r}")
-    return text
-
-
-def check_domain_filter(entries: Sequence[str] | None) -> list[str] | None:
-    """Validate a ``search_domain_filter``: at most 20 scheme-less entries of at most 253 characters."""
-    if entries is None:
-        return None
-    if isinstance(entries, str):
-        entries = [entries]
-    if len(entries) > MAX_DOMAIN_FILTER:
-        raise InvalidRequest(
-            f"search_domain_filter takes at most {MAX_DOMAIN_FILTER} entries, got {len(entries)}",
-            param="search_domain_filter",
-        )
-    return [_check_domain(e) for e in entries]
-
-
-DateFilter = date | str
-
-_FILTER_FIELDS = (
-    "search_domain_filter",
-    "search_recency_filter",
-    "search_after_date_filter",
-    "search_before_date_filter",
-    "last_updated_after_filter",
-    "last_updated_before_filter",
-)
-
-
-# --- tools -------------------------------------------------------------------------------------------
-
-
-class UserLocation(_Model):
-    """Approximate user location for ``web_search`` (ISO 3166-1 alpha-2 ``country``)."""
-
-    country: str | None = Field(default=None, min_length=2, max_length=2)
-    region: str | None = None
-    city: str | None = None
-    latitude: float | None = Field(default=None, ge=-90, le=90)
-    longitude: float | None = Field(default=None, ge=-180, le=180)
-
-
-class _ToolBase(_Model):
-    type: str
-
-
-class WebSearch(_ToolBase):
-    """The ``web_search`` tool with its filters.
-
-    Filters are given flat (``WebSearch(search_recency_filter="month")``) and sent nested under
-    ``filters``; a wire-shaped ``filters={...}`` mapping is accepted too. Dates accept
-    :class:`datetime.date` objects and are sent as ``MM/DD/YYYY``. ``search_recency_filter`` cannot be
-    combined with the published-date bounds (``search_after_date_filter``/``search_before_date_filter``).
-    ``max_results`` (1..50) and ``search_type`` are ⚠ unverified fields: only sent when set.
-    """
-
-    type: Literal["web_search"] = "web_search"
-    search_domain_filter: list[str] | None = None
-    search_recency_filter: Literal["hour", "day", "week", "month", "year"] | None = None
-    search_after_date_filter: DateFilter | None = None
-    search_before_date_filter: DateFilter | None = None
-    last_updated_after_filter: DateFilter | None = None
-    last_updated_before_filter: DateFilter | None = None
-    search_context_size: Literal["low", "medium", "high"] | None = None
-    max_tokens: int | None = Field(default=None, ge=1)
-    max_tokens_per_page: int | None = Field(default=None, ge=1)
-    max_results: int | None = Field(default=None, ge=1, le=50)
-    search_type: Literal["web", "fast"] | None = None
-    user_location: UserLocation | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _flatten_filters(cls, data: Any) -> Any:
-        if isinstance(data, Mapping) and isinstance(data.get("filters"), Mapping):
-            data = dict(data)
-            filters = dict(data.pop("filters"))
-            for key, value in filters.items():
-                if key in data and data[key] is not None and data[key] != value:
-                    raise InvalidRequest(f"{key} given twice with different values", param=key)
-                data[key] = value
-        return data
-
-    @field_validator("search_domain_filter", mode="before")
-    @classmethod
-    def _domains(cls, value: Any) -> Any:
-        return check_domain_filter(value)
-
-    @field_validator(
-        "search_after_date_filter",
-        "search_before_date_filter",
-        "last_updated_after_filter",
-        "last_updated_before_filter",
-        mode="before",
-    )
-    @classmethod
-    def _dates(cls, value: Any) -> Any:
-        return None if value is None else to_mdy(value)
-
-    @model_validator(mode="after")
-    def _consistent(self) -> WebSearch:
-        if self.search_recency_filter is not None and (
-            self.search_after_date_filter is not None or self.search_before_date_filter is not None
-        ):
-            raise InvalidRequest(
-                "search_recency_filter cannot be combined with search_after_date_filter/"
-                "search_before_date_filter: use one or the other",
-                param="search_recency_filter",
-            )
-        for lo, hi in (
-            ("search_after_date_filter", "search_before_date_filter"),
-            ("last_updated_after_filter", "last_updated_before_filter"),
-        ):
-            a, b = getattr(self, lo), getattr(self, hi)
-            if isinstance(a, str) and isinstance(b, str) and _mdy_to_date(a) > _mdy_to_date(b):
-                raise InvalidRequest(f"{lo} ({a}) is after {hi} ({b})", param=lo)
-        return self
-
-    @property
-    def filters(self) -> dict[str, Any]:
-        """The ``filters`` object as sent."""
-        return {k: getattr(self, k) for k in _FILTER_FIELDS if getattr(self, k) is not None}
-
-    def to_wire(self) -> dict[str, Any]:
-        """The tool as sent: filters nested under ``filters`` (omitted when none are set)."""
-        wire: dict[str, Any] = {"type": self.type}
-        filters = self.filters
-        if filters:
-            wire["filters"] = filters
-        for name in (
-            "search_context_size",
-            "max_tokens",
-            "max_tokens_per_page",
-            "max_results",
-            "search_type",
-        ):
-            value = getattr(self, name)
-            if value is not None:
-                wire[name] = value
-        if self.user_location is not None:
-            wire["user_location"] = self.user_location.to_wire()
-        return wire
-
-
-class FetchUrl(_ToolBase):
-    """The ``fetch_url`` tool (``max_urls`` 1..10, ``total_budget_tokens`` ≤ 120000)."""
-
-    type: Literal["fetch_url"] = "fetch_url"
-    max_urls: int | None = Field(default=None, ge=1, le=10)
-    total_budget_tokens: int | None = Field(default=None, ge=1, le=120_000)
-
-
-_FN_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
-
-
-class FunctionTool(_ToolBase):
-    """A client-side ``function`` tool (Responses style: ``name`` at the top level).
-
-    ``parameters`` is a JSON Schema. The chat-completions shape ``{"type": "function", "function":
-    {...}}`` is accepted and flattened. Names reserved by the API (``web_search``, ``fetch_url``, ...) are
-    refused.
-    """
-
-    type: Literal["function"] = "function"
-    name: str
-    description: str | None = None
-    parameters: dict[str, Any] | None = None
-    strict: bool | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _flatten_chat_shape(cls, data: Any) -> Any:
-        if isinstance(data, Mapping) and isinstance(data.get("function"), Mapping):
-            data = {**{k: v for k, v in data.items() if k != "function"}, **data["function"]}
-        return data
-
-    @field_validator("name")
-    @classmethod
-    def _name(cls, value: str) -> str:
-        if not _FN_NAME.fullmatch(value):
-            raise InvalidRequest(f"function name must match [A-Za-z0-9_-]{{1,64}}, got {value!r}")
-        if value in RESERVED_FUNCTION_NAMES:
-            raise InvalidRequest(f"function name {value!r} is reserved by the Agent API")
-        return value
-
-
-class PeopleSearch(_ToolBase):
-    """The ``people_search`` tool."""
-
-    type: Literal["people_search"] = "people_search"
-
-
-class FinanceSearch(_ToolBase):
-    """The ``finance_search`` tool (quotes, financials, transcripts; replaces Sonar's ``search_mode="sec"``)."""
-
-    type: Literal["finance_search"] = "finance_search"
-
-
-class ImageSearchFilters(_Model):
-    """Filters of the ``image_search`` tool."""
-
-    domain_filter: list[str] | None = None
-    format_filter: list[str] | None = None
-    safe_search: bool | None = None
-
-
-class ImageSearch(_ToolBase):
-    """The ``image_search`` tool (⚠ SDK 0.46 only)."""
-
-    type: Literal["image_search"] = "image_search"
-    max_results: int | None = Field(default=None, ge=1)
-    filters: ImageSearchFilters | None = None
-
-
-class Sandbox(_ToolBase):
-    """The ``sandbox`` code-execution tool (drops other native tools when combined)."""
-
-    type: Literal["sandbox"] = "sandbox"
-
-
-class McpTool(_ToolBase):
-    """A remote MCP server (``server_label`` matches ``^[a-zA-Z0-9_-]{1,64}$``).
-
-    ``authorization`` is a secret: kept as ``SecretStr`` and scrubbed from every error message.
-    """
-
-    type: Literal["mcp"] = "mcp"
-    server_label: str = Field(pattern=r"^[a-zA-Z0-9_-]{1,64}$")
-    server_url: str
-    allowed_tools: list[str] | None = None
-    headers: dict[str, str] | None = None
-    authorization: SecretStr | None = None
-
-    @field_validator("authorization")
-    @classmethod
-    def _secret(cls, value: SecretStr | None) -> SecretStr | None:
-        if value is not None:
-            register_secret(value.get_secret_value())
-        return value
-
-    def to_wire(self) -> dict[str, Any]:
-        """The tool as sent (with the authorization value revealed)."""
-        wire = self.model_dump(mode="json", exclude_none=True, exclude={"authorization"})
-        if self.authorization is not None:
-            wire["authorization"] = self.authorization.get_secret_value()
-        return wire
-
-
-Tool = WebSearch | FetchUrl | FunctionTool | PeopleSearch | FinanceSearch | ImageSearch | Sandbox | McpTool
-
-_TOOL_TYPES: dict[str, type[_ToolBase]] = {
-    "web_search": WebSearch,
-    "fetch_url": FetchUrl,
-    "function": FunctionTool,
-    "people_search": PeopleSearch,
-    "finance_search": FinanceSearch,
-    "image_search": ImageSearch,
-    "sandbox": Sandbox,
-    "mcp": McpTool,
-}
-
-
-def _coerce_tool(value: Any) -> Tool | dict[str, Any]:
-    if isinstance(value, _ToolBase):
-        return value  # type: ignore[return-value]
-    if isinstance(value, Mapping):
-        cls = _TOOL_TYPES.get(str(value.get("type")))
-        if cls is None:
-            return dict(value)  # unknown tool type: sent verbatim
-        return cls(**dict(value))  # type: ignore[return-value]
-    raise InvalidRequest(f"a tool must be a tool model or a dict, got {type(value).__name__}")
-
-
-# --- input items -------------------------------------------------------------------------------------
-
-
-class InputText(_Model):
-    """A text content part."""
-
-    type: Literal["input_text"] = "input_text"
-    text: str
-
-
-class InputImage(_Model):
-    """An image content part: an HTTPS URL or a ``data:`` URI of at most 2048 characters."""
-
-    type: Literal["input_image"] = "input_image"
-    image_url: str
-    detail: Literal["low", "high", "auto"] | None = None
-
-    @field_validator("image_url", mode="before")
-    @classmethod
-    def _url(cls, value: Any) -> Any:
-        if isinstance(value, Mapping):  # chat-completions shape {"url": ...}
-            value = value.get("url")
-        if not isinstance(value, str):
-            raise InvalidRequest("image_url must be a string")
-        if not value.startswith(("https://", "http://", "data:")):
-            raise InvalidRequest("image_url must be an HTTPS URL or a data: URI")
-        if len(value) > MAX_IMAGE_URL_LENGTH:
-            raise InvalidRequest(f"image_url longer than {MAX_IMAGE_URL_LENGTH} characters")
-        return value
-
-
-class InputFile(_Model):
-    """A file content part (⚠ SDK only): ``file_url`` or base64 ``file_data``."""
-
-    type: Literal["input_file"] = "input_file"
-    file_url: str | None = None
-    file_data: str | None = None
-    filename: str | None = None
-
-
-ContentPart = InputText | InputImage | InputFile
-
-_PART_TYPES: dict[str, type[_Model]] = {
-    "input_text": InputText,
-    "input_image": InputImage,
-    "input_file": InputFile,
-}
-
-
-def _coerce_part(value: Any) -> ContentPart | dict[str, Any]:
-    if isinstance(value, InputText | InputImage | InputFile):
-        return value
-    if isinstance(value, str):
-        return InputText(text=value)
-    if isinstance(value, Mapping):
-        cls = _PART_TYPES.get(str(value.get("type")))
-        return dict(value) if cls is None else cls(**dict(value))  # type: ignore[return-value]
-    raise InvalidRequest(f"a content part must be a model, a string or a dict, got {type(value).__name__}")
-
-
-def _coerce_parts(value: Any) -> str | list[ContentPart | dict[str, Any]]:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, Sequence):
-        return [_coerce_part(v) for v in value]
-    raise InvalidRequest("message content must be a string or a list of content parts")
-
-
-Content = Annotated[str | list[ContentPart | dict[str, Any]], PlainValidator(_coerce_parts)]
-
-
-class InputMessage(_Model):
-    """A message input item: ``role`` plus string content or a list of content parts."""
-
-    type: Literal["message"] | None = None
-    role: Literal["user", "assistant", "system", "developer"]
-    content: Content
-
-    def to_wire(self) -> dict[str, Any]:
-        """The item as sent."""
-        wire: dict[str, Any] = {"role": self.role}
-        if self.type is not None:
-            wire["type"] = self.type
-        wire["content"] = _wire_content(self.content)
-        return wire
-
-
-def _wire_content(content: str | list[ContentPart | dict[str, Any]]) -> Any:
-    if isinstance(content, str):
-        return content
-    return [p if isinstance(p, dict) else p.to_wire() for p in content]
-
-
-class FunctionCallInput(_Model):
-    """Replays a ``function_call`` the model made (``arguments`` is a JSON string)."""
-
-    type: Literal["function_call"] = "function_call"
-    call_id: str
-    name: str
-    arguments: str
-    thought_signature: str | None = None
-
-
-class FunctionCallOutput(_Model):
-    """The result of a client-side function call (echo ``name``/``thought_signature`` when present)."""
-
-    type: Literal["function_call_output"] = "function_call_output"
-    call_id: str
-    output: Content
-    name: str | None = None
-    thought_signature: str | None = None
-
-    def to_wire(self) -> dict[str, Any]:
-        """The item as sent."""
-        wire = self.model_dump(mode="json", exclude_none=True, exclude={"output"})
-        wire["output"] = _wire_content(self.output)
-        return wire
-
-
-InputItem = InputMessage | FunctionCallInput | FunctionCallOutput
-
-_ITEM_TYPES: dict[str, type[_Model]] = {
-    "message": InputMessage,
-    "function_call": FunctionCallInput,
-    "function_call_output": FunctionCallOutput,
-}
-
-
-def _coerce_item(value: Any) -> InputItem | dict[str, Any]:
-    if isinstance(value, InputMessage | FunctionCallInput | FunctionCallOutput):
-        return value
-    if isinstance(value, BaseModel) and getattr(value, "type", None) == "function_call":
-        # a function_call output item of a previous response: replay it as input
-        return FunctionCallInput(
-            call_id=value.call_id,  # type: ignore[attr-defined]
-            name=value.name,  # type: ignore[attr-defined]
-            arguments=value.arguments,  # type: ignore[attr-defined]
-            thought_signature=getattr(value, "thought_signature", None),
-        )
-    if isinstance(value, Mapping):
-        kind = value.get("type")
-        if kind is None and "role" in value:
-            kind = "message"
-        cls = _ITEM_TYPES.get(str(kind))
-        return dict(value) if cls is None else cls(**dict(value))  # type: ignore[return-value]
-    raise InvalidRequest(f"an input item must be a model or a dict, got {type(value).__name__}")
-
-
-def _coerce_input(value: Any) -> str | list[InputItem | dict[str, Any]]:
-    if isinstance(value, str):
-        if not value.strip():
-            raise InvalidRequest("input must not be empty", param="input")
-        return value
-    if isinstance(value, Sequence | Mapping) and not isinstance(value, bytes):
-        items = [value] if isinstance(value, Mapping) else list(value)
-        if not items:
-            raise InvalidRequest("input must not be empty", param="input")
-        return [_coerce_item(v) for v in items]
-    raise InvalidRequest("input must be a string or a list of input items", param="input")
 
 
 InputValue = Annotated[str | list[InputItem | dict[str, Any]], PlainValidator(_coerce_input)]
