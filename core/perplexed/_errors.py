@@ -252,6 +252,16 @@ def register_url_secret(url: str | None) -> None:
         register_secret(unquote(password))
 
 
+class ExtractionMemoryError(Exception):
+    """Internal (never reaches a caller): extracting a page needed more memory than an extraction worker may
+    take; the ``http`` fetch provider records ``body_too_large``."""
+
+
+class WorkerCrashed(Exception):
+    """Internal (never reaches a caller): an extraction worker died without answering (a crash on the page, or
+    an out-of-memory kill); the ``http`` fetch provider records ``malformed``."""
+
+
 class PerplexedError(Exception):
     """Base class of every perplexed error.
 

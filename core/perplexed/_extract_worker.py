@@ -37,7 +37,7 @@ from collections.abc import Callable
 from datetime import date
 from typing import IO, Any
 
-from ._errors import ConfigError, DocumentError
+from ._errors import ConfigError, DocumentError, ExtractionMemoryError, WorkerCrashed
 from ._extract import Extracted, Format, extract_page, markdown_to_text
 from ._logs import get_logger
 
@@ -63,14 +63,6 @@ INLINE_TEXT_CHARS = 2000
 _MAX_WORKERS = max(1, min(4, os.cpu_count() or 1))
 _HEADER = struct.Struct("<IQ")
 _REPLY = struct.Struct("<Q")
-
-
-class ExtractionMemoryError(Exception):
-    """Extracting the page needed more memory than a worker may take."""
-
-
-class WorkerCrashed(Exception):
-    """The worker died without answering (a crash on the page, or an out-of-memory kill)."""
 
 
 class _Unavailable(Exception):

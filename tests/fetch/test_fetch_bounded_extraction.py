@@ -38,8 +38,16 @@ def _cpu(process: psutil.Process) -> float:
     return float(times.user + times.system)
 
 
+def _is_worker(process: psutil.Process) -> bool:
+    """An extraction worker of this process (other tests of the same pytest worker may leave servers running)."""
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE and "worker import main" in " ".join(process.cmdline())
+    except psutil.Error:  # ended meanwhile
+        return False
+
+
 def _workers() -> list[psutil.Process]:
-    return [c for c in psutil.Process().children(recursive=True) if c.status() != psutil.STATUS_ZOMBIE]
+    return [c for c in psutil.Process().children(recursive=True) if _is_worker(c)]
 
 
 def _quiet_after(seconds: float = 1.0) -> tuple[float, int, list[psutil.Process]]:
