@@ -304,6 +304,20 @@ class _RedisBackend(Store):
             return Decision("over_budget")
         raise RuntimeError(f"unexpected admit reply {verdict!r}")  # pragma: no cover
 
+    async def release(self, request: Admission, decision: Decision) -> None:
+        """Give back what the admission of ``request`` took (``decision``, a ``call``) when its caller stopped
+        waiting for the answer (the store timeout, a cancelled search): its rate-limit slot, trial lease and fill
+        claim, and its spend reservation (settled at 0). The call it admitted is not made."""
+        spend_ticket, member = decision.ticket, ""
+        if spend_ticket is not None and _MEMBER_SEP in spend_ticket:
+            spend_ticket, _, member = spend_ticket.partition(_MEMBER_SEP)
+        if member or decision.trial or decision.fill_claimed:
+            keys = self._provider_keys(request.provider, request.cache_key, "w")
+            await self._eval(UNDO, [keys[1], keys[2], keys[3]],
+                             [member, "1" if decision.trial else "0", "1" if decision.fill_claimed else "0"])
+        if spend_ticket:
+            await self.record(Record(provider="", label=request.label, ticket=spend_ticket, cost=0.0))
+
     def _record_commands(self, record: Record) -> list[tuple[list[str], list[str | bytes]]]:
         """The RECORD script calls (keys, args) that apply ``record``: none, one, or (cluster) two."""
         now = self.clock()
