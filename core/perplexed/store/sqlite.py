@@ -69,6 +69,8 @@ DEFAULT_BUSY_TIMEOUT_MS = 1000
 _RETRY_S = 1.0
 _PRUNE_EVERY = 256
 _CHECKPOINT_EVERY = 200
+_COMMIT_BYTES = 4096  # what a commit adds to the WAL at least (a page), counted with the answers it wrote
+_LOOK_AT_WAL_BYTES = 64 * 1024  # a commit that wrote an answer this large looks at the WAL's size (a stat)
 _FILL_POLL_S = 0.02
 
 _SCHEMA = """
@@ -173,6 +175,8 @@ class SQLiteStore(Store):
         self._inline_conns: list[sqlite3.Connection] = []
         self._inline_owner: dict[sqlite3.Connection, threading.Thread] = {}
         self._commits = itertools.count(1)  # write transactions on any thread: a checkpoint every few hundred
+        self._wal_bytes = 0  # what this store's commits wrote since its last checkpoint (about): one per 4 MiB
+        self._wal_over = False  # a commit found the WAL past WAL_LIMIT_BYTES: checkpoint now
         self._locked_until = 0.0  # monotonic: an outage (the database locked) skips waiting until then
         self._outage: MemoryStore | None = None
         self.outages = 0
@@ -219,7 +223,7 @@ class SQLiteStore(Store):
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
-        if next(self._commits) % _CHECKPOINT_EVERY == 0:
+        if self._checkpoint_due():
             try:
                 self._checkpoint()
             except sqlite3.Error:  # best effort: the next one tries again
@@ -582,7 +586,7 @@ class SQLiteStore(Store):
         it is done, decisions and records go to the worker too (queued behind it): a checkpoint that had to
         wait for the write lock would otherwise never get it while this thread writes back to back, and the
         WAL would grow without bound."""
-        if next(self._commits) % _CHECKPOINT_EVERY:
+        if not self._checkpoint_due():
             return
         with self._lock:
             self._pending += 1
@@ -594,15 +598,48 @@ class SQLiteStore(Store):
             return
         future.add_done_callback(self._checkpoint_done)
 
+    def _checkpoint_due(self) -> bool:
+        """After a commit: whether it is time to checkpoint, every :data:`_CHECKPOINT_EVERY` commits, every
+        quarter of :data:`WAL_LIMIT_BYTES` this store wrote (large cached answers fill the WAL in far fewer
+        commits), or when a commit that wrote an answer finds the WAL past the limit (other processes wrote
+        it). The count restarts when a checkpoint is due."""
+        with self._lock:
+            self._wal_bytes += _COMMIT_BYTES
+            over, self._wal_over = self._wal_over, False
+            if next(self._commits) % _CHECKPOINT_EVERY and self._wal_bytes < WAL_LIMIT_BYTES // 4 and not over:
+                return False
+            self._wal_bytes = 0
+            return True
+
+    def _written(self, size: int) -> None:
+        """A transaction of this store wrote ``size`` bytes of cached answer (counted towards a checkpoint);
+        a large one also looks at the WAL's size."""
+        over = size >= _LOOK_AT_WAL_BYTES and self._wal_size() > WAL_LIMIT_BYTES
+        with self._lock:
+            self._wal_bytes += size
+            self._wal_over = self._wal_over or over
+
+    def _wal_size(self) -> int:
+        try:
+            return os.stat(f"{self.path}-wal").st_size
+        except OSError:
+            return 0
+
     def _checkpoint(self) -> None:
         conn = self._connect()
         conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-        try:
-            size = os.stat(f"{self.path}-wal").st_size
-        except OSError:
+        if self._wal_size() <= WAL_LIMIT_BYTES:
             return
-        if size > WAL_LIMIT_BYTES:  # readers kept it from restarting: wait (busy_timeout) for them and truncate
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        # readers kept it from restarting, or another process's checkpoint was running (SQLite then answers
+        # busy at once, whatever busy_timeout says): wait for them, up to the store timeout, and truncate.
+        # This process's decisions and records wait behind this on the worker: writers that outpace the
+        # checkpoints are held back instead of growing the WAL without bound.
+        end = time.monotonic() + self.busy_timeout_ms / 1000
+        while True:
+            busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+            if not busy or time.monotonic() >= end or self._wal_size() <= WAL_LIMIT_BYTES:
+                return
+            time.sleep(0.005)
 
     def _checkpoint_done(self, future: Any) -> None:
         with self._lock:
@@ -656,10 +693,10 @@ class SQLiteStore(Store):
         key = record.cache_key
         if key is not None:
             if record.answer is not None and record.ttl_s:
-                conn.execute(
-                    "INSERT OR REPLACE INTO cache (key, expires, value) VALUES (?, ?, ?)",
-                    (key, now + record.ttl_s, encode_answer(record.answer)),
-                )
+                blob = encode_answer(record.answer)
+                conn.execute("INSERT OR REPLACE INTO cache (key, expires, value) VALUES (?, ?, ?)",
+                             (key, now + record.ttl_s, blob))
+                self._written(len(blob))
             if record.release_fill:
                 conn.execute("DELETE FROM fills WHERE key = ?", (key,))
         if record.latency_ms is not None and provider:
