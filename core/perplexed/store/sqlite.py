@@ -8,10 +8,10 @@ store's one worker thread, which waits for the lock and also checkpoints the WAL
 on every thread). A search waiting on the database never
 delays other coroutines by more than one such transaction.
 
-Bounded: the WAL is checkpointed by the worker every few hundred commits and truncated when it grows past
-:data:`WAL_LIMIT_BYTES` (``journal_size_limit`` too); a thread's inline connection is closed once that thread
-has ended. A database locked by another process (a ``BEGIN EXCLUSIVE`` held, a stuck writer) is a store
-*outage* bounded by ``busy_timeout_ms`` (the store timeout, default 1 s): the decision that waited that
+Bounded: the WAL is checkpointed by the worker every 200 commits or 4 MiB of answers, or once past
+:data:`WAL_LIMIT_BYTES`, then truncated (waiting up to the store timeout); a thread's inline connection is
+closed once that thread has ended. A database locked by another process (a ``BEGIN EXCLUSIVE`` held, a stuck
+writer) is a store *outage* bounded by ``busy_timeout_ms`` (the store timeout, 1 s): the decision that waited that
 long, and every decision for the next second, is made in-process without waiting: limits shared with other
 processes fail closed (a rate-limited provider is skipped ``rate_limited``, a paid provider under spend
 limits ``over_budget``), other providers are called (cool-downs on in-process state), the cache is not
@@ -22,6 +22,7 @@ an info log when a decision gets the lock again.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import os
 import sqlite3
@@ -69,8 +70,6 @@ DEFAULT_BUSY_TIMEOUT_MS = 1000
 _RETRY_S = 1.0
 _PRUNE_EVERY = 256
 _CHECKPOINT_EVERY = 200
-_COMMIT_BYTES = 4096  # what a commit adds to the WAL at least (a page), counted with the answers it wrote
-_LOOK_AT_WAL_BYTES = 64 * 1024  # a commit that wrote an answer this large looks at the WAL's size (a stat)
 _FILL_POLL_S = 0.02
 
 _SCHEMA = """
@@ -176,7 +175,6 @@ class SQLiteStore(Store):
         self._inline_owner: dict[sqlite3.Connection, threading.Thread] = {}
         self._commits = itertools.count(1)  # write transactions on any thread: a checkpoint every few hundred
         self._wal_bytes = 0  # what this store's commits wrote since its last checkpoint (about): one per 4 MiB
-        self._wal_over = False  # a commit found the WAL past WAL_LIMIT_BYTES: checkpoint now
         self._locked_until = 0.0  # monotonic: an outage (the database locked) skips waiting until then
         self._outage: MemoryStore | None = None
         self.outages = 0
@@ -599,45 +597,25 @@ class SQLiteStore(Store):
         future.add_done_callback(self._checkpoint_done)
 
     def _checkpoint_due(self) -> bool:
-        """After a commit: whether it is time to checkpoint, every :data:`_CHECKPOINT_EVERY` commits, every
-        quarter of :data:`WAL_LIMIT_BYTES` this store wrote (large cached answers fill the WAL in far fewer
-        commits), or when a commit that wrote an answer finds the WAL past the limit (other processes wrote
-        it). The count restarts when a checkpoint is due."""
+        """After a commit (a page at least): every 200 commits, 4 MiB written, or the WAL past the limit."""
         with self._lock:
-            self._wal_bytes += _COMMIT_BYTES
-            over, self._wal_over = self._wal_over, False
-            if next(self._commits) % _CHECKPOINT_EVERY and self._wal_bytes < WAL_LIMIT_BYTES // 4 and not over:
-                return False
-            self._wal_bytes = 0
-            return True
-
-    def _written(self, size: int) -> None:
-        """A transaction of this store wrote ``size`` bytes of cached answer (counted towards a checkpoint);
-        a large one also looks at the WAL's size."""
-        over = size >= _LOOK_AT_WAL_BYTES and self._wal_size() > WAL_LIMIT_BYTES
-        with self._lock:
-            self._wal_bytes += size
-            self._wal_over = self._wal_over or over
+            self._wal_bytes += 4096
+            due = next(self._commits) % _CHECKPOINT_EVERY == 0 or self._wal_bytes >= WAL_LIMIT_BYTES // 4
+            self._wal_bytes = 0 if due else self._wal_bytes
+            return due
 
     def _wal_size(self) -> int:
-        try:
+        with contextlib.suppress(OSError):
             return os.stat(f"{self.path}-wal").st_size
-        except OSError:
-            return 0
+        return 0
 
     def _checkpoint(self) -> None:
         conn = self._connect()
         conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-        if self._wal_size() <= WAL_LIMIT_BYTES:
-            return
-        # readers kept it from restarting, or another process's checkpoint was running (SQLite then answers
-        # busy at once, whatever busy_timeout says): wait for them, up to the store timeout, and truncate.
-        # This process's decisions and records wait behind this on the worker: writers that outpace the
-        # checkpoints are held back instead of growing the WAL without bound.
+        # past the limit (readers or another process's checkpoint kept it): TRUNCATE, retried up to the timeout
         end = time.monotonic() + self.busy_timeout_ms / 1000
-        while True:
-            busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
-            if not busy or time.monotonic() >= end or self._wal_size() <= WAL_LIMIT_BYTES:
+        while self._wal_size() > WAL_LIMIT_BYTES:
+            if not conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0] or time.monotonic() >= end:
                 return
             time.sleep(0.005)
 
@@ -696,7 +674,9 @@ class SQLiteStore(Store):
                 blob = encode_answer(record.answer)
                 conn.execute("INSERT OR REPLACE INTO cache (key, expires, value) VALUES (?, ?, ?)",
                              (key, now + record.ttl_s, blob))
-                self._written(len(blob))
+                over = len(blob) >= 65536 and self._wal_size() > WAL_LIMIT_BYTES  # a stat
+                with self._lock:  # counted towards a checkpoint (past the limit: one now)
+                    self._wal_bytes = WAL_LIMIT_BYTES if over else self._wal_bytes + len(blob)
             if record.release_fill:
                 conn.execute("DELETE FROM fills WHERE key = ?", (key,))
         if record.latency_ms is not None and provider:
