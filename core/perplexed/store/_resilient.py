@@ -305,6 +305,7 @@ class ResilientStore(Store):
             self._local = None
             self._turns_slot, self._turns_start, self._back_clock = self._outage_slot, self._down_clock, self.clock()
             self._outage_slot = None
+            self._next_claim = 0.0  # lease the slot again at once (a restarted server has forgotten the leases)
             # the calls admitted in-process go to the shared windows before this process's next admissions
             self._replay = {p: (w, list(times)) for p, (w, times) in self._outage_calls.items()}
             self._outage_calls = {}

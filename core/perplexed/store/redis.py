@@ -132,6 +132,7 @@ class _RedisBackend(Store):
         self._member_prefix = os.urandom(6).hex()
         self._p95: dict[str, tuple[float, float | None]] = {}
         self._record_loaded = not cluster  # standalone: every new connection loads the scripts first
+        self._slots: dict[str, int] = {}  # the fleet slot this process's member held last (claim_slot)
 
     # -- connections: one client per event loop, closed with it -------------------------------------------------
 
@@ -219,7 +220,10 @@ class _RedisBackend(Store):
         """Keep (or take) one of the fleet's ``fleet_size`` slots for ``lease_ms``: its index, or None when
         every slot is another member's. The slot orders this member's turns while the store is down."""
         keys = [f"{self.prefix}{{fleet}}:slot:{i}" for i in range(fleet_size)]
-        index = int(await self._eval(CLAIM_SLOT, keys, [token, str(lease_ms)]))
+        last = self._slots.get(token)  # taken back first after a restart: no two members on one index meanwhile
+        index = int(await self._eval(CLAIM_SLOT, keys, [token, str(lease_ms), "" if last is None else str(last)]))
+        if index >= 0:
+            self._slots = {token: index}
         return index if index >= 0 else None
 
     async def replay_window(self, provider: str, window_s: float, stamps: Sequence[float]) -> None:
