@@ -29,7 +29,7 @@ async def test_members_take_back_their_own_slots_after_the_server_forgot_them(
     try:
         backends: list[Any] = [store._remote for store in stores]  # type: ignore[attr-defined]
         tokens = [f"member-{i}" for i in range(3)]
-        assert [await b.claim_slot(t, 3, 60_000) for b, t in zip(backends, tokens)] == [0, 1, 2]
+        assert [await b.claim_slot(t, 3, 60_000) for b, t in zip(backends, tokens, strict=True)] == [0, 1, 2]
         client = redis.Redis.from_url(valkey.url)
         client.delete(*[f"{redis_prefix}{{fleet}}:slot:{i}" for i in range(3)])  # a restarted server: no leases
         client.close()
