@@ -171,8 +171,10 @@ class ResilientStore(Store):
             if probing and changes_state and self._probe is not None:  # only a successful write ends an outage
                 await self._call(self._probe, self._timeout_s, True)
                 self._recovered()
-            result = await (self._kept(make, timeout_s, late) if bounded and late is not None
-                            else self._call(make, timeout_s, bounded))
+            if bounded and late is not None:  # an admission: never lost between the reservation and the call
+                result = await (self._kept(make, timeout_s, late) if self._abandon else self._timed(make, timeout_s))
+            else:
+                result = await self._call(make, timeout_s, bounded)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # anything the store does wrong: degrade, never raise
@@ -214,12 +216,44 @@ class ResilientStore(Store):
             raise TimeoutError
         return task.result()
 
+    async def _timed(self, make: Callable[[], Awaitable[T]], timeout_s: float) -> T:
+        """``await make()`` within the store timeout (like ``asyncio.timeout``), for an admission on a client that
+        honours cancellation at once (the standalone one, which gives back what an admission took when its
+        caller stopped waiting: see ``_RedisBackend._eval_admit``). A timer the event loop fires late (it was
+        busy: CPU-bound work of another search) gives the store one more timeout: the reply may be in already,
+        and that delay was the loop's, not the store's."""
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+        cancelling = task.cancelling()
+        deadline = loop.time() + timeout_s
+        timers: list[asyncio.TimerHandle] = []  # the timer, then (at most) its one extension
+        expired = False
+
+        def expire() -> None:
+            nonlocal expired
+            if len(timers) == 1 and loop.time() - deadline > min(timeout_s / 4, _LAG_S):
+                timers.append(loop.call_later(timeout_s, expire))
+                return
+            expired = True
+            task.cancel()
+
+        timers.append(loop.call_at(deadline, expire))
+        try:
+            return await make()
+        except asyncio.CancelledError:
+            if expired and task.uncancel() <= cancelling:
+                raise TimeoutError from None
+            raise
+        finally:
+            timers[-1].cancel()
+
     async def _kept(self, make: Callable[[], Awaitable[T]], timeout_s: float,
                     late: Callable[[asyncio.Future[T]], None]) -> T:
-        """``await make()`` within the store timeout, for a call that takes something (an admission): it runs
-        as its own task and is never cancelled midway. A reply that arrived in time is used even when the
-        event loop was busy (another search's CPU-bound work) until after the timer fired; a call the caller
-        stopped waiting for (the timeout, or the caller's own cancellation) goes on, and ``late`` gets its
+        """``await make()`` within the store timeout, for an admission on a client that cannot be cancelled
+        midway (the cluster's, ``abandon=True``): it runs as its own task and is never cancelled. A reply that
+        came in time is used even when the loop woke this wait late (as :meth:`_timed`); an admission the
+        caller stopped waiting for (the timeout, or its own cancellation) goes on, and ``late`` gets its
         outcome (it gives back what the admission took: no rate-limit slot, trial lease, fill claim or spend
         reservation is held for a call that will not be made)."""
         loop = asyncio.get_running_loop()
@@ -227,11 +261,7 @@ class ResilientStore(Store):
         try:
             deadline = loop.time() + timeout_s
             done, _ = await asyncio.wait((task,), timeout=timeout_s)
-            lag = loop.time() - deadline
-            if not done and lag > min(timeout_s / 4, _LAG_S):
-                # the event loop woke this wait late: it was busy (CPU-bound work of another search) while the
-                # reply may well have been on its way or already in: that is the loop's delay, not the
-                # store's, so the store gets one more timeout to answer (bounded: at most twice in all)
+            if not done and loop.time() - deadline > min(timeout_s / 4, _LAG_S):
                 done, _ = await asyncio.wait((task,), timeout=timeout_s)
         except asyncio.CancelledError:
             task.add_done_callback(late)

@@ -450,6 +450,17 @@ class RespClient:
     async def execute_command(self, *args: Any) -> Any:
         return await self._send(await self._connection(), args)
 
+    async def send_future(self, *args: Any) -> asyncio.Future[Any]:
+        """Send a command now and return its reply's future (the caller awaits it, shielded: a caller that
+        stops waiting can still read the reply when it comes)."""
+        proto = await self._connection()
+        if proto.closed or proto.transport is None:
+            raise ConnectionError("connection to the store closed")
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        proto.pending.append(future)
+        proto.write(_encode(args), now=True)
+        return future
+
     async def scan_iter(self, match: str, count: int = 500) -> AsyncIterator[bytes]:
         cursor: Any = b"0"
         while True:

@@ -133,6 +133,7 @@ class _RedisBackend(Store):
         self._p95: dict[str, tuple[float, float | None]] = {}
         self._record_loaded = not cluster  # standalone: every new connection loads the scripts first
         self._slots: dict[str, int] = {}  # the fleet slot this process's member held last (claim_slot)
+        self._releases: set[asyncio.Task[None]] = set()  # admissions given back (their callers stopped waiting)
 
     # -- connections: one client per event loop, closed with it -------------------------------------------------
 
@@ -281,7 +282,7 @@ class _RedisBackend(Store):
             args += [_f(w), _nano(usd)]
         if spend_here:
             keys += self._spend_keys
-        reply = await self._eval(ADMIT, keys, args)
+        reply = await self._eval_admit(request, keys, args, member if limit > 0 else "")
         verdict = reply[0].decode()
         if verdict == "call":
             ticket = reply[2].decode() or None
@@ -307,6 +308,46 @@ class _RedisBackend(Store):
         if verdict == "over_budget":
             return Decision("over_budget")
         raise RuntimeError(f"unexpected admit reply {verdict!r}")  # pragma: no cover
+
+    async def _eval_admit(self, request: Admission, keys: list[str], args: list[str], member: str) -> Any:
+        """The ADMIT script. On the standalone client, a caller that stops waiting for the reply (the store
+        timeout, a cancelled search) leaves it to be read when it comes: what it took is then given back."""
+        entry = self._entry()
+        client = entry.client
+        if self.cluster:  # (the resilient layer runs a cluster admission as a task it never cancels)
+            return await self._eval(ADMIT, keys, args)
+        future = await client.send_future("EVALSHA", ADMIT.sha, len(keys), *keys, *args)
+        try:
+            reply = await asyncio.shield(future)
+        except NoScript:  # a restarted or flushed server: EVAL sends the source (and caches it)
+            reply = await client.execute_command("EVAL", ADMIT.source, len(keys), *keys, *args)
+        except asyncio.CancelledError:
+            future.add_done_callback(lambda done: self._late_admit(done, request, member))
+            raise
+        entry.answered = True
+        return reply
+
+    def _late_admit(self, done: asyncio.Future[Any], request: Admission, member: str) -> None:
+        """The reply to an admission nobody waits for any more: a ``call`` is given back."""
+        if done.cancelled() or done.exception() is not None:
+            return
+        reply = done.result()
+        if not reply or reply[0] != b"call":
+            return
+        ticket = reply[2].decode() or None
+        if member:
+            ticket = f"{ticket or ''}{_MEMBER_SEP}{member}"
+        decision = Decision("call", ticket=ticket, trial=reply[3] == b"1", fill_claimed=reply[4] == b"1")
+        task = asyncio.get_running_loop().create_task(self._release_quietly(request, decision))
+        self._releases.add(task)
+        task.add_done_callback(self._releases.discard)
+
+    async def _release_quietly(self, request: Admission, decision: Decision) -> None:
+        try:
+            async with asyncio.timeout(max(self._timeout_s, 1.0)):
+                await self.release(request, decision)
+        except Exception:  # best effort: a slot not given back leaves the window on its own
+            pass
 
     async def release(self, request: Admission, decision: Decision) -> None:
         """Give back what the admission of ``request`` took (``decision``, a ``call``) when its caller stopped
