@@ -66,7 +66,7 @@ from ._redis_lua import (
     Script,
 )
 from ._resilient import ResilientStore
-from ._resp import SSL_OPTIONS, NoScript, RespClient, ssl_context, tls_version
+from ._resp import LATE_REPLY, SSL_OPTIONS, NoScript, RespClient, ssl_context, tls_version
 
 __all__ = ["DEFAULT_CONNECT_TIMEOUT_S", "DEFAULT_PREFIX", "DEFAULT_TIMEOUT_MS", "MAX_CACHE_BYTES", "RedisStore"]
 
@@ -316,14 +316,13 @@ class _RedisBackend(Store):
         client = entry.client
         if self.cluster:  # (the resilient layer runs a cluster admission as a task it never cancels)
             return await self._eval(ADMIT, keys, args)
-        future = await client.send_future("EVALSHA", ADMIT.sha, len(keys), *keys, *args)
+        token = LATE_REPLY.set(lambda done: self._late_admit(done, request, member))
         try:
-            reply = await asyncio.shield(future)
+            reply = await client.execute_command("EVALSHA", ADMIT.sha, len(keys), *keys, *args)
         except NoScript:  # a restarted or flushed server: EVAL sends the source (and caches it)
             reply = await client.execute_command("EVAL", ADMIT.source, len(keys), *keys, *args)
-        except asyncio.CancelledError:
-            future.add_done_callback(lambda done: self._late_admit(done, request, member))
-            raise
+        finally:
+            LATE_REPLY.reset(token)
         entry.answered = True
         return reply
 
