@@ -112,6 +112,32 @@ async def test_the_wal_stays_bounded_under_sustained_writes(
     await reader.aclose()
 
 
+async def test_the_wal_stays_bounded_when_large_answers_are_cached(tmp_path: Path) -> None:
+    # issue 40 #15: the WAL reached 59.8 MB (the limit: 16 MiB) when cached answers were large: a checkpoint
+    # came only every 200 commits, whatever they wrote. At the real scale: 120 answers of 400 KB (48 MB).
+    path = tmp_path / "state.db"
+    store = SQLiteStore(path)
+    reader = SQLiteStore(path)  # another connection reading now and then
+    largest = 0
+    try:
+        for i in range(120):
+            big = CachedAnswer([Hit(id=1, url=f"https://example.com/{i}", snippet=f"{i:04d}" * 100_000)])
+            record = Record("p", "p", cache_key=f"k{i}", answer=big, ttl_s=60)
+            # queued, then folded into the next decision on this thread (or applied by the worker): the inline
+            # connections never checkpoint (the worker's own would, every 1000 pages, but it writes nothing here)
+            await store.admit(Admission("p", "p", rate_limit=(10_000, 1.0)))
+            assert store.record_soon(record)
+            if i % 10 == 0:
+                await reader.admit(Admission("p", "p", cache_key=f"k{i}"))
+            await asyncio.sleep(0)
+            largest = max(largest, os.stat(f"{path}-wal").st_size)
+        # the limit, and what one checkpoint period adds at most (a quarter of it, and one answer)
+        assert largest <= WAL_LIMIT_BYTES + WAL_LIMIT_BYTES // 4 + 500_000, largest
+    finally:
+        await store.aclose()
+        await reader.aclose()
+
+
 def test_threads_that_ended_leave_no_inline_connections(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "state.db")
     asyncio.run(store.admit(Admission("p", "p", rate_limit=(100000, 1.0))))
@@ -148,3 +174,48 @@ async def test_a_decision_given_up_in_an_outage_takes_nothing(tmp_path: Path) ->
     assert decision.verdict == "call"  # the one slot of the minute was not taken by the given-up decision
     assert await store.spend(3600.0) == {"p": 0.5}  # one reservation, not two
     await store.aclose()
+
+
+def _write_answers(path: str, me: int, count: int) -> None:
+    """One process of the test below: searches whose large answers are cached (folded into its decisions)."""
+    async def run() -> None:
+        store = SQLiteStore(path)
+        for i in range(count):
+            big = CachedAnswer([Hit(id=1, url=f"https://example.com/{me}/{i}", snippet=f"{i:04d}" * 100_000)])
+            await store.admit(Admission("p", "p", rate_limit=(100_000, 1.0)))
+            store.record_soon(Record("p", "p", cache_key=f"k{me}-{i}", answer=big, ttl_s=60))
+            await asyncio.sleep(0)
+        await store.aclose()
+
+    asyncio.run(run())
+    os._exit(0)
+
+
+def test_the_wal_stays_bounded_with_several_processes_writing_large_answers(tmp_path: Path) -> None:
+    # issue 40 #15: with several processes, one's checkpoint is refused at once while another's runs, and the
+    # WAL kept growing (4 processes: ~55 MB, 8: ~170 MB). Now a commit that finds the WAL past the limit
+    # checkpoints, and a checkpoint past the limit waits (up to the store timeout) to truncate it.
+    import multiprocessing
+
+    path = tmp_path / "state.db"
+    asyncio.run(SQLiteStore(path).admit(Admission("p", "p")))  # the schema exists
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=_write_answers, args=(str(path), me, 50), daemon=True) for me in range(4)]
+    for proc in procs:
+        proc.start()
+    largest = 0
+    end = time.monotonic() + 60
+    try:
+        while any(proc.is_alive() for proc in procs):
+            assert time.monotonic() < end, "the writers did not finish in time"
+            try:
+                largest = max(largest, os.stat(f"{path}-wal").st_size)
+            except OSError:
+                pass
+            time.sleep(0.002)
+    finally:
+        for proc in procs:
+            proc.kill()
+    assert [proc.exitcode for proc in procs] == [0] * 4
+    # 80 MB written; the limit and a few answers in flight at most
+    assert largest <= WAL_LIMIT_BYTES + 8 * 400_000, largest

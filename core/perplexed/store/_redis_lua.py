@@ -384,10 +384,15 @@ return {'gone'}
 """)
 
 CLAIM_SLOT = _script("claim_slot", r"""
--- KEYS: the fleet's slot keys (one hash tag); ARGV: 1 token 2 lease ms -> the slot held (0-based), or -1
--- a member keeps (and extends) the slot it holds, else takes a free one: no two members hold the same slot
+-- KEYS: the fleet's slot keys (one hash tag); ARGV: 1 token 2 lease ms 3 the slot it held last (0-based, or
+-- '') -> the slot held (0-based), or -1. A member keeps (and extends) the slot it holds, else takes back the
+-- one it held (a restarted server forgot the leases) if free, else a free one: no two members hold one slot
 for i = 1, #KEYS do
   if redis.call('GET', KEYS[i]) == ARGV[1] then redis.call('PEXPIRE', KEYS[i], ARGV[2]); return i - 1 end
+end
+local last = tonumber(ARGV[3] or '')
+if last ~= nil and last >= 0 and last < #KEYS and redis.call('SET', KEYS[last + 1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return last
 end
 for i = 1, #KEYS do
   if redis.call('SET', KEYS[i], ARGV[1], 'NX', 'PX', ARGV[2]) then return i - 1 end

@@ -69,6 +69,9 @@ SLOT_LEASE_S: Final = 30.0
 SLOT_RENEW_S: Final = 10.0
 """A member renews its slot at most this often, with a rate-limited admission."""
 
+_LAG_S: Final = 0.005
+"""An admission's wait woken this late (or a quarter of the store timeout) was held up by the event loop."""
+
 _HISTORY_PROVIDERS: Final = 10_000
 _HISTORY_MAX: Final = 10_000
 
@@ -150,7 +153,8 @@ class ResilientStore(Store):
         return self._down_since is None
 
     async def _remote_call(self, make: Callable[[], Awaitable[T]], *, changes_state: bool,
-                           bounded: bool = True) -> T | _Skip:
+                           bounded: bool = True, late: Callable[[asyncio.Future[T]], None] | None = None,
+                           ) -> T | _Skip:
         probing = False
         if self._down_since is not None:
             with self._lock:
@@ -167,7 +171,10 @@ class ResilientStore(Store):
             if probing and changes_state and self._probe is not None:  # only a successful write ends an outage
                 await self._call(self._probe, self._timeout_s, True)
                 self._recovered()
-            result = await self._call(make, timeout_s, bounded)
+            if bounded and late is not None:  # an admission: never lost between the reservation and the call
+                result = await (self._kept(make, timeout_s, late) if self._abandon else self._timed(make, timeout_s))
+            else:
+                result = await self._call(make, timeout_s, bounded)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # anything the store does wrong: degrade, never raise
@@ -209,6 +216,87 @@ class ResilientStore(Store):
             raise TimeoutError
         return task.result()
 
+    async def _timed(self, make: Callable[[], Awaitable[T]], timeout_s: float) -> T:
+        """``await make()`` within the store timeout (like ``asyncio.timeout``), for an admission on a client that
+        honours cancellation at once (the standalone one, which gives back what an admission took when its
+        caller stopped waiting: see ``_RedisBackend._eval_admit``). A timer the event loop fires late (it was
+        busy: CPU-bound work of another search) gives the store one more timeout: the reply may be in already,
+        and that delay was the loop's, not the store's."""
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+        cancelling = task.cancelling()
+        deadline = loop.time() + timeout_s
+        timers: list[asyncio.TimerHandle] = []  # the timer, then (at most) its one extension
+        expired = False
+
+        def expire() -> None:
+            nonlocal expired
+            if len(timers) == 1 and loop.time() - deadline > min(timeout_s / 4, _LAG_S):
+                timers.append(loop.call_later(timeout_s, expire))
+                return
+            expired = True
+            task.cancel()
+
+        timers.append(loop.call_at(deadline, expire))
+        try:
+            return await make()
+        except asyncio.CancelledError:
+            if expired and task.uncancel() <= cancelling:
+                raise TimeoutError from None
+            raise
+        finally:
+            timers[-1].cancel()
+
+    async def _kept(self, make: Callable[[], Awaitable[T]], timeout_s: float,
+                    late: Callable[[asyncio.Future[T]], None]) -> T:
+        """``await make()`` within the store timeout, for an admission on a client that cannot be cancelled
+        midway (the cluster's, ``abandon=True``): it runs as its own task and is never cancelled. A reply that
+        came in time is used even when the loop woke this wait late (as :meth:`_timed`); an admission the
+        caller stopped waiting for (the timeout, or its own cancellation) goes on, and ``late`` gets its
+        outcome (it gives back what the admission took: no rate-limit slot, trial lease, fill claim or spend
+        reservation is held for a call that will not be made)."""
+        loop = asyncio.get_running_loop()
+        task = asyncio.ensure_future(make())
+        try:
+            deadline = loop.time() + timeout_s
+            done, _ = await asyncio.wait((task,), timeout=timeout_s)
+            if not done and loop.time() - deadline > min(timeout_s / 4, _LAG_S):
+                done, _ = await asyncio.wait((task,), timeout=timeout_s)
+        except asyncio.CancelledError:
+            task.add_done_callback(late)
+            raise
+        if not done:
+            task.add_done_callback(late)
+            raise TimeoutError
+        return task.result()
+
+    def _release_late(self, request: Admission) -> Callable[[asyncio.Future[Decision]], None]:
+        """The callback for an admission nobody waits for any more: what it took is given back."""
+        def done(task: asyncio.Future[Decision]) -> None:
+            if task.cancelled() or task.exception() is not None:
+                return
+            decision = task.result()
+            release = getattr(self._remote, "release", None)
+            if decision.verdict != "call" or release is None:
+                return
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # pragma: no cover - the loop is gone: the slot expires with its window
+                return
+            background = loop.create_task(self._give_back_late(release, request, decision))
+            self._background.add(background)
+            background.add_done_callback(self._background.discard)
+        return done
+
+    async def _give_back_late(self, release: Callable[[Admission, Decision], Awaitable[None]], request: Admission,
+                              decision: Decision) -> None:
+        try:
+            async with asyncio.timeout(max(self._timeout_s, 1.0)):
+                await release(request, decision)
+        except Exception:  # best effort: a slot not given back leaves the window on its own
+            logger.debug("giving back an abandoned %s admission failed", self.kind, exc_info=True)
+
     def _failed(self, exc: BaseException) -> None:
         if isinstance(exc, TimeoutError):
             error = f"TimeoutError: no answer within {self._timeout_s * 1000:g} ms"
@@ -247,6 +335,7 @@ class ResilientStore(Store):
             self._local = None
             self._turns_slot, self._turns_start, self._back_clock = self._outage_slot, self._down_clock, self.clock()
             self._outage_slot = None
+            self._next_claim = 0.0  # lease the slot again at once (a restarted server has forgotten the leases)
             # the calls admitted in-process go to the shared windows before this process's next admissions
             self._replay = {p: (w, list(times)) for p, (w, times) in self._outage_calls.items()}
             self._outage_calls = {}
@@ -264,7 +353,8 @@ class ResilientStore(Store):
     # -- the two decisions ----------------------------------------------------------------------------------
 
     async def admit(self, request: Admission) -> Decision:
-        result = await self._remote_call(lambda: self._admit_remote(request), changes_state=True)
+        result = await self._remote_call(lambda: self._admit_remote(request), changes_state=True,
+                                         late=self._release_late(request))
         if not isinstance(result, _Skip):
             if request.rate_limit is not None and result.verdict == "call":
                 self._remember(request.provider, request.rate_limit[0])

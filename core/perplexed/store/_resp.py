@@ -34,13 +34,15 @@ import collections
 import contextlib
 import socket
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from contextvars import ContextVar
 from typing import Any, Final
 
 from .._errors import StoreError, StoreProtocolError, StoreScriptMissing
 
 __all__ = [
     "CLOSE_ON",
+    "LATE_REPLY",
     "MAX_DEPTH",
     "MAX_ELEMENTS",
     "MAX_LINE",
@@ -68,6 +70,9 @@ MAX_LINE: Final = 64 * 1024
 """The longest header / simple-string / error line accepted."""
 MAX_PENDING: Final = 100_000
 """Commands waiting for replies on one connection before it is given up as stuck."""
+LATE_REPLY: ContextVar[Callable[[asyncio.Future[Any]], None] | None] = ContextVar("perplexed_late_reply", default=None)
+"""Set around a command whose caller wants its reply even after it stopped waiting (an admission: what it took
+is given back): called with the reply's future when the reply comes."""
 CLOSE_ON: Final = ("READONLY", "LOADING", "MASTERDOWN")
 """Error replies after which the connection is closed (the next command connects again)."""
 
@@ -362,6 +367,7 @@ class RespClient:
         raise error
 
     async def _connect(self) -> _Protocol:
+        LATE_REPLY.set(None)  # (this task's own context: AUTH and SELECT are not the caller's command)
         async with asyncio.timeout(self._connect_timeout_s):
             return await self._connect_now()
 
@@ -431,7 +437,15 @@ class RespClient:
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         proto.pending.append(future)
         proto.write(_encode(args), now=True)
-        value = await future  # a caller giving up leaves the future in place: its reply is dropped in order
+        late = LATE_REPLY.get()
+        if late is None:
+            value = await future  # a caller giving up leaves the future in place: its reply is dropped in order
+        else:  # the caller wants a reply it stopped waiting for (LATE_REPLY)
+            try:
+                value = await asyncio.shield(future)
+            except asyncio.CancelledError:
+                future.add_done_callback(late)
+                raise
         self.answered = True
         return value
 

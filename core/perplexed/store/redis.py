@@ -67,7 +67,7 @@ from ._redis_lua import (
     Script,
 )
 from ._resilient import ResilientStore
-from ._resp import SSL_OPTIONS, NoScript, RespClient, ssl_context, tls_version
+from ._resp import LATE_REPLY, SSL_OPTIONS, NoScript, RespClient, ssl_context, tls_version
 
 __all__ = ["DEFAULT_CONNECT_TIMEOUT_S", "DEFAULT_PREFIX", "DEFAULT_TIMEOUT_MS", "MAX_CACHE_BYTES", "RedisStore"]
 
@@ -133,6 +133,8 @@ class _RedisBackend(Store):
         self._member_prefix = os.urandom(6).hex()
         self._p95: dict[str, tuple[float, float | None]] = {}
         self._record_loaded = not cluster  # standalone: every new connection loads the scripts first
+        self._slots: dict[str, int] = {}  # the fleet slot this process's member held last (claim_slot)
+        self._releases: set[asyncio.Task[None]] = set()  # admissions given back (their callers stopped waiting)
 
     # -- connections: one client per event loop, closed with it -------------------------------------------------
 
@@ -220,7 +222,10 @@ class _RedisBackend(Store):
         """Keep (or take) one of the fleet's ``fleet_size`` slots for ``lease_ms``: its index, or None when
         every slot is another member's. The slot orders this member's turns while the store is down."""
         keys = [f"{self.prefix}{{fleet}}:slot:{i}" for i in range(fleet_size)]
-        index = int(await self._eval(CLAIM_SLOT, keys, [token, str(lease_ms)]))
+        last = self._slots.get(token)  # taken back first after a restart: no two members on one index meanwhile
+        index = int(await self._eval(CLAIM_SLOT, keys, [token, str(lease_ms), "" if last is None else str(last)]))
+        if index >= 0:
+            self._slots = {token: index}
         return index if index >= 0 else None
 
     async def replay_window(self, provider: str, window_s: float, stamps: Sequence[float]) -> None:
@@ -278,7 +283,7 @@ class _RedisBackend(Store):
             args += [_f(w), _nano(usd)]
         if spend_here:
             keys += self._spend_keys
-        reply = await self._eval(ADMIT, keys, args)
+        reply = await self._eval_admit(request, keys, args, member if limit > 0 else "")
         verdict = reply[0].decode()
         if verdict == "call":
             ticket = reply[2].decode() or None
@@ -304,6 +309,59 @@ class _RedisBackend(Store):
         if verdict == "over_budget":
             return Decision("over_budget")
         raise RuntimeError(f"unexpected admit reply {verdict!r}")  # pragma: no cover
+
+    async def _eval_admit(self, request: Admission, keys: list[str], args: list[str], member: str) -> Any:
+        """The ADMIT script. On the standalone client, a caller that stops waiting for the reply (the store
+        timeout, a cancelled search) leaves it to be read when it comes: what it took is then given back."""
+        entry = self._entry()
+        client = entry.client
+        if self.cluster:  # (the resilient layer runs a cluster admission as a task it never cancels)
+            return await self._eval(ADMIT, keys, args)
+        token = LATE_REPLY.set(lambda done: self._late_admit(done, request, member))
+        try:
+            reply = await client.execute_command("EVALSHA", ADMIT.sha, len(keys), *keys, *args)
+        except NoScript:  # a restarted or flushed server: EVAL sends the source (and caches it)
+            reply = await client.execute_command("EVAL", ADMIT.source, len(keys), *keys, *args)
+        finally:
+            LATE_REPLY.reset(token)
+        entry.answered = True
+        return reply
+
+    def _late_admit(self, done: asyncio.Future[Any], request: Admission, member: str) -> None:
+        """The reply to an admission nobody waits for any more: a ``call`` is given back."""
+        if done.cancelled() or done.exception() is not None:
+            return
+        reply = done.result()
+        if not reply or reply[0] != b"call":
+            return
+        ticket = reply[2].decode() or None
+        if member:
+            ticket = f"{ticket or ''}{_MEMBER_SEP}{member}"
+        decision = Decision("call", ticket=ticket, trial=reply[3] == b"1", fill_claimed=reply[4] == b"1")
+        task = asyncio.get_running_loop().create_task(self._release_quietly(request, decision))
+        self._releases.add(task)
+        task.add_done_callback(self._releases.discard)
+
+    async def _release_quietly(self, request: Admission, decision: Decision) -> None:
+        try:
+            async with asyncio.timeout(max(self._timeout_s, 1.0)):
+                await self.release(request, decision)
+        except Exception:  # best effort: a slot not given back leaves the window on its own
+            pass
+
+    async def release(self, request: Admission, decision: Decision) -> None:
+        """Give back what the admission of ``request`` took (``decision``, a ``call``) when its caller stopped
+        waiting for the answer (the store timeout, a cancelled search): its rate-limit slot, trial lease and fill
+        claim, and its spend reservation (settled at 0). The call it admitted is not made."""
+        spend_ticket, member = decision.ticket, ""
+        if spend_ticket is not None and _MEMBER_SEP in spend_ticket:
+            spend_ticket, _, member = spend_ticket.partition(_MEMBER_SEP)
+        if member or decision.trial or decision.fill_claimed:
+            keys = self._provider_keys(request.provider, request.cache_key, "w")
+            await self._eval(UNDO, [keys[1], keys[2], keys[3]],
+                             [member, "1" if decision.trial else "0", "1" if decision.fill_claimed else "0"])
+        if spend_ticket:
+            await self.record(Record(provider="", label=request.label, ticket=spend_ticket, cost=0.0))
 
     def _record_commands(self, record: Record) -> list[tuple[list[str], list[str | bytes]]]:
         """The RECORD script calls (keys, args) that apply ``record``: none, one, or (cluster) two."""

@@ -8,10 +8,10 @@ store's one worker thread, which waits for the lock and also checkpoints the WAL
 on every thread). A search waiting on the database never
 delays other coroutines by more than one such transaction.
 
-Bounded: the WAL is checkpointed by the worker every few hundred commits and truncated when it grows past
-:data:`WAL_LIMIT_BYTES` (``journal_size_limit`` too); a thread's inline connection is closed once that thread
-has ended. A database locked by another process (a ``BEGIN EXCLUSIVE`` held, a stuck writer) is a store
-*outage* bounded by ``busy_timeout_ms`` (the store timeout, default 1 s): the decision that waited that
+Bounded: the WAL is checkpointed by the worker every 200 commits or 4 MiB of answers, or once past
+:data:`WAL_LIMIT_BYTES`, then truncated (waiting up to the store timeout); a thread's inline connection is
+closed once that thread has ended. A database locked by another process (a ``BEGIN EXCLUSIVE`` held, a stuck
+writer) is a store *outage* bounded by ``busy_timeout_ms`` (the store timeout, 1 s): the decision that waited that
 long, and every decision for the next second, is made in-process without waiting: limits shared with other
 processes fail closed (a rate-limited provider is skipped ``rate_limited``, a paid provider under spend
 limits ``over_budget``), other providers are called (cool-downs on in-process state), the cache is not
@@ -22,6 +22,7 @@ an info log when a decision gets the lock again.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import os
 import sqlite3
@@ -175,6 +176,7 @@ class SQLiteStore(Store):
         self._inline_conns: list[sqlite3.Connection] = []
         self._inline_owner: dict[sqlite3.Connection, threading.Thread] = {}
         self._commits = itertools.count(1)  # write transactions on any thread: a checkpoint every few hundred
+        self._wal_bytes = 0  # what this store's commits wrote since its last checkpoint (about): one per 4 MiB
         self._locked_until = 0.0  # monotonic: an outage (the database locked) skips waiting until then
         self._outage: MemoryStore | None = None
         self.outages = 0
@@ -221,7 +223,7 @@ class SQLiteStore(Store):
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
-        if next(self._commits) % _CHECKPOINT_EVERY == 0:
+        if self._checkpoint_due():
             try:
                 self._checkpoint()
             except sqlite3.Error:  # best effort: the next one tries again
@@ -586,7 +588,7 @@ class SQLiteStore(Store):
         it is done, decisions and records go to the worker too (queued behind it): a checkpoint that had to
         wait for the write lock would otherwise never get it while this thread writes back to back, and the
         WAL would grow without bound."""
-        if next(self._commits) % _CHECKPOINT_EVERY:
+        if not self._checkpoint_due():
             return
         with self._lock:
             self._pending += 1
@@ -598,15 +600,28 @@ class SQLiteStore(Store):
             return
         future.add_done_callback(self._checkpoint_done)
 
+    def _checkpoint_due(self) -> bool:
+        """After a commit (a page at least): every 200 commits, 4 MiB written, or the WAL past the limit."""
+        with self._lock:
+            self._wal_bytes += 4096
+            due = next(self._commits) % _CHECKPOINT_EVERY == 0 or self._wal_bytes >= WAL_LIMIT_BYTES // 4
+            self._wal_bytes = 0 if due else self._wal_bytes
+            return due
+
+    def _wal_size(self) -> int:
+        with contextlib.suppress(OSError):
+            return os.stat(f"{self.path}-wal").st_size
+        return 0
+
     def _checkpoint(self) -> None:
         conn = self._connect()
         conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-        try:
-            size = os.stat(f"{self.path}-wal").st_size
-        except OSError:
-            return
-        if size > WAL_LIMIT_BYTES:  # readers kept it from restarting: wait (busy_timeout) for them and truncate
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        # past the limit (readers or another process's checkpoint kept it): TRUNCATE, retried up to the timeout
+        end = time.monotonic() + self.busy_timeout_ms / 1000
+        while self._wal_size() > WAL_LIMIT_BYTES:
+            if not conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0] or time.monotonic() >= end:
+                return
+            time.sleep(0.005)
 
     def _checkpoint_done(self, future: Any) -> None:
         with self._lock:
@@ -660,10 +675,12 @@ class SQLiteStore(Store):
         key = record.cache_key
         if key is not None:
             if record.answer is not None and record.ttl_s:
-                conn.execute(
-                    "INSERT OR REPLACE INTO cache (key, expires, value) VALUES (?, ?, ?)",
-                    (key, now + record.ttl_s, encode_answer(record.answer)),
-                )
+                blob = encode_answer(record.answer)
+                conn.execute("INSERT OR REPLACE INTO cache (key, expires, value) VALUES (?, ?, ?)",
+                             (key, now + record.ttl_s, blob))
+                over = len(blob) >= 65536 and self._wal_size() > WAL_LIMIT_BYTES  # a stat
+                with self._lock:  # counted towards a checkpoint (past the limit: one now)
+                    self._wal_bytes = WAL_LIMIT_BYTES if over else self._wal_bytes + len(blob)
             if record.release_fill:
                 conn.execute("DELETE FROM fills WHERE key = ?", (key,))
         if record.latency_ms is not None and provider:
