@@ -165,3 +165,16 @@ def __getattr__(name: str) -> Any:
     value = getattr(module, name)
     globals()[name] = value
     return value
+
+
+# --- usage ledger and tracing (issue 38): begin ---
+_LAZY.update({
+    "usage": "perplexed._usage",
+    "ausage": "perplexed._usage",
+    "UsageReport": "perplexed._usage",
+    "UsageRow": "perplexed._usage",
+    "SpendWindow": "perplexed._usage",
+    "Usage": "perplexed._models",
+})
+__all__ += ["SpendWindow", "Usage", "UsageReport", "UsageRow", "ausage", "usage"]
+# --- usage ledger and tracing (issue 38): end ---

@@ -83,6 +83,7 @@ FETCH_OPTION_NAMES = (
 _FETCH_NAMES = frozenset(FETCH_OPTION_NAMES)  # the hot path of search(): one set check
 #: options of how the fetch chain runs
 FETCH_CHAIN_NAMES = (
+    "tag",  # usage ledger (issue 38)
     "provider_timeout_ms",
     "deadline_ms",
     "fallback_on",

@@ -54,9 +54,13 @@ CHAIN_OPTION_NAMES = (
     "merge_providers",
     "min_hits",
     "accept",
+    # --- usage ledger (issue 38): begin ---
+    "tag",
+    # --- usage ledger (issue 38): end ---
 )
 """Options that shape how the chain runs; they never reach a provider and never change a cache key."""
 
+_TAG = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@-]{0,63}")  # usage ledger (issue 38): a call's tag
 _DOMAIN = re.compile(r"^[a-z0-9*]([a-z0-9\-.*]*[a-z0-9])?(/[^\s]*)?$")
 
 
@@ -194,6 +198,10 @@ class ChainOptions(BaseModel):
     merge_providers: int = Field(2, ge=1, le=20)
     min_hits: int | None = Field(None, ge=1, le=100)
     accept: Callable[..., Any] | None = None
+    # --- usage ledger (issue 38): begin ---
+    tag: str | None = None
+    """Who or what the call is for (a tenant, feature or user): recorded in the usage ledger."""
+    # --- usage ledger (issue 38): end ---
 
     @classmethod
     def build(cls, **options: Any) -> ChainOptions:
@@ -245,6 +253,13 @@ class ChainOptions(BaseModel):
         for key in ("merge_providers", "min_hits"):
             if key in values and (isinstance(values[key], bool) or not isinstance(values[key], int)):
                 raise InvalidRequest(f"{key} must be an integer, got {values[key]!r}", param=key)
+        # --- usage ledger (issue 38): begin ---
+        if "tag" in values:
+            tag = values["tag"]
+            if not isinstance(tag, str) or not _TAG.fullmatch(tag):
+                raise InvalidRequest(f"tag must be 1-64 letters, digits or '_.:@-' (starting with a letter or "
+                                     f"digit), got {tag!r}", param="tag")
+        # --- usage ledger (issue 38): end ---
         if "accept" in values and not callable(values["accept"]):
             raise InvalidRequest("accept must be a callable taking a Result", param="accept")
         if "fallback_on" in values:

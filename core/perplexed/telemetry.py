@@ -125,12 +125,18 @@ def _get_tracer() -> Any:
 _NO_SPAN: contextlib.AbstractContextManager[Any] = contextlib.nullcontext(None)
 
 
-def span(name: str, attributes: Mapping[str, Any] | None = None) -> contextlib.AbstractContextManager[Any]:
+def span(name: str, attributes: Mapping[str, Any] | None = None,
+         kind: str | None = None) -> contextlib.AbstractContextManager[Any]:
     """A context manager for an OpenTelemetry span named ``name``; entering it gives the span, or None
-    when tracing is off (no ``opentelemetry-api``, or no tracer provider installed)."""
+    when tracing is off (no ``opentelemetry-api``, or no tracer provider installed). ``kind``: ``"client"``
+    for a call to another service (default: internal)."""
     tracer = _get_tracer()
     if tracer is None:
         return _NO_SPAN
     clean = {k: v for k, v in (attributes or {}).items() if v is not None}
-    cm: contextlib.AbstractContextManager[Any] = tracer.start_as_current_span(name, attributes=clean)
+    if kind == "client":
+        cm: contextlib.AbstractContextManager[Any] = tracer.start_as_current_span(
+            name, attributes=clean, kind=_trace_api.SpanKind.CLIENT)
+        return cm
+    cm = tracer.start_as_current_span(name, attributes=clean)
     return cm

@@ -36,15 +36,16 @@ import secrets
 import threading
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import Any, Final, TypeVar
 
 from .. import telemetry
-from .._errors import redact
+from .._errors import StoreError, redact
 from .._logs import get_logger
 from .._policy import RateLimit, slot_admit
 from ._base import Admission, CachedAnswer, Decision, ProviderState, Record, Store
+from ._ledger import DEFAULT_RETENTION_S, UsageRecord
 from ._resp import ClientClosed, NoScript
 from .memory import MemoryStore
 
@@ -498,6 +499,25 @@ class ResilientStore(Store):
         if local is not None:
             await local.clear()
         await self._remote_call(self._remote.clear, changes_state=True, bounded=False)
+
+    # -- the usage ledger (issue 38): straight to the remote; during an outage its records are lost ----------
+
+    async def usage_add(self, records: Sequence[UsageRecord], keep_s: float = DEFAULT_RETENTION_S) -> None:
+        result = await self._remote_call(lambda: self._remote.usage_add(records, keep_s), changes_state=True)
+        if isinstance(result, _Skip):
+            raise StoreError(f"the {self.kind} store is unavailable: {len(records)} usage record(s) not kept")
+
+    async def usage_read(self, since: float, until: float) -> list[UsageRecord]:
+        result = await self._remote_call(lambda: self._remote.usage_read(since, until), changes_state=False,
+                                         bounded=False)
+        if isinstance(result, _Skip):
+            raise StoreError(f"the {self.kind} store is unavailable: the usage ledger cannot be read now")
+        return result
+
+    async def usage_trim(self, before: float) -> int:
+        result = await self._remote_call(lambda: self._remote.usage_trim(before), changes_state=True,
+                                         bounded=False)
+        return 0 if isinstance(result, _Skip) else result
 
     async def check(self) -> None:
         """The backend's own check (a write and a read), bounded by :data:`CHECK_TIMEOUT_S`: never the

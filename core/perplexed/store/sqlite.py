@@ -55,6 +55,7 @@ from ._base import (
     decode_answer,
     encode_answer,
 )
+from ._ledger_sql import SQLiteLedger
 from .memory import MemoryStore
 
 __all__ = ["SQLiteStore"]
@@ -146,7 +147,7 @@ def _locked(exc: BaseException) -> bool:
         isinstance(exc, sqlite3.OperationalError) and ("locked" in str(exc) or "busy" in str(exc)))
 
 
-class SQLiteStore(Store):
+class SQLiteStore(SQLiteLedger, Store):
     """State in the SQLite file ``path`` (created with its directory when missing), for every process on
     this machine that opens the same file. ``busy_timeout_ms`` (the store timeout, default 1 s) bounds how
     long a decision waits for another process's lock; past it the store is in an outage (module docstring)."""
