@@ -232,8 +232,9 @@ class Engine:
                     price = 0.0
         gov = self.gov
         try:
-            store = gov.store if gov is not None else _governance.current_store()
-            record = _usage.entry(_usage.operation_of(self.op.name), self.tag, attempt, price, store.clock())
+            store = gov.store if gov is not None else _usage.target()
+            now = store.clock() if store is not None else time.time()
+            record = _usage.entry(_usage.operation_of(self.op.name), self.tag, attempt, price, now)
         except Exception as exc:  # a store that cannot be opened: the search goes on
             _usage._failed(1, exc)
             return

@@ -15,6 +15,7 @@ import contextvars
 import csv
 import io
 import math
+import os
 import re
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -28,7 +29,7 @@ from ._errors import ConfigError, InvalidRequest
 from ._logs import get_logger
 from ._models import Attempt, Outcome
 from ._policy import SPEND_WINDOWS
-from .store._ledger import DEFAULT_RETENTION_S, UsageRecord
+from .store._ledger import DEFAULT_RETENTION_S, MemoryLedger, UsageRecord
 from .store.memory import MemoryStore
 
 __all__ = [
@@ -58,6 +59,9 @@ class _Settings:
 
 
 _settings = _Settings()
+_default_ledger = MemoryLedger()
+"""The ledger of the per-process default store (nothing configured): kept here, so a search with nothing
+configured still touches no store."""
 _operation: contextvars.ContextVar[str | None] = contextvars.ContextVar("perplexed_usage_operation", default=None)
 
 
@@ -93,6 +97,23 @@ def reset() -> None:
     """Forget the default tag and the retention (``perplexed.reset()``)."""
     _settings.tag, _settings.keep_s = None, DEFAULT_RETENTION_S
     _lost[0] = False
+    _default_ledger.clear()
+
+
+def target() -> Any:
+    """Where the plain chain's records go: the configured (or ``PERPLEXED_STORE``) store, else None = the
+    default in-process ledger (no store is created for it)."""
+    settings = _governance._settings
+    if settings.store is not None:
+        return settings.store
+    spec = os.environ.get(_governance.STORE_ENV, "")
+    if spec.strip() and spec.strip().lower() != "memory":
+        return _governance.current_store()
+    return None
+
+
+def _is_default(store: Any) -> bool:
+    return store is None or store is _governance._settings.default_store
 
 
 def default_tag() -> str | None:
@@ -164,6 +185,9 @@ async def write(store: Any, records: Sequence[UsageRecord]) -> None:
         return
     keep = _settings.keep_s
     try:
+        if _is_default(store):
+            _default_ledger.add(records, keep)
+            return
         if type(store) is MemoryStore:
             store._usage_ledger().add(records, keep)
             return
@@ -179,6 +203,9 @@ async def write(store: Any, records: Sequence[UsageRecord]) -> None:
 
 def write_now(store: Any, records: Sequence[UsageRecord]) -> None:
     """:func:`write` from synchronous code (the Agent API's record): in-process at once, else scheduled."""
+    if _is_default(store):
+        _default_ledger.add(records, _settings.keep_s)
+        return
     if type(store) is MemoryStore:
         try:
             store._usage_ledger().add(records, _settings.keep_s)
@@ -200,8 +227,9 @@ def write_now(store: Any, records: Sequence[UsageRecord]) -> None:
 def note_agent(cost: float, duration_ms: int, *, ok: bool, tag: str | None, provider: str) -> None:
     """The Agent API call of ``answer()`` as a ledger line (operation ``agent``). Never raises."""
     try:
-        store = _governance.current_store()
-        record = UsageRecord(store.clock(), "agent", provider, tag or _settings.tag or "",
+        store = target()
+        now = time.time() if store is None else store.clock()
+        record = UsageRecord(now, "agent", provider, tag or _settings.tag or "",
                              "ok" if ok else "error", "" if ok else "agent", cost > 0, cost,
                              "reported" if cost > 0 else "", float(duration_ms), False, 0.0)
         write_now(store, [record])
@@ -381,7 +409,7 @@ async def ausage(since: object = None, until: object = None, *, by: object = ("p
     start = parse_when(since, "since", now)
     end = parse_when(until, "until", now)
     start = now - _settings.keep_s if start is None else start
-    end = now + 1.0 if end is None else end
+    end = max(now + 1.0, start) if end is None else end
     if end < start:
         raise InvalidRequest("until is earlier than since", param="until")
     groups = _check_by(by)
@@ -391,7 +419,7 @@ async def ausage(since: object = None, until: object = None, *, by: object = ("p
         raise InvalidRequest(f"operation takes 'search', 'fetch', 'answer' or 'agent', got {operation!r}",
                              param="operation")
     await _drain()
-    records = await store.usage_read(start, end)
+    records = _default_ledger.read(start, end) if _is_default(store) else await store.usage_read(start, end)
     if tag is not None:
         records = [r for r in records if r.tag == tag]
     if operation is not None:
