@@ -149,6 +149,9 @@ class SearchConfig(KnownNames):
     accept: Callable[..., Any] | None = None
     """Quality gate: ``accept(result)`` returns True to accept, False or a reason string to reject."""
 
+    tag: str | None = None
+    """Usage ledger: who or what the calls are for (a tenant, feature or user); see docs/usage.md."""
+
     include_domains: list[str] | None = None
     """Only hits from these domains (``"nature.com"``, ``"*.gov"``, ``"example.com/docs"``)."""
 

@@ -12,7 +12,7 @@ from perplexed import AnswerPlan, Attempt, telemetry
 
 from ._events import AsyncAttemptEvents, AsyncRunManager, SyncAttemptEvents, SyncRunManager, has_handlers
 
-__all__ = ["arun_core", "run_core"]
+__all__ = ["arun_core", "call_id", "run_core"]
 
 T = TypeVar("T")
 
@@ -84,3 +84,9 @@ def _chain(
         second(attempt)
 
     return both
+
+
+def call_id(run_manager: Any) -> str | None:
+    """The LangChain run's id, for an ``execute_tool`` span's ``gen_ai.tool.call.id`` (None outside a run)."""
+    run_id = getattr(run_manager, "run_id", None)
+    return None if run_id is None else str(run_id)

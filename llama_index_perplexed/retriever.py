@@ -75,6 +75,7 @@ class PerplexedRetriever(BaseRetriever):
         merge_providers: int | None = None,
         min_hits: int | None = None,
         accept: Callable[[Result], bool | str | None] | None = None,
+        tag: str | None = None,
         include_domains: Sequence[str] | None = None,
         exclude_domains: Sequence[str] | None = None,
         recency: Literal["day", "week", "month", "year"] | None = None,

@@ -15,7 +15,7 @@ import perplexed
 from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
 from llama_index.core.tools.tool_spec.base import BaseToolSpec
 from llama_index.core.tools.utils import create_schema_from_function
-from perplexed import Answer, Hit, InvalidRequest, Result
+from perplexed import Answer, Hit, InvalidRequest, Result, telemetry
 from perplexed import aanswer as _aanswer
 from perplexed import answer as _answer
 from perplexed.citations import format_footnotes
@@ -144,6 +144,7 @@ class PerplexedToolSpec(BaseToolSpec):
         merge_providers: int | None = None,
         min_hits: int | None = None,
         accept: Callable[[Result], bool | str | None] | None = None,
+        tag: str | None = None,
         include_domains: Sequence[str] | None = None,
         exclude_domains: Sequence[str] | None = None,
         recency: Literal["day", "week", "month", "year"] | None = None,
@@ -188,9 +189,10 @@ class PerplexedToolSpec(BaseToolSpec):
         """Search the web for the query. Returns numbered results, each as "[n] title — url" followed by a
         snippet. Use it for recent events, facts you are not sure of and anything that needs a source; cite
         the results you use by their [n]."""
-        with dispatching():
-            result: Result = perplexed.search(query, **self._search.search_kwargs())
-        return format_hits(result.hits)
+        with telemetry.tool_span("perplexed_search", {"query": query}):
+            with dispatching():
+                result: Result = perplexed.search(query, **self._search.search_kwargs())
+            return format_hits(result.hits)
 
     @_named
     @dispatcher.span
@@ -198,27 +200,30 @@ class PerplexedToolSpec(BaseToolSpec):
         """Search the web for the query. Returns numbered results, each as "[n] title — url" followed by a
         snippet. Use it for recent events, facts you are not sure of and anything that needs a source; cite
         the results you use by their [n]."""
-        with dispatching():
-            result: Result = await perplexed.asearch(query, **self._search.search_kwargs())
-        return format_hits(result.hits)
+        with telemetry.tool_span("perplexed_search", {"query": query}):
+            with dispatching():
+                result: Result = await perplexed.asearch(query, **self._search.search_kwargs())
+            return format_hits(result.hits)
 
     @_named
     @dispatcher.span
     def perplexed_answer(self, query: Query) -> str:
         """Answer the question in the query from web sources. Returns the answer with [n] citation markers,
         then the numbered sources ("[n] title — url") they refer to."""
-        with dispatching():
-            ans = _answer(self._answer.plan(query, self._search, prefer_async=False))
-        return format_answer(ans)
+        with telemetry.tool_span("perplexed_answer", {"query": query}):
+            with dispatching():
+                ans = _answer(self._answer.plan(query, self._search, prefer_async=False))
+            return format_answer(ans)
 
     @_named
     @dispatcher.span
     async def aperplexed_answer(self, query: Query) -> str:
         """Answer the question in the query from web sources. Returns the answer with [n] citation markers,
         then the numbered sources ("[n] title — url") they refer to."""
-        with dispatching():
-            ans = await _aanswer(self._answer.plan(query, self._search, prefer_async=True))
-        return format_answer(ans)
+        with telemetry.tool_span("perplexed_answer", {"query": query}):
+            with dispatching():
+                ans = await _aanswer(self._answer.plan(query, self._search, prefer_async=True))
+            return format_answer(ans)
 
     def _fetch_kwargs(self, max_chars: int, start_index: int) -> dict[str, Any]:
         kwargs = dict(self._fetch_options)
@@ -233,18 +238,20 @@ class PerplexedToolSpec(BaseToolSpec):
     def perplexed_fetch(self, url: Url, max_chars: MaxChars = 0, start_index: StartIndex = 0) -> str:
         """Read the web page at the URL. Returns its title, URL and main content as Markdown; a long page comes
         in slices, and the reply then ends with the start_index to pass to read the next slice."""
-        with dispatching():
-            page = perplexed.fetch(url, self._fetch_provider, **self._fetch_kwargs(max_chars, start_index))
-        return page.for_model()
+        with telemetry.tool_span("perplexed_fetch", {"url": url}):
+            with dispatching():
+                page = perplexed.fetch(url, self._fetch_provider, **self._fetch_kwargs(max_chars, start_index))
+            return page.for_model()
 
     @_named
     @dispatcher.span
     async def aperplexed_fetch(self, url: Url, max_chars: MaxChars = 0, start_index: StartIndex = 0) -> str:
         """Read the web page at the URL. Returns its title, URL and main content as Markdown; a long page comes
         in slices, and the reply then ends with the start_index to pass to read the next slice."""
-        with dispatching():
-            page = await perplexed.afetch(url, self._fetch_provider, **self._fetch_kwargs(max_chars, start_index))
-        return page.for_model()
+        with telemetry.tool_span("perplexed_fetch", {"url": url}):
+            with dispatching():
+                page = await perplexed.afetch(url, self._fetch_provider, **self._fetch_kwargs(max_chars, start_index))
+            return page.for_model()
 
     search = perplexed_search
     asearch = aperplexed_search

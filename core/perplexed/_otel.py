@@ -21,9 +21,6 @@ or ``span_and_event``).
 from __future__ import annotations
 
 import contextlib
-import json
-import os
-from collections.abc import Iterator, Mapping
 from typing import Any
 
 from . import telemetry
@@ -38,26 +35,12 @@ __all__ = [
     "tool_span",
 ]
 
-CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
-_CONTENT_VALUES = frozenset({"true", "1", "span_only", "span_and_event"})
-
 # operation -> gen_ai.operation.name of its provider attempts (search follows the retrieval convention)
 OPERATION_NAMES = {"search": "retrieval", "fetch": "fetch", "answer": "answer"}
-
-_trace_content: bool | None = None
-
-
-def set_trace_content(value: bool | None) -> None:
-    """``configure(trace_content=...)``: True records query text and tool arguments; None = the environment."""
-    global _trace_content
-    _trace_content = value
-
-
-def content_on() -> bool:
-    """Whether content (query text, tool arguments) may go on spans: opted in, never by default."""
-    if _trace_content is not None:
-        return _trace_content
-    return os.environ.get(CONTENT_ENV, "").strip().lower() in _CONTENT_VALUES
+CONTENT_ENV = telemetry.CONTENT_ENV
+content_on = telemetry.content_on
+set_trace_content = telemetry.set_trace_content
+tool_span = telemetry.tool_span
 
 
 def chain_attributes(op_name: str, subject_key: str, subject: str, providers: str) -> dict[str, Any]:
@@ -149,36 +132,3 @@ def record_metrics(op_name: str, attempt: Any) -> None:
                                     "gen_ai.operation.name": attrs["gen_ai.operation.name"]})
     except Exception:  # telemetry never breaks a search
         telemetry.logger.debug("recording metrics failed", exc_info=True)
-
-
-# -- tool surfaces ---------------------------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def tool_span(name: str, arguments: Mapping[str, Any] | None = None, *, call_id: str | None = None,
-              description: str | None = None, mcp_method: str | None = None) -> Iterator[Any]:
-    """An ``execute_tool {name}`` span around a tool call (LangChain, LlamaIndex, the MCP server); the
-    arguments only when content is opted in. ``mcp_method`` adds ``mcp.method.name`` (``tools/call``)."""
-    if telemetry._get_tracer() is None:
-        yield None
-        return
-    attributes: dict[str, Any] = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
-                                  "gen_ai.tool.type": "function"}
-    if call_id:
-        attributes["gen_ai.tool.call.id"] = call_id
-    if description:
-        attributes["gen_ai.tool.description"] = description[:500]
-    if mcp_method:
-        attributes["mcp.method.name"] = mcp_method
-    if arguments is not None and content_on():
-        try:
-            attributes["gen_ai.tool.call.arguments"] = json.dumps(dict(arguments), default=str)
-        except Exception:
-            pass
-    with telemetry.span(f"execute_tool {name}", attributes) as span:
-        try:
-            yield span
-        except BaseException as exc:
-            if span is not None:
-                span.set_attribute("error.type", type(exc).__name__)
-            raise

@@ -34,6 +34,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from . import telemetry
 from ._errors import ConfigError, InvalidRequest, PerplexedError, UpstreamError, install_hint, redact
 from ._models import Attempt, Hit, Result
 from ._toolschema import portable_schema
@@ -520,7 +521,8 @@ def create_server(
 
     async def web_search(query: Any = None, max_results: Any = 5, include_domains: Any = None,
                          exclude_domains: Any = None, recency: Any = None) -> CallToolResult:
-        return await state.web_search(query, max_results, include_domains, exclude_domains, recency)  # type: ignore[no-any-return]
+        with telemetry.tool_span("web_search", {"query": query, "max_results": max_results}, mcp_method="tools/call"):
+            return await state.web_search(query, max_results, include_domains, exclude_domains, recency)  # type: ignore[no-any-return]
 
     add(web_search, "web_search", "Web search",
         "Search the web through a chain of providers (free ones first; the next is tried when one fails or "
@@ -533,7 +535,8 @@ def create_server(
     if _has_fetch():
 
         async def web_fetch(url: Any = None, max_chars: Any = DEFAULT_MAX_CHARS, start_index: Any = 0) -> CallToolResult:
-            return await state.web_fetch(url, max_chars, start_index)  # type: ignore[no-any-return]
+            with telemetry.tool_span("web_fetch", {"url": url, "start_index": start_index}, mcp_method="tools/call"):
+                return await state.web_fetch(url, max_chars, start_index)  # type: ignore[no-any-return]
 
         add(web_fetch, "web_fetch", "Read a web page",
             "Fetch a web page (http or https) and return its main text as Markdown, through a chain of "
@@ -547,8 +550,9 @@ def create_server(
 
         async def answer(ctx: Context, question: Any = None, max_results: Any = 5, include_domains: Any = None,
                          exclude_domains: Any = None, recency: Any = None) -> CallToolResult:
-            return await state.answer(ctx, question, max_results, include_domains,  # type: ignore[no-any-return]
-                                      exclude_domains, recency)
+            with telemetry.tool_span("answer", {"question": question}, mcp_method="tools/call"):
+                return await state.answer(ctx, question, max_results, include_domains,  # type: ignore[no-any-return]
+                                          exclude_domains, recency)
 
         add(answer, "answer", "Answer with cited sources",
             "Answer a question from web sources: searches the chain, then writes an answer with the Perplexity "
