@@ -65,22 +65,20 @@ def render(report: Any, console: Any, chart: Any = None) -> None:
 
     width = console.width
     table = Table(title=f"Usage {report.since:%Y-%m-%d %H:%M} → {report.until:%Y-%m-%d %H:%M} UTC",
-                  title_justify="left", expand=False, pad_edge=False)
-    for name in report.by:
-        table.add_column(name, overflow="fold")
-    table.add_column("calls", justify="right")
-    table.add_column("billed", justify="right")
-    table.add_column("cost", justify="right")
-    table.add_column("saved", justify="right")
-    table.add_column("cached", justify="right")
+                  title_justify="left", expand=False, pad_edge=False, box=None,
+                  padding=(0, 1, 0, 0), header_style="bold underline")
+    for name in report.by:  # names whole on one line (never split); the failures column folds instead
+        table.add_column(name, no_wrap=True, min_width=len(name))
+    for figure in ("calls", "billed", "cost", "saved", "cached"):
+        table.add_column(figure, justify="right", no_wrap=True)
     wide = width >= 100
     if wide:
         table.add_column("p50 ms", justify="right")
         table.add_column("p95 ms", justify="right")
-    table.add_column("failures", overflow="fold")
+    table.add_column("failures", min_width=14)  # one "reason n" a line: a reason is never split
 
     def cells(row: Any, keys: list[str]) -> list[str]:
-        failures = ", ".join(f"{k} {v}" for k, v in row.failures.items()) or "-"
+        failures = "\n".join(f"{k} {v}" for k, v in row.failures.items()) or "-"
         out = [*keys, str(row.calls), str(row.billable_calls), _usd(row.cost_usd), _usd(row.saved_usd),
                str(row.cache_hits)]
         if wide:
