@@ -154,11 +154,9 @@ class Engine:
 
     async def run(self) -> Any:
         op, chain = self.op, self.chain
-        attributes = _otel.chain_attributes(op.name, op.subject_key, op.subject, ",".join(p.label for p in op.members))
         strategy = chain.strategy
-        if strategy != "sequential" or chain.min_hits is not None or chain.accept is not None:
-            attributes["perplexed.strategy"] = strategy
-        with telemetry.span(f"perplexed.{op.name}", attributes) as span:
+        shown = strategy if strategy != "sequential" or chain.min_hits is not None or chain.accept is not None else None
+        with _otel.chain_span(op, shown) as span:
             self.span = span
             try:
                 if strategy == "hedged":
@@ -259,10 +257,9 @@ class Engine:
         attempts = self.attempts
         span = self.span
         if span is not None:
-            span.set_attribute("perplexed.answered_by", provider)
-            span.set_attribute("perplexed.attempts", len(attempts))
-            span.set_attribute("perplexed.cost", float(sum(a.cost for a in attempts)))
-            span.set_attribute("perplexed.results", self.op.size(answer))
+            span.set_attributes({"perplexed.answered_by": provider, "perplexed.attempts": len(attempts),
+                                 "perplexed.cost": float(sum(a.cost for a in attempts)),
+                                 "perplexed.results": self.op.size(answer)})
         out = self.op.result(provider, answer, attempts)
         if self.saved:
             try:

@@ -53,8 +53,21 @@ def chain_attributes(op_name: str, subject_key: str, subject: str, providers: st
     return attributes
 
 
+def chain_span(op: Any, strategy: str | None) -> contextlib.AbstractContextManager[Any]:
+    """A chain call's span (``perplexed.search``, ``perplexed.fetch``, ...); nothing is built when tracing is
+    off."""
+    if telemetry._get_tracer() is None:
+        return telemetry._NO_SPAN
+    attributes = chain_attributes(op.name, op.subject_key, op.subject, ",".join(p.label for p in op.members))
+    if strategy is not None:
+        attributes["perplexed.strategy"] = strategy
+    return telemetry.span(f"perplexed.{op.name}", attributes)
+
+
 def attempt_span(op_name: str, label: str, budget_ms: int) -> contextlib.AbstractContextManager[Any]:
     """A provider attempt's span: ``retrieval {provider}`` for a search (``fetch {provider}``, ...)."""
+    if telemetry._get_tracer() is None:
+        return telemetry._NO_SPAN
     operation = OPERATION_NAMES.get(op_name, op_name)
     return telemetry.span(f"{operation} {label}", {
         "gen_ai.operation.name": operation,
@@ -65,20 +78,25 @@ def attempt_span(op_name: str, label: str, budget_ms: int) -> contextlib.Abstrac
 
 
 def annotate_attempt(span: Any, attempt: Any, results: int | None) -> None:
-    """An attempt's outcome on its span: ``perplexed.*`` and, on failure, ``error.type`` (the reason)."""
-    span.set_attribute("perplexed.outcome", attempt.outcome.value)
-    span.set_attribute("perplexed.cost", attempt.cost)
-    span.set_attribute("perplexed.duration_ms", attempt.duration_ms)
-    span.set_attribute("perplexed.billable", attempt.billable)
-    span.set_attribute("perplexed.cached", attempt.cached)
+    """An attempt's outcome on its span: ``perplexed.*`` and, on failure, ``error.type`` (the reason); one
+    ``set_attributes`` call (the SDK takes its lock once)."""
+    outcome = attempt.outcome.value
+    attrs: dict[str, Any] = {
+        "perplexed.outcome": outcome,
+        "perplexed.cost": attempt.cost,
+        "perplexed.duration_ms": attempt.duration_ms,
+        "perplexed.billable": attempt.billable,
+        "perplexed.cached": attempt.cached,
+    }
     if results is not None:
-        span.set_attribute("perplexed.results", results)
+        attrs["perplexed.results"] = results
     if attempt.reason:
-        span.set_attribute("perplexed.reason", attempt.reason)
+        attrs["perplexed.reason"] = attempt.reason
     if attempt.error:
-        span.set_attribute("perplexed.error", attempt.error)
-    if attempt.outcome.value in ("error", "timeout"):
-        span.set_attribute("error.type", attempt.reason or attempt.outcome.value)
+        attrs["perplexed.error"] = attempt.error
+    if outcome in ("error", "timeout"):
+        attrs["error.type"] = attempt.reason or outcome
+    span.set_attributes(attrs)
 
 
 # -- metrics --------------------------------------------------------------------------------------------------
@@ -117,6 +135,8 @@ def _instruments() -> tuple[Any, Any] | None:
 
 def record_metrics(op_name: str, attempt: Any) -> None:
     """One attempt's duration and cost, by provider (never raises)."""
+    if _metrics_checked and _metrics_api is None:  # no OpenTelemetry: nothing to do, at once
+        return
     try:
         instruments = _instruments()
         if instruments is None:
