@@ -37,8 +37,11 @@ def run_core(
     with telemetry.scoped(events.telemetry):
         if isinstance(run_manager, CallbackManagerForRetrieverRun) and has_handlers(run_manager):
             with set_config_context(patch_config(None, callbacks=run_manager.get_child())) as context:
-                return context.run(fn, *args, **call_kwargs)
-        return fn(*args, **call_kwargs)
+                result = context.run(fn, *args, **call_kwargs)
+        else:
+            result = fn(*args, **call_kwargs)
+    events.usage(result)
+    return result
 
 
 async def arun_core(
@@ -56,8 +59,11 @@ async def arun_core(
         with telemetry.scoped(events.telemetry):
             if isinstance(run_manager, AsyncCallbackManagerForRetrieverRun) and has_handlers(run_manager):
                 with set_config_context(patch_config(None, callbacks=run_manager.get_child())) as context:
-                    return await asyncio.create_task(fn(*args, **call_kwargs), context=context)  # type: ignore[arg-type]
-            return await fn(*args, **call_kwargs)
+                    result: T = await asyncio.create_task(fn(*args, **call_kwargs), context=context)  # type: ignore[arg-type]
+            else:
+                result = await fn(*args, **call_kwargs)
+        events.usage(result)
+        return result
     finally:
         await events.flush()
 
