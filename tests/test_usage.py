@@ -338,3 +338,26 @@ async def test_usage_trim_on_sqlite_and_redis(tmp_path: Path, valkey: ValkeyServ
         kept = await store.usage_read(0, base + 10 * 86400)
         assert [r.ts for r in kept] == [r.ts for r in records[3:]]
         await store.aclose()
+
+
+def test_sqlite_records_of_a_process_that_exits_at_once_are_kept(tmp_path: Path) -> None:
+    """The SQLite store buffers a search's records until its next transaction: a process that searches once
+    and exits still leaves them in the file (the exit hook writes them)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    path = tmp_path / "exit.db"
+    script = textwrap.dedent(f"""
+        import perplexed
+        from perplexed.providers import FunctionProvider
+        from perplexed.store import SQLiteStore
+        perplexed.configure(store=SQLiteStore({str(path)!r}))
+        perplexed.search("q", FunctionProvider(lambda q, o: [{{"url": "https://a.example/"}}], name="fn"), tag="exit")
+    """)
+    core = Path(__file__).resolve().parents[1] / "core"
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(core)})
+    assert proc.returncode == 0, proc.stderr
+    perplexed.configure(store=SQLiteStore(path))
+    assert perplexed.usage(tag="exit").totals.calls == 1

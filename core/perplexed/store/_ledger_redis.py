@@ -36,6 +36,30 @@ class RedisLedger:
             # the list outlives its last record by the retention (plus the day itself)
             await client.execute_command("EXPIREAT", key, int((day + 1) * _DAY + keep_s))
 
+    def usage_add_nowait(self, records: Sequence[UsageRecord], keep_s: float = DEFAULT_RETENTION_S) -> list[Any] | None:
+        """Send the records on this loop's open pipelined connection without waiting (standalone servers):
+        the replies' futures, or None when they cannot go that way (then ``await usage_add(...)``)."""
+        if getattr(self, "cluster", False):
+            return None
+        client = self._client()
+        send = getattr(client, "send_nowait", None)
+        if send is None:
+            return None
+        by_day: dict[int, list[str]] = {}
+        for rec in records:
+            by_day.setdefault(int(rec.ts // _DAY), []).append(encode_record(rec))
+        futures: list[Any] = []
+        for day, items in by_day.items():
+            key = self._usage_key(day)
+            pushed = send("RPUSH", key, *items)
+            if pushed is None:
+                return None if not futures else futures  # what went is kept; the caller is told nothing more
+            futures.append(pushed)
+            expiry = send("EXPIREAT", key, int((day + 1) * _DAY + keep_s))
+            if expiry is not None:
+                futures.append(expiry)
+        return futures
+
     async def _usage_days(self) -> dict[int, Any]:
         """The ledger's day keys present (SCAN: a fleet's ledger is a few dozen keys)."""
         client = self._client()

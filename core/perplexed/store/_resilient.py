@@ -507,6 +507,23 @@ class ResilientStore(Store):
         if isinstance(result, _Skip):
             raise StoreError(f"the {self.kind} store is unavailable: {len(records)} usage record(s) not kept")
 
+    def usage_add_soon(self, records: Sequence[UsageRecord], keep_s: float = DEFAULT_RETENTION_S) -> bool:
+        """Pipelined behind this process's earlier commands, not waited for (as records are); a failed reply
+        starts an outage like any failed call."""
+        nowait = getattr(self._remote, "usage_add_nowait", None)
+        if nowait is None or self._down_since is not None:
+            return False
+        try:
+            sent = nowait(records, keep_s)
+        except Exception as exc:
+            self._failed(exc)
+            return False
+        if sent is None:
+            return False
+        for reply in sent:
+            reply.add_done_callback(self._check_sent)
+        return True
+
     async def usage_read(self, since: float, until: float) -> list[UsageRecord]:
         result = await self._remote_call(lambda: self._remote.usage_read(since, until), changes_state=False,
                                          bounded=False)

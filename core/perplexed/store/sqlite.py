@@ -622,6 +622,7 @@ class SQLiteStore(SQLiteLedger, Store):
         _log_failure(future)
 
     def _record_tx(self, conn: sqlite3.Connection, now: float, record: Record) -> None:
+        self._usage_flush(conn, now)  # buffered usage-ledger records ride along (no transaction of their own)
         provider = record.provider
         after = record.cooldown_after if provider else None  # cool-downs apply
         cooled = after is not None
