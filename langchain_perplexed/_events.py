@@ -46,9 +46,9 @@ logger = logging.getLogger("langchain_perplexed")
 ATTEMPT_EVENT = "perplexed_attempt"
 #: The name of the custom event dispatched for the Agent API call of a grounded answer.
 ANSWER_EVENT = "perplexed_answer"
-#: The name of the custom event dispatched once per call with its usage (issue 38): billable calls, cost,
-#: cache hits and what they saved; the same dict goes on the run's metadata as ``perplexed_usage``.
-USAGE_EVENT = "perplexed_usage"
+#: The key of the call's usage on the run's metadata (issue 38): billable calls, cost, cache hits and what
+#: they saved (the attempts' costs still go out as ``perplexed_attempt`` events).
+USAGE_METADATA = "perplexed_usage"
 # the core's telemetry event of that call
 _CORE_ANSWER_EVENT = ("perplexed", "answer", "agent")
 
@@ -118,8 +118,8 @@ class _AttemptEvents:
             self._dispatch(ANSWER_EVENT, answer_event_data(measurements, metadata))
 
     def usage(self, result: Any) -> None:
-        """The call's usage (``Result.usage``, ``Page.usage``; an answer's search result's) as the
-        ``perplexed_usage`` event and on the run's metadata. Never raises."""
+        """The call's usage (``Result.usage``, ``Page.usage``; an answer's search result's) on the run's
+        metadata as ``perplexed_usage``. Never raises."""
         usage = getattr(result, "usage", None)
         if usage is None:
             usage = getattr(getattr(result, "result", None), "usage", None)
@@ -127,9 +127,7 @@ class _AttemptEvents:
             return
         data = usage.model_dump()
         if isinstance(self._metadata, dict):
-            self._metadata["perplexed_usage"] = data
-        if self._manager is not None:
-            self._dispatch(USAGE_EVENT, data)
+            self._metadata[USAGE_METADATA] = data
 
     def _dispatch(self, name: str, data: dict[str, Any]) -> None:
         raise NotImplementedError

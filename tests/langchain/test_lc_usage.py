@@ -1,16 +1,17 @@
-"""Issue 38: the LangChain adapter reports a call's usage: the ``perplexed_usage`` custom event (billable calls,
-cost, cache hits, saved) and the run's metadata, beside the cost it already puts on the documents."""
+"""Issue 38: the LangChain adapter puts a call's usage (billable calls, cost, cache hits, what the cache saved)
+on the run's metadata as ``perplexed_usage``, beside the cost it already reports through the documents'
+metadata and the ``perplexed_attempt`` events."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import perplexed
 import pytest
-from langchain_perplexed import PerplexedRetriever, PerplexedSearchTool
-from lc_support import AsyncEventRecorder, EventRecorder
+from langchain_core.runnables import RunnableLambda
 from perplexed.providers import FunctionProvider
+
+from langchain_perplexed import PerplexedRetriever, PerplexedSearchTool
 
 
 @pytest.fixture(autouse=True)
@@ -24,24 +25,29 @@ def hits(query: str, options: Any) -> list[dict[str, str]]:
     return [{"url": "https://example.org/a", "title": "A"}]
 
 
-def test_retriever_reports_usage_as_an_event_and_cache_savings() -> None:
+async def ends(runnable: Any, arg: Any, kind: str, **config: Any) -> list[dict[str, Any]]:
+    events = [e async for e in runnable.astream_events(arg, version="v2", config=config)]
+    return [e["metadata"] for e in events if e["event"] == f"on_{kind}_end"]
+
+
+async def test_retriever_usage_is_on_the_run_metadata_with_cache_savings() -> None:
     provider = FunctionProvider(hits, name="paid", cost=0.02)
     retriever = PerplexedRetriever(provider=provider, cache_ttl_s=60, tag="lc-app")
-    recorder = EventRecorder()
-    docs = retriever.invoke("q", config={"callbacks": [recorder]})
-    again = retriever.invoke("q", config={"callbacks": [recorder]})
-    assert docs[0].metadata["cost"] == pytest.approx(0.02) and again[0].metadata["cost"] == 0.0
-    first, second = recorder.named("perplexed_usage")
-    assert first == {"calls": 1, "billable_calls": 1, "cost_usd": pytest.approx(0.02), "cache_hits": 0,
-                     "saved_usd": 0.0}
-    assert second["cache_hits"] == 1 and second["saved_usd"] == pytest.approx(0.02)
-    assert second["billable_calls"] == 0
+    pipeline = RunnableLambda(lambda q: q.strip()) | retriever
+    (first,) = await ends(pipeline, " q ", "retriever")
+    (second,) = await ends(pipeline, " q ", "retriever")
+    assert first["perplexed_usage"] == {"calls": 1, "billable_calls": 1, "cost_usd": pytest.approx(0.02),
+                                        "cache_hits": 0, "saved_usd": 0.0}
+    assert second["perplexed_usage"]["cache_hits"] == 1
+    assert second["perplexed_usage"]["saved_usd"] == pytest.approx(0.02)
+    assert second["perplexed_usage"]["billable_calls"] == 0
     assert perplexed.usage(tag="lc-app").totals.calls == 2
 
 
-def test_tool_reports_usage_async() -> None:
+async def test_tool_usage_is_on_the_run_metadata() -> None:
     tool = PerplexedSearchTool(provider=FunctionProvider(hits, name="paid", cost=0.01))
-    recorder = AsyncEventRecorder()
-    asyncio.run(tool.ainvoke("q", config={"callbacks": [recorder]}))
-    (usage,) = recorder.named("perplexed_usage")
-    assert usage["billable_calls"] == 1 and usage["cost_usd"] == pytest.approx(0.01)
+    # a tool run shares its metadata dict with its handlers when it has one (LangChain makes a new, empty one
+    # for a run started without metadata)
+    (meta,) = await ends(tool, {"query": "q"}, "tool", metadata={"app": "docs"})
+    assert meta["perplexed_usage"]["billable_calls"] == 1
+    assert meta["perplexed_usage"]["cost_usd"] == pytest.approx(0.01)
