@@ -9,7 +9,7 @@ refused/hung provider cost), ``bench_fallbacks.py`` (LangChain ``with_fallbacks`
 SDK, no framework imports), ``bench_memory.py`` (peak memory streaming a 10 MB answer / reading a capped
 body), ``bench_strategies.py`` (hedged tail latency, merge latency and recall), ``bench_verify.py`` (citation checking: quality on the labelled set, speed), ``bench_mcp.py`` (the MCP server: stdio overhead, concurrent HTTP calls), ``bench_bombs.py`` (decompression
 bombs: peak RSS over the cap, wall time over the deadline), ``bench_eval.py`` (evaluate's throughput at
-concurrency 8, the adaptive strategy's ordering cost). Needs the ``bench`` extra (``perplexityai``, ``psutil``) and ``langchain-core``.
+concurrency 8, the adaptive strategy's ordering cost), ``bench_usage.py`` (the usage ledger and tracing). Needs the ``bench`` extra (``perplexityai``, ``psutil``) and ``langchain-core``.
 
 Exit status: 0 when every target is met, 1 otherwise (the table says which missed).
 """
@@ -393,6 +393,20 @@ def eval_bench(quick: bool) -> list[Row]:
     ]
 
 
+def usage(quick: bool) -> list[Row]:
+    data: Any = _json("bench_usage.py", "--rounds", "500" if quick else "2000")
+    print(json.dumps(data, indent=1))
+    return [
+        Row("usage ledger per governed search (memory store)", f"{data['ledger_us']:.2f} us", "<= 10 us",
+            data["ledger_us"] <= 10),
+        Row("tracing off (no OpenTelemetry installed): hooks per call", f"{data['tracing_off_us']:.2f} us",
+            "<= 2 us", data["tracing_off_us"] <= 2),
+        Row("tracing on (SDK, batch processor, no-op exporter) vs a loopback search",
+            f"{data['tracing_on_ratio'] * 100:.1f} % (+{data['tracing_on_extra_us']:.0f} us of "
+            f"{data['loopback_search_us']:.0f} us)", "<= 5 %", data["tracing_on_ratio"] <= 0.05),
+    ]
+
+
 BENCHES: list[tuple[str, Callable[[bool], list[Row]]]] = [
     ("engine", engine),
     ("load", load),
@@ -407,6 +421,7 @@ BENCHES: list[tuple[str, Callable[[bool], list[Row]]]] = [
     ("verify", verify),
     ("mcp", mcp_server),
     ("eval", eval_bench),
+    ("usage", usage),
 ]
 
 

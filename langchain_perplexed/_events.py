@@ -46,6 +46,9 @@ logger = logging.getLogger("langchain_perplexed")
 ATTEMPT_EVENT = "perplexed_attempt"
 #: The name of the custom event dispatched for the Agent API call of a grounded answer.
 ANSWER_EVENT = "perplexed_answer"
+#: The key of the call's usage on the run's metadata (issue 38): billable calls, cost, cache hits and what
+#: they saved (the attempts' costs still go out as ``perplexed_attempt`` events).
+USAGE_METADATA = "perplexed_usage"
 # the core's telemetry event of that call
 _CORE_ANSWER_EVENT = ("perplexed", "answer", "agent")
 
@@ -92,6 +95,7 @@ class _AttemptEvents:
     def __init__(self, run_manager: SyncRunManager | AsyncRunManager | None) -> None:
         self._manager: Any = None
         self._run_id = None
+        self._metadata = getattr(run_manager, "metadata", None)  # the run's own (usage goes there)
         if run_manager is not None and has_handlers(run_manager):
             self._run_id = run_manager.run_id
             self._manager = self._manager_cls(
@@ -112,6 +116,18 @@ class _AttemptEvents:
         """A :mod:`perplexed.telemetry` handler: forwards the Agent API call of an answer."""
         if self._manager is not None and event == _CORE_ANSWER_EVENT:
             self._dispatch(ANSWER_EVENT, answer_event_data(measurements, metadata))
+
+    def usage(self, result: Any) -> None:
+        """The call's usage (``Result.usage``, ``Page.usage``; an answer's search result's) on the run's
+        metadata as ``perplexed_usage``. Never raises."""
+        usage = getattr(result, "usage", None)
+        if usage is None:
+            usage = getattr(getattr(result, "result", None), "usage", None)
+        if usage is None or not hasattr(usage, "model_dump"):
+            return
+        data = usage.model_dump()
+        if isinstance(self._metadata, dict):
+            self._metadata[USAGE_METADATA] = data
 
     def _dispatch(self, name: str, data: dict[str, Any]) -> None:
         raise NotImplementedError

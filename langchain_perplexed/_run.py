@@ -13,7 +13,7 @@ from perplexed.integration import AnswerPlan
 
 from ._events import AsyncAttemptEvents, AsyncRunManager, SyncAttemptEvents, SyncRunManager, has_handlers
 
-__all__ = ["arun_core", "run_core"]
+__all__ = ["arun_core", "call_id", "run_core"]
 
 T = TypeVar("T")
 
@@ -38,8 +38,11 @@ def run_core(
     with telemetry.scoped(events.telemetry):
         if isinstance(run_manager, CallbackManagerForRetrieverRun) and has_handlers(run_manager):
             with set_config_context(patch_config(None, callbacks=run_manager.get_child())) as context:
-                return context.run(fn, *args, **call_kwargs)
-        return fn(*args, **call_kwargs)
+                result = context.run(fn, *args, **call_kwargs)
+        else:
+            result = fn(*args, **call_kwargs)
+    events.usage(result)
+    return result
 
 
 async def arun_core(
@@ -57,8 +60,11 @@ async def arun_core(
         with telemetry.scoped(events.telemetry):
             if isinstance(run_manager, AsyncCallbackManagerForRetrieverRun) and has_handlers(run_manager):
                 with set_config_context(patch_config(None, callbacks=run_manager.get_child())) as context:
-                    return await asyncio.create_task(fn(*args, **call_kwargs), context=context)  # type: ignore[arg-type]
-            return await fn(*args, **call_kwargs)
+                    result: T = await asyncio.create_task(fn(*args, **call_kwargs), context=context)  # type: ignore[arg-type]
+            else:
+                result = await fn(*args, **call_kwargs)
+        events.usage(result)
+        return result
     finally:
         await events.flush()
 
@@ -85,3 +91,9 @@ def _chain(
         second(attempt)
 
     return both
+
+
+def call_id(run_manager: Any) -> str | None:
+    """The LangChain run's id, for an ``execute_tool`` span's ``gen_ai.tool.call.id`` (None outside a run)."""
+    run_id = getattr(run_manager, "run_id", None)
+    return None if run_id is None else str(run_id)

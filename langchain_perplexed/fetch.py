@@ -12,13 +12,14 @@ from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackMan
 from langchain_core.document_loaders import BaseLoader
 from langchain_core.documents import Document
 from langchain_core.tools import BaseTool, ToolException
-from perplexed import InvalidRequest, Page, PerplexedError, UpstreamError
+from perplexed import InvalidRequest, Page, PerplexedError, UpstreamError, telemetry
 from perplexed.catalogue import WEB_FETCH, AgentTool, option
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from ._config import KnownNames
 from ._portable import CatalogueArguments, input_model
 from ._run import arun_core, run_core
+from ._run import call_id as _call_id
 
 __all__ = ["PerplexedFetchInput", "PerplexedFetchTool", "PerplexedLoader", "page_document"]
 
@@ -159,17 +160,19 @@ class PerplexedFetchTool(KnownNames, CatalogueArguments, _FetchSettings, BaseToo
 
     def _run(self, url: str, max_chars: int | None = None, start_index: int | None = None,
              run_manager: CallbackManagerForToolRun | None = None) -> tuple[str, list[Document]]:
-        try:
-            page = run_core(perplexed.fetch, run_manager, url, self.provider, **self._options(max_chars, start_index))
-        except (UpstreamError, InvalidRequest) as exc:
-            raise fetch_tool_error(exc) from exc
-        return page.for_model(), [page_document(page)]
+        with telemetry.tool_span(self.name, {"url": url}, call_id=_call_id(run_manager)):
+            try:
+                page = run_core(perplexed.fetch, run_manager, url, self.provider, **self._options(max_chars, start_index))
+            except (UpstreamError, InvalidRequest) as exc:
+                raise fetch_tool_error(exc) from exc
+            return page.for_model(), [page_document(page)]
 
     async def _arun(self, url: str, max_chars: int | None = None, start_index: int | None = None,
                     run_manager: AsyncCallbackManagerForToolRun | None = None) -> tuple[str, list[Document]]:
-        try:
-            page = await arun_core(perplexed.afetch, run_manager, url, self.provider,
-                                   **self._options(max_chars, start_index))
-        except (UpstreamError, InvalidRequest) as exc:
-            raise fetch_tool_error(exc) from exc
-        return page.for_model(), [page_document(page)]
+        with telemetry.tool_span(self.name, {"url": url}, call_id=_call_id(run_manager)):
+            try:
+                page = await arun_core(perplexed.afetch, run_manager, url, self.provider,
+                                       **self._options(max_chars, start_index))
+            except (UpstreamError, InvalidRequest) as exc:
+                raise fetch_tool_error(exc) from exc
+            return page.for_model(), [page_document(page)]

@@ -17,6 +17,7 @@ from perplexed import (
     UpstreamError,
     aanswer,
     answer,
+    telemetry,
 )
 from perplexed.catalogue import ANSWER, WEB_SEARCH, AgentTool, narrowed
 from perplexed.integration import AnswerPlan
@@ -27,6 +28,7 @@ from ._config import ProviderCredentials, SearchConfig
 from ._documents import NO_RESULTS, format_hits, result_documents
 from ._portable import CatalogueArguments, input_model
 from ._run import arun_core, run_core
+from ._run import call_id as _call_id
 
 __all__ = [
     "PerplexedAnswerInput",
@@ -134,22 +136,24 @@ class PerplexedSearchTool(_ModelArguments, ProviderCredentials, SearchConfig, Ba
     def _run(
         self, query: str, run_manager: CallbackManagerForToolRun | None = None, **arguments: Any
     ) -> tuple[str, list[Document]]:
-        kwargs = _call_kwargs(self, self.max_results, **arguments)
-        try:
-            result = run_core(perplexed.search, run_manager, query, **kwargs)
-        except (UpstreamError, InvalidRequest) as exc:
-            raise tool_error(exc) from exc
-        return format_hits(result.hits), result_documents(result, flat=self.flat_metadata)
+        with telemetry.tool_span(self.name, {"query": query}, call_id=_call_id(run_manager)):
+            kwargs = _call_kwargs(self, self.max_results, **arguments)
+            try:
+                result = run_core(perplexed.search, run_manager, query, **kwargs)
+            except (UpstreamError, InvalidRequest) as exc:
+                raise tool_error(exc) from exc
+            return format_hits(result.hits), result_documents(result, flat=self.flat_metadata)
 
     async def _arun(
         self, query: str, run_manager: AsyncCallbackManagerForToolRun | None = None, **arguments: Any
     ) -> tuple[str, list[Document]]:
-        kwargs = _call_kwargs(self, self.max_results, **arguments)
-        try:
-            result = await arun_core(perplexed.asearch, run_manager, query, **kwargs)
-        except (UpstreamError, InvalidRequest) as exc:
-            raise tool_error(exc) from exc
-        return format_hits(result.hits), result_documents(result, flat=self.flat_metadata)
+        with telemetry.tool_span(self.name, {"query": query}, call_id=_call_id(run_manager)):
+            kwargs = _call_kwargs(self, self.max_results, **arguments)
+            try:
+                result = await arun_core(perplexed.asearch, run_manager, query, **kwargs)
+            except (UpstreamError, InvalidRequest) as exc:
+                raise tool_error(exc) from exc
+            return format_hits(result.hits), result_documents(result, flat=self.flat_metadata)
 
 
 #: The tool's description, as the catalogue declares it (the same on MCP and LlamaIndex).
@@ -207,27 +211,29 @@ class PerplexedAnswerTool(_ModelArguments, AnswerConfig, SearchConfig, BaseTool)
     def _run(
         self, query: str, run_manager: CallbackManagerForToolRun | None = None, **arguments: Any
     ) -> tuple[str, list[Document]]:
-        plan = self._plan(query, arguments)
-        try:
-            result = run_core(answer, run_manager, plan)
-        except NoSourcesError:
-            return NO_RESULTS, []
-        except ConfigError:
-            raise
-        except PerplexedError as exc:
-            raise tool_error(exc, "Answer") from exc
-        return format_answer(result), source_documents(result, flat=self.flat_metadata)
+        with telemetry.tool_span(self.name, {"query": query}, call_id=_call_id(run_manager)):
+            plan = self._plan(query, arguments)
+            try:
+                result = run_core(answer, run_manager, plan)
+            except NoSourcesError:
+                return NO_RESULTS, []
+            except ConfigError:
+                raise
+            except PerplexedError as exc:
+                raise tool_error(exc, "Answer") from exc
+            return format_answer(result), source_documents(result, flat=self.flat_metadata)
 
     async def _arun(
         self, query: str, run_manager: AsyncCallbackManagerForToolRun | None = None, **arguments: Any
     ) -> tuple[str, list[Document]]:
-        plan = self._plan(query, arguments)
-        try:
-            result = await arun_core(aanswer, run_manager, plan)
-        except NoSourcesError:
-            return NO_RESULTS, []
-        except ConfigError:
-            raise
-        except PerplexedError as exc:
-            raise tool_error(exc, "Answer") from exc
-        return format_answer(result), source_documents(result, flat=self.flat_metadata)
+        with telemetry.tool_span(self.name, {"query": query}, call_id=_call_id(run_manager)):
+            plan = self._plan(query, arguments)
+            try:
+                result = await arun_core(aanswer, run_manager, plan)
+            except NoSourcesError:
+                return NO_RESULTS, []
+            except ConfigError:
+                raise
+            except PerplexedError as exc:
+                raise tool_error(exc, "Answer") from exc
+            return format_answer(result), source_documents(result, flat=self.flat_metadata)

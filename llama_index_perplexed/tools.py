@@ -15,7 +15,7 @@ import perplexed.integration
 from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
 from llama_index.core.tools.tool_spec.base import BaseToolSpec
 from llama_index.core.tools.utils import create_schema_from_function
-from perplexed import InvalidRequest, Result
+from perplexed import InvalidRequest, Result, telemetry
 from perplexed import aanswer as _aanswer
 from perplexed import answer as _answer
 from perplexed.catalogue import (
@@ -148,15 +148,17 @@ class PerplexedToolSpec(BaseToolSpec):
 
     @dispatcher.span
     def _run_search(self, arguments: dict[str, Any]) -> str:
-        with dispatching():
-            result: Result = perplexed.search(arguments["query"], **self._search_kwargs(arguments))
-        return format_hits(result.hits)
+        with telemetry.tool_span("perplexed_search", arguments):
+            with dispatching():
+                result: Result = perplexed.search(arguments["query"], **self._search_kwargs(arguments))
+            return format_hits(result.hits)
 
     @dispatcher.span
     async def _arun_search(self, arguments: dict[str, Any]) -> str:
-        with dispatching():
-            result: Result = await perplexed.asearch(arguments["query"], **self._search_kwargs(arguments))
-        return format_hits(result.hits)
+        with telemetry.tool_span("perplexed_search", arguments):
+            with dispatching():
+                result: Result = await perplexed.asearch(arguments["query"], **self._search_kwargs(arguments))
+            return format_hits(result.hits)
 
     def _answer_search(self, arguments: dict[str, Any]) -> SearchConfig:
         if len(arguments) == 1:
@@ -170,32 +172,36 @@ class PerplexedToolSpec(BaseToolSpec):
 
     @dispatcher.span
     def _run_answer(self, arguments: dict[str, Any]) -> str:
-        with dispatching():
-            plan = self._answer.plan(arguments["query"], self._answer_search(arguments), prefer_async=False)
-            ans = _answer(plan)
-        return format_answer(ans)
+        with telemetry.tool_span("perplexed_answer", arguments):
+            with dispatching():
+                plan = self._answer.plan(arguments["query"], self._answer_search(arguments), prefer_async=False)
+                ans = _answer(plan)
+            return format_answer(ans)
 
     @dispatcher.span
     async def _arun_answer(self, arguments: dict[str, Any]) -> str:
-        with dispatching():
-            plan = self._answer.plan(arguments["query"], self._answer_search(arguments), prefer_async=True)
-            ans = await _aanswer(plan)
-        return format_answer(ans)
+        with telemetry.tool_span("perplexed_answer", arguments):
+            with dispatching():
+                plan = self._answer.plan(arguments["query"], self._answer_search(arguments), prefer_async=True)
+                ans = await _aanswer(plan)
+            return format_answer(ans)
 
     def _fetch_kwargs(self, arguments: dict[str, Any]) -> dict[str, Any]:
         return {**self._fetch_options, **{k: v for k, v in arguments.items() if k != "url"}}
 
     @dispatcher.span
     def _run_fetch(self, arguments: dict[str, Any]) -> str:
-        with dispatching():
-            page = perplexed.fetch(arguments["url"], self._fetch_provider, **self._fetch_kwargs(arguments))
-        return page.for_model()
+        with telemetry.tool_span("perplexed_fetch", arguments):
+            with dispatching():
+                page = perplexed.fetch(arguments["url"], self._fetch_provider, **self._fetch_kwargs(arguments))
+            return page.for_model()
 
     @dispatcher.span
     async def _arun_fetch(self, arguments: dict[str, Any]) -> str:
-        with dispatching():
-            page = await perplexed.afetch(arguments["url"], self._fetch_provider, **self._fetch_kwargs(arguments))
-        return page.for_model()
+        with telemetry.tool_span("perplexed_fetch", arguments):
+            with dispatching():
+                page = await perplexed.afetch(arguments["url"], self._fetch_provider, **self._fetch_kwargs(arguments))
+            return page.for_model()
 
     perplexed_search = _tool_function(WEB_SEARCH, "perplexed_search", _run_search)
     aperplexed_search = _tool_function(WEB_SEARCH, "aperplexed_search", _arun_search)

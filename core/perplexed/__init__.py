@@ -189,3 +189,16 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted({*globals(), *_LAZY})
+
+
+# --- usage ledger and tracing (issue 38): begin ---
+_LAZY.update({
+    "usage": "perplexed._usage",
+    "ausage": "perplexed._usage",
+    "UsageReport": "perplexed._usage",
+    "UsageRow": "perplexed._usage",
+    "SpendWindow": "perplexed._usage",
+    "Usage": "perplexed._models",
+})
+__all__ += ["UsageReport", "ausage", "usage"]  # issue 38; UsageRow, SpendWindow, Usage are reachable too
+# --- usage ledger and tracing (issue 38): end ---

@@ -36,7 +36,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, computed_field
 
-from . import _governance, _portal, telemetry
+from . import _governance, _otel, _portal, _usage, telemetry
 from ._answer_plan import DEFAULT_PRESET, AnswerPlan, prepare_answer
 from ._errors import (
     APIConnectionError,
@@ -300,6 +300,8 @@ def _emit(plan: AnswerPlan, started: float, response: Response | None, span: Any
     telemetry.emit(ANSWER_EVENT, {"duration_ms": duration_ms, "cost": cost}, {"model": model, "response_id": response_id})
     if cost > 0:  # perplexed.spend() reports the Agent API's cost too (never raises, never blocks)
         _governance.record_spend(AGENT_PROVIDER, cost)
+    _usage.note_agent(cost, duration_ms, ok=response is not None and response.status != "failed", tag=_tag(plan),
+                      provider=AGENT_PROVIDER)
     if span is not None:
         span.set_attribute("perplexed.model", model)
         span.set_attribute("perplexed.cost", cost)
@@ -385,11 +387,18 @@ def _finish(plan: AnswerPlan, grounded: _Grounded, response: Response) -> Answer
 
 
 def _span_attributes(plan: AnswerPlan) -> dict[str, Any]:
-    return {
-        "perplexed.query": plan.query,
+    attributes = {
         "perplexed.mode": "agent" if plan.search is None else "chain",
         "perplexed.agent": plan.label,
+        "perplexed.operation": "answer",
     }
+    if _otel.content_on():  # the question only when the user opted in (issue 38)
+        attributes["perplexed.query"] = plan.query
+    return attributes
+
+
+def _tag(plan: AnswerPlan) -> str | None:
+    return plan.search.chain.tag if plan.search is not None else None
 
 
 def _annotate(span: Any, ans: Answer) -> None:
@@ -452,7 +461,8 @@ def _as_error(exc: Exception, budget: _Budget) -> PerplexedError:
 async def _execute(plan: AnswerPlan, client: Any) -> Answer:
     budget = _Budget(plan.deadline_ms)
     with telemetry.span("perplexed.answer", _span_attributes(plan)) as answer_span:
-        grounded = await _ground(plan, budget)
+        with _usage.operation("answer"):  # the ledger records this search under "answer"
+            grounded = await _ground(plan, budget)
         started = time.perf_counter()
         with telemetry.span("perplexed.answer.agent", {"perplexed.agent": plan.label}) as agent_span:
             try:
@@ -475,7 +485,8 @@ async def _execute(plan: AnswerPlan, client: Any) -> Answer:
 async def _stream(plan: AnswerPlan, client: Any) -> AsyncIterator[str | Answer]:
     budget = _Budget(plan.deadline_ms)
     with telemetry.span("perplexed.answer", _span_attributes(plan)) as answer_span:
-        grounded = await _ground(plan, budget)
+        with _usage.operation("answer"):  # the ledger records this search under "answer"
+            grounded = await _ground(plan, budget)
         started = time.perf_counter()
         with telemetry.span("perplexed.answer.agent", {"perplexed.agent": plan.label}) as agent_span:
             stream: Any = None

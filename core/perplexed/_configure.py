@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import _governance, _settings
+from . import _governance, _otel, _settings, _usage
 from ._bounds import check_usd
 from ._fetch_net import forget_robots
 
@@ -25,6 +25,9 @@ def configure(
     cooldown_after: Any = None,
     cooldown_s: Any = None,
     spend_limits: dict[str, float] | None = None,
+    tag: str | None = None,
+    usage_retention_days: float | None = None,
+    trace_content: bool | None = None,
 ) -> None:
     """Set process-wide defaults (None = leave as is).
 
@@ -35,7 +38,15 @@ def configure(
     by registry names or labels, a label winning; a provider's own constructor argument wins over both),
     and ``spend_limits`` (``{"day": 5.0, "hour": 1.0}``, replacing earlier limits). Everything is validated
     before anything changes: a bad value is a :class:`ConfigError`. :func:`reset` forgets all of it.
+
+    Usage and tracing (docs/usage.md, docs/tracing.md): ``tag``, the default tag of every call in the usage
+    ledger (``""`` clears it); ``usage_retention_days`` (default 30), how long the ledger keeps records;
+    ``trace_content=True`` puts query text and tool arguments on spans (off by default).
     """
+    if trace_content is not None and not isinstance(trace_content, bool):
+        from ._errors import ConfigError
+
+        raise ConfigError(f"trace_content must be True or False, got {trace_content!r}")
     for name, value in (prices or {}).items():
         check_usd(value, f"price for {name!r}")
     if any(v is not None for v in (store, rate_limits, rate_limit_wait_ms, cooldown_after, cooldown_s,
@@ -44,6 +55,10 @@ def configure(
             store=store, rate_limits=rate_limits, rate_limit_wait_ms=rate_limit_wait_ms,
             cooldown_after=cooldown_after, cooldown_s=cooldown_s, spend_limits=spend_limits,
         )
+    if tag is not None or usage_retention_days is not None:
+        _usage.configure(tag=tag, usage_retention_days=usage_retention_days)
+    if trace_content is not None:
+        _otel.set_trace_content(trace_content)
     _settings.set_defaults(provider=provider, prices=prices)
 
 
@@ -59,4 +74,6 @@ cached by :func:`perplexed.fetch`. The next search starts as
     """
     _settings.clear()
     _governance.reset()
+    _usage.reset()
+    _otel.set_trace_content(None)
     forget_robots()

@@ -42,7 +42,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
-from . import _adaptive, _governance, _ledger, telemetry
+from . import _adaptive, _governance, _ledger, _otel, _usage, telemetry
 from ._errors import PerplexedError, ProviderError, Reason, UpstreamError, redact
 from ._failures import classify_exception
 from ._logs import get_logger
@@ -152,6 +152,10 @@ class Engine:
         # budget_usd: what the call spent and holds in flight (shared with the call's other runs)
         self.purse = Purse(chain.budget_usd) if purse is None else purse
         self.event = ("perplexed", op.name, "attempt")
+        # the usage ledger (issue 38): this run's records, written once at its end; what the cache saved
+        self.usage: list[Any] = []
+        self.saved = 0.0
+        self.tag = chain.tag or _usage.default_tag()
         # governance (cache, cool-downs, rate limits, budgets): None when nothing is configured
         self.gov = _governance.plan(op, self.purse)
         self.learn: Callable[[Attempt], None] | None = None  # strategy="adaptive": counts each attempt
@@ -159,26 +163,27 @@ class Engine:
 
     async def run(self) -> Any:
         op, chain = self.op, self.chain
-        attributes = {
-            f"perplexed.{op.subject_key}": op.subject,
-            "perplexed.providers": ",".join(p.label for p in op.members),
-        }
         strategy = chain.strategy
-        if strategy != "sequential" or chain.min_hits is not None or chain.accept is not None:
-            attributes["perplexed.strategy"] = strategy
-        with telemetry.span(f"perplexed.{op.name}", attributes) as span:
+        shown = strategy if strategy != "sequential" or chain.min_hits is not None or chain.accept is not None else None
+        with _otel.chain_span(op, shown) as span:
             self.span = span
-            if strategy == "hedged":
-                result = await self.hedged()
-            elif strategy == "merge":
-                result = await self.merge()
-            elif strategy == "adaptive":
-                result = await self.adaptive()
-            else:
-                result = await self.sequential(list(enumerate(op.members)))
-            if result is None:
-                result = await self.early_trial()
-            return result if result is not None else self.fallback()
+            try:
+                if strategy == "hedged":
+                    result = await self.hedged()
+                elif strategy == "merge":
+                    result = await self.merge()
+                elif strategy == "adaptive":
+                    result = await self.adaptive()
+                else:
+                    result = await self.sequential(list(enumerate(op.members)))
+                if result is None:
+                    result = await self.early_trial()
+                result = result if result is not None else self.fallback()
+            except Exception:
+                await self.write_usage()
+                raise
+            await self.write_usage()
+            return result
 
     # -- recording and results
 
@@ -197,6 +202,7 @@ class Engine:
         recorded.append((order, attempt))
         if self.learn is not None:
             self.learn(attempt)
+        self.ledger(order, attempt)
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug(
                 "attempt provider=%s outcome=%s duration_ms=%d cost=%.6f error=%s",
@@ -223,16 +229,59 @@ class Engine:
             except Exception:
                 logger.exception("on_attempt callback raised; ignored")
 
+    def ledger(self, order: int, attempt: Attempt) -> None:
+        """The usage ledger's line for ``attempt`` (and its metrics when OpenTelemetry is on)."""
+        if attempt.outcome is Outcome.SKIPPED or attempt.outcome is Outcome.DEADLINE:
+            return
+        price = 0.0
+        if attempt.cached or attempt.cost > 0 or attempt.outcome is Outcome.CANCELLED:
+            members = self.op.members
+            if 0 <= order < len(members):
+                try:
+                    price = float(self.op.price(members[order]))
+                except Exception:  # a pricing bug: nothing saved, the cost is the provider's
+                    price = 0.0
+        gov = self.gov
+        try:
+            store = gov.store if gov is not None else _usage.target()
+            now = store.clock() if store is not None else time.time()
+            record = _usage.entry(_usage.operation_of(self.op.name), self.tag, attempt, price, now)
+        except Exception as exc:  # a store that cannot be opened: the search goes on
+            _usage._failed(1, exc)
+            return
+        if record is not None:
+            self.usage.append((store, record))
+            if record.cached:
+                self.saved += record.saved
+                with _otel.attempt_span(self.op.name, attempt.provider, 0) as span:  # a cache hit's own span
+                    if span is not None:
+                        _otel.annotate_attempt(span, attempt, None)
+        _otel.record_metrics(self.op.name, attempt)
+
+    async def write_usage(self) -> None:
+        usage = self.usage
+        if not usage:
+            return
+        self.usage = []
+        store = usage[0][0]
+        await _usage.write(store, [record for _, record in usage])
+
     def result(self, provider: str, answer: Any) -> Any:
         attempts = self.attempts
         span = self.span
         if span is not None:
-            span.set_attribute("perplexed.answered_by", provider)
-            span.set_attribute("perplexed.attempts", len(attempts))
-            span.set_attribute("perplexed.cost", float(sum(a.cost for a in attempts)))
+            span.set_attributes({"perplexed.answered_by": provider, "perplexed.attempts": len(attempts),
+                                 "perplexed.cost": float(sum(a.cost for a in attempts)),
+                                 "perplexed.results": self.op.size(answer)})
+        out = self.op.result(provider, answer, attempts)
         if self.route is not None:
-            return _adaptive.with_route(self.op.result(provider, answer, attempts), self.route, attempts)
-        return self.op.result(provider, answer, attempts)
+            out = _adaptive.with_route(out, self.route, attempts)
+        if self.saved:
+            try:
+                out._saved_usd = self.saved
+            except (AttributeError, ValueError, TypeError):  # a result without the field
+                pass
+        return out
 
     def fallback(self) -> Any:
         """The result when no member answered ``ok``: the best answer so far, else all_providers_failed."""
@@ -347,10 +396,7 @@ class Engine:
         failure: BaseException | None = None
         charged: float | None
         opening = time.perf_counter()
-        with telemetry.span(
-            f"perplexed.{op.name}.provider",
-            {"perplexed.provider": member.label, "perplexed.budget_ms": int(budget * 1000)},
-        ) as call_span:
+        with _otel.attempt_span(op.name, member.label, int(budget * 1000)) as call_span:
             timer = asyncio.timeout(budget)
             now = time.perf_counter()  # the span is open: its set-up (process warm-up) is not the provider's time
             start = now if started is None else started + (now - opening)
@@ -385,11 +431,7 @@ class Engine:
                 reason=reason,
             )
             if call_span is not None:
-                call_span.set_attribute("perplexed.outcome", attempt.outcome.value)
-                call_span.set_attribute("perplexed.cost", attempt.cost)
-                call_span.set_attribute("perplexed.duration_ms", attempt.duration_ms)
-                if attempt.error:
-                    call_span.set_attribute("perplexed.error", attempt.error)
+                _otel.annotate_attempt(call_span, attempt, op.size(answer) if outcome is Outcome.OK else None)
         return attempt, answer, failure
 
     def floor(self, label: str, attempt: Attempt, answer: Any, pending: Sequence[Attempt] = ()) -> Attempt:

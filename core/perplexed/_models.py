@@ -8,7 +8,7 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, computed_field
 
-__all__ = ["Attempt", "Hit", "Outcome", "Page", "ProviderAnswer", "Result", "RouteStep"]
+__all__ = ["Attempt", "Hit", "Outcome", "Page", "ProviderAnswer", "Result", "RouteStep", "Usage"]
 
 
 class Outcome(StrEnum):
@@ -100,6 +100,27 @@ class ProviderAnswer(BaseModel):
     detail: str | None = None
 
 
+class Usage(BaseModel):
+    """What one call used (``Result.usage``, ``Page.usage``): provider attempts that reached a provider
+    (``calls``, cache hits included), those the vendors bill, their cost, the cache hits and what they saved
+    (the providers' list prices)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    calls: int = 0
+    billable_calls: int = 0
+    cost_usd: float = 0.0
+    cache_hits: int = 0
+    saved_usd: float = 0.0
+
+    @classmethod
+    def of(cls, attempts: list[Attempt], saved: float) -> Usage:
+        reached = [a for a in attempts if a.outcome not in (Outcome.SKIPPED, Outcome.DEADLINE)]
+        return cls(calls=len(reached), billable_calls=sum(1 for a in reached if a.billable),
+                   cost_usd=float(sum(a.cost for a in reached)), cache_hits=sum(1 for a in reached if a.cached),
+                   saved_usd=float(saved))
+
+
 class Result(BaseModel):
     """The answer of a search: which provider answered, its hits, and every attempt the chain made."""
 
@@ -115,6 +136,14 @@ class Result(BaseModel):
         """``strategy="adaptive"``: the members in the order tried, each with its score and whether it was put
         first by exploration (empty under the other strategies)."""
         return self._route
+
+    _saved_usd: float = PrivateAttr(default=0.0)
+
+    @property
+    def usage(self) -> Usage:
+        """This search's usage: billable calls, cost, cache hits and what the cache saved (page fetches
+        included)."""
+        return Usage.of([*self.attempts, *self._fetches], self._saved_usd)
 
     @property
     def fetches(self) -> list[Attempt]:
@@ -177,12 +206,18 @@ class Page(BaseModel):
     truncated: bool = False
     total_chars: int = 0
     next_index: int | None = None
+    _saved_usd: float = PrivateAttr(default=0.0)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def cost(self) -> float:
         """Total USD cost: the sum over all attempts."""
         return float(sum(a.cost for a in self.attempts))
+
+    @property
+    def usage(self) -> Usage:
+        """This fetch's usage: billable calls, cost, cache hits and what the cache saved."""
+        return Usage.of(self.attempts, self._saved_usd)
 
     def metadata(self) -> dict[str, Any]:
         """What the framework adapters keep beside the content: ``source`` (the URL asked), ``final_url``,

@@ -58,6 +58,7 @@ def _must(name: str, value: object = None, *, got: bool = True) -> InvalidReques
     tail = f", got {value!r}" if got else ""
     return InvalidRequest(f"{name} must be {option(name).expects}{tail}", param=name)
 
+_TAG = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@-]{0,63}")  # usage ledger (issue 38): a call's tag
 _DOMAIN = re.compile(r"^[a-z0-9*]([a-z0-9\-.*]*[a-z0-9])?(/[^\s]*)?$")
 
 
@@ -197,6 +198,9 @@ class ChainOptions(BaseModel):
     """The adaptive strategy: at most this share of calls put a member other than the top one first."""
     seed: int | None = _field("seed")
     """The adaptive strategy: makes its exploration reproducible."""
+    # --- usage ledger (issue 38; declared in perplexed._optionspec) ---
+    tag: str | None = _field("tag")
+    """Who or what the call is for (a tenant, feature or user): recorded in the usage ledger."""
 
     @classmethod
     def build(cls, **options: Any) -> ChainOptions:
@@ -249,6 +253,13 @@ class ChainOptions(BaseModel):
             if key in values and (isinstance(values[key], bool) or not isinstance(values[key], int)):
                 raise _must(key, values[key])
         _adaptive_options(values)  # strategy="adaptive" (issue 37)
+        # --- usage ledger (issue 38): begin ---
+        if "tag" in values:
+            tag = values["tag"]
+            if not isinstance(tag, str) or not _TAG.fullmatch(tag):
+                raise InvalidRequest(f"tag must be 1-64 letters, digits or '_.:@-' (starting with a letter or "
+                                     f"digit), got {tag!r}", param="tag")
+        # --- usage ledger (issue 38): end ---
         if "accept" in values and not callable(values["accept"]):
             raise _must("accept", got=False)
         if "fallback_on" in values:

@@ -162,6 +162,11 @@ OPTIONS: tuple[Option, ...] = (
            "adaptive: at most this share of calls put a member other than the top one first",
            {"ge": 0.0, "le": 1.0}, "a share between 0 and 1"),
     Option("seed", "chain", int, None, "adaptive: makes the exploration reproducible", expects="an integer"),
+    # the usage ledger (docs/usage.md): who or what the call is for
+    Option("tag", "chain", str, None,
+           "who or what the call is for (a tenant, feature or user), recorded in the usage ledger",
+           expects="1-64 letters, digits or '_.:@-', starting with a letter or digit", flag="--tag", metavar="TAG",
+           cli="text", fetch=True),
     # --- fetch options: they reach the fetch providers ------------------------------------------------------------
     Option("format", "fetch", Literal["markdown", "text"], "markdown", "content format", expects="'markdown' or 'text'",
            choices=FORMATS, flag="--format", cli="choice"),

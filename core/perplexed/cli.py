@@ -245,6 +245,10 @@ def _build_parser() -> _Parser:
 
     add_eval(sub, _positive_int, _whole_number, _usd)
 
+    from ._cli_usage import add_parser as add_usage  # issue 38
+
+    add_usage(sub)
+
     p_prov = sub.add_parser("providers", help="registered providers, configured or not, and their price",
                             description="Every registered provider: configured or not (key, URL), and price.")
     p_prov.add_argument("--json", action="store_true", help="print one JSON document and nothing else")

@@ -33,6 +33,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from . import telemetry
 from ._errors import ConfigError, InvalidRequest, PerplexedError, install_hint, redact
 from ._logs import get_logger
 from ._mcp_http import MAX_BODY_BYTES, http_app, serve_http
@@ -515,14 +516,16 @@ def create_server(
         tools.append(tool)
 
     async def web_search(arguments: Any = None) -> CallToolResult:
-        return await state.web_search(arguments or {})  # type: ignore[no-any-return]
+        with telemetry.tool_span("web_search", arguments if isinstance(arguments, dict) else None, mcp_method="tools/call"):
+            return await state.web_search(arguments or {})  # type: ignore[no-any-return]
 
     add(web_search, WEB_SEARCH, SearchOutput)
     notes = []
     if _has_fetch():
 
         async def web_fetch(arguments: Any = None) -> CallToolResult:
-            return await state.web_fetch(arguments or {})  # type: ignore[no-any-return]
+            with telemetry.tool_span("web_fetch", arguments if isinstance(arguments, dict) else None, mcp_method="tools/call"):
+                return await state.web_fetch(arguments or {})  # type: ignore[no-any-return]
 
         add(web_fetch, WEB_FETCH, FetchOutput)
         notes.append("web_fetch reads a page's text (paged with start_index). ")
@@ -530,7 +533,8 @@ def create_server(
     if unavailable is None:
 
         async def answer(ctx: Context, arguments: Any = None) -> CallToolResult:
-            return await state.answer(ctx, arguments or {})  # type: ignore[no-any-return]
+            with telemetry.tool_span("answer", arguments if isinstance(arguments, dict) else None, mcp_method="tools/call"):
+                return await state.answer(ctx, arguments or {})  # type: ignore[no-any-return]
 
         add(answer, ANSWER, AnswerOutput, context=True)
         notes.append("answer writes a grounded answer with [n] citations. ")

@@ -23,13 +23,15 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import itertools
+import json
 import os
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from ._logs import get_logger
 
-__all__ = ["Handler", "attach", "detach", "emit", "listening", "scoped", "span"]
+__all__ = ["CONTENT_ENV", "Handler", "attach", "content_on", "detach", "emit", "listening", "scoped",
+           "set_trace_content", "span", "tool_span"]
 
 logger = get_logger("perplexed.telemetry")
 
@@ -125,12 +127,69 @@ def _get_tracer() -> Any:
 _NO_SPAN: contextlib.AbstractContextManager[Any] = contextlib.nullcontext(None)
 
 
-def span(name: str, attributes: Mapping[str, Any] | None = None) -> contextlib.AbstractContextManager[Any]:
+def span(name: str, attributes: Mapping[str, Any] | None = None,
+         kind: str | None = None) -> contextlib.AbstractContextManager[Any]:
     """A context manager for an OpenTelemetry span named ``name``; entering it gives the span, or None
-    when tracing is off (no ``opentelemetry-api``, or no tracer provider installed)."""
+    when tracing is off (no ``opentelemetry-api``, or no tracer provider installed). ``kind``: ``"client"``
+    for a call to another service (default: internal)."""
     tracer = _get_tracer()
     if tracer is None:
         return _NO_SPAN
     clean = {k: v for k, v in (attributes or {}).items() if v is not None}
-    cm: contextlib.AbstractContextManager[Any] = tracer.start_as_current_span(name, attributes=clean)
+    if kind == "client":
+        cm: contextlib.AbstractContextManager[Any] = tracer.start_as_current_span(
+            name, attributes=clean, kind=_trace_api.SpanKind.CLIENT)
+        return cm
+    cm = tracer.start_as_current_span(name, attributes=clean)
     return cm
+
+
+# -- content opt-in and tool spans (issue 38; the GenAI conventions, development status) --------------------
+
+CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+_CONTENT_VALUES = frozenset({"true", "1", "span_only", "span_and_event"})
+
+_trace_content: bool | None = None
+
+
+def set_trace_content(value: bool | None) -> None:
+    """``configure(trace_content=...)``: True records query text and tool arguments; None = the environment."""
+    global _trace_content
+    _trace_content = value
+
+
+def content_on() -> bool:
+    """Whether content (query text, tool arguments) may go on spans: opted in, never by default."""
+    if _trace_content is not None:
+        return _trace_content
+    return os.environ.get(CONTENT_ENV, "").strip().lower() in _CONTENT_VALUES
+
+
+@contextlib.contextmanager
+def tool_span(name: str, arguments: Mapping[str, Any] | None = None, *, call_id: str | None = None,
+              description: str | None = None, mcp_method: str | None = None) -> Iterator[Any]:
+    """An ``execute_tool {name}`` span around a tool call (LangChain, LlamaIndex, the MCP server); the
+    arguments only when content is opted in. ``mcp_method`` adds ``mcp.method.name`` (``tools/call``)."""
+    if _get_tracer() is None:
+        yield None
+        return
+    attributes: dict[str, Any] = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
+                                  "gen_ai.tool.type": "function"}
+    if call_id:
+        attributes["gen_ai.tool.call.id"] = call_id
+    if description:
+        attributes["gen_ai.tool.description"] = description[:500]
+    if mcp_method:
+        attributes["mcp.method.name"] = mcp_method
+    if arguments is not None and content_on():
+        try:
+            attributes["gen_ai.tool.call.arguments"] = json.dumps(dict(arguments), default=str)
+        except Exception:
+            pass
+    with span(f"execute_tool {name}", attributes) as current:
+        try:
+            yield current
+        except BaseException as exc:
+            if current is not None:
+                current.set_attribute("error.type", type(exc).__name__)
+            raise

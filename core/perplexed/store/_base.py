@@ -36,6 +36,7 @@ from pydantic import BaseModel
 from .._errors import _SECRETS, StoreError
 from .._models import Hit
 from .._policy import MemberStats, member_update
+from ._ledger import DEFAULT_RETENTION_S, MemoryLedger, UsageRecord
 
 __all__ = [
     "Admission",
@@ -267,6 +268,32 @@ class Store(abc.ABC):
 
     def close(self) -> None:  # noqa: B027 - optional
         """Synchronous :meth:`aclose` for stores that can (best effort)."""
+
+    # -- the usage ledger (issue 38): its own methods, apart from the decisions above -----------------------
+
+    async def usage_add(self, records: Sequence[UsageRecord], keep_s: float = DEFAULT_RETENTION_S) -> None:
+        """Append ledger records (see :mod:`perplexed.store._ledger`); records older than ``keep_s`` seconds
+        may be trimmed on the way. Default: an in-process ledger (a third-party store shares nothing)."""
+        self._usage_ledger().add(records, keep_s)
+
+    def usage_add_soon(self, records: Sequence[UsageRecord], keep_s: float = DEFAULT_RETENTION_S) -> bool:
+        """Optionally append without the caller waiting (a store with its own ordered worker queues it
+        there); False when the caller must ``await usage_add(...)`` (the default)."""
+        return False
+
+    async def usage_read(self, since: float, until: float) -> list[UsageRecord]:
+        """The ledger records with ``since <= ts < until`` (seconds since the epoch)."""
+        return self._usage_ledger().read(since, until)
+
+    async def usage_trim(self, before: float) -> int:
+        """Drop the records older than ``before``; returns how many were dropped (when known)."""
+        return self._usage_ledger().trim(before)
+
+    def _usage_ledger(self) -> MemoryLedger:
+        ledger: MemoryLedger | None = self.__dict__.get("_perplexed_usage")
+        if ledger is None:
+            ledger = self.__dict__["_perplexed_usage"] = MemoryLedger()
+        return ledger
 
 
 # -- a JSON form of cached answers for stores that persist them ---------------------------------------------

@@ -41,10 +41,11 @@ from dataclasses import replace
 from typing import Any, Final, TypeVar
 
 from .. import telemetry
-from .._errors import redact
+from .._errors import StoreError, redact
 from .._logs import get_logger
 from .._policy import MemberStats, RateLimit, slot_admit
 from ._base import Admission, CachedAnswer, Decision, ProviderState, Record, Store
+from ._ledger import DEFAULT_RETENTION_S, UsageRecord
 from ._resp import ClientClosed, NoScript
 from .memory import MemoryStore
 
@@ -600,6 +601,42 @@ class ResilientStore(Store):
         if local is not None:
             await local.clear()
         await self._remote_call(self._remote.clear, changes_state=True, bounded=False)
+
+    # -- the usage ledger (issue 38): straight to the remote; during an outage its records are lost ----------
+
+    async def usage_add(self, records: Sequence[UsageRecord], keep_s: float = DEFAULT_RETENTION_S) -> None:
+        result = await self._remote_call(lambda: self._remote.usage_add(records, keep_s), changes_state=True)
+        if isinstance(result, _Skip):
+            raise StoreError(f"the {self.kind} store is unavailable: {len(records)} usage record(s) not kept")
+
+    def usage_add_soon(self, records: Sequence[UsageRecord], keep_s: float = DEFAULT_RETENTION_S) -> bool:
+        """Pipelined behind this process's earlier commands, not waited for (as records are); a failed reply
+        starts an outage like any failed call."""
+        nowait = getattr(self._remote, "usage_add_nowait", None)
+        if nowait is None or self._down_since is not None:
+            return False
+        try:
+            sent = nowait(records, keep_s)
+        except Exception as exc:
+            self._failed(exc)
+            return False
+        if sent is None:
+            return False
+        for reply in sent:
+            reply.add_done_callback(self._check_sent)
+        return True
+
+    async def usage_read(self, since: float, until: float) -> list[UsageRecord]:
+        result = await self._remote_call(lambda: self._remote.usage_read(since, until), changes_state=False,
+                                         bounded=False)
+        if isinstance(result, _Skip):
+            raise StoreError(f"the {self.kind} store is unavailable: the usage ledger cannot be read now")
+        return result
+
+    async def usage_trim(self, before: float) -> int:
+        result = await self._remote_call(lambda: self._remote.usage_trim(before), changes_state=True,
+                                         bounded=False)
+        return 0 if isinstance(result, _Skip) else result
 
     async def check(self) -> None:
         """The backend's own check (a write and a read), bounded by :data:`CHECK_TIMEOUT_S`: never the

@@ -52,6 +52,7 @@ from ._base import (
     decode_answer,
     encode_answer,
 )
+from ._ledger_redis import RedisLedger
 from ._redis_lua import (
     ADMIT,
     CLAIM_SLOT,
@@ -104,7 +105,7 @@ def _glob_escape(text: str) -> str:
     return "".join("\\" + c if c in "*?[]\\" else c for c in text)
 
 
-class _RedisBackend(Store):
+class _RedisBackend(RedisLedger, Store):
     """The Redis store without its safety net: every method raises what redis-py raises."""
 
     shared = True

@@ -57,6 +57,7 @@ from ._base import (
     decode_answer,
     encode_answer,
 )
+from ._ledger_sql import SQLiteLedger
 from ._members import MEMBERS_SCHEMA, read_members, record_member
 from .memory import MemoryStore
 
@@ -149,7 +150,7 @@ def _locked(exc: BaseException) -> bool:
         isinstance(exc, sqlite3.OperationalError) and ("locked" in str(exc) or "busy" in str(exc)))
 
 
-class SQLiteStore(Store):
+class SQLiteStore(SQLiteLedger, Store):
     """State in the SQLite file ``path`` (created with its directory when missing), for every process on
     this machine that opens the same file. ``busy_timeout_ms`` (the store timeout, default 1 s) bounds how
     long a decision waits for another process's lock; past it the store is in an outage (module docstring)."""
@@ -640,6 +641,7 @@ class SQLiteStore(Store):
         _log_failure(future)
 
     def _record_tx(self, conn: sqlite3.Connection, now: float, record: Record) -> None:
+        self._usage_flush(conn, now)  # buffered usage-ledger records ride along (no transaction of their own)
         provider = record.provider
         after = record.cooldown_after if provider else None  # cool-downs apply
         cooled = after is not None
