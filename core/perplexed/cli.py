@@ -405,7 +405,7 @@ def _flag_types() -> dict[str, Callable[[str], Any]]:
 
 #: The options ``search``, ``answer`` and ``mcp`` take as flags (each flag declared in perplexed._optionspec).
 _CHAIN_FLAG_OPTIONS = ("max_results", "provider_timeout_ms", "deadline_ms", "strategy", "hedge_after_ms",
-                      "merge_providers", "min_hits", "routing", "cache_ttl_s", "budget_usd")
+                      "merge_providers", "min_hits", "routing", "tag", "cache_ttl_s", "budget_usd")
 
 
 # --- consoles --------------------------------------------------------------------------------------------
