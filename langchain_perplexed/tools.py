@@ -12,11 +12,8 @@ from perplexed import (
     APIError,
     ConfigError,
     InvalidRequest,
-    NoSourcesError,
     PerplexedError,
     UpstreamError,
-    aanswer,
-    answer,
 )
 from perplexed.integration import AnswerPlan
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
@@ -279,8 +276,8 @@ class PerplexedAnswerTool(_ModelArguments, AnswerConfig, SearchConfig, BaseTool)
     ) -> tuple[str, list[Document]]:
         plan = self._plan(query, arguments)
         try:
-            result = run_core(answer, run_manager, plan)
-        except NoSourcesError:
+            result = run_core(perplexed.answer, run_manager, plan)
+        except perplexed.NoSourcesError:
             return NO_RESULTS, []
         except ConfigError:
             raise
@@ -293,8 +290,8 @@ class PerplexedAnswerTool(_ModelArguments, AnswerConfig, SearchConfig, BaseTool)
     ) -> tuple[str, list[Document]]:
         plan = self._plan(query, arguments)
         try:
-            result = await arun_core(aanswer, run_manager, plan)
-        except NoSourcesError:
+            result = await arun_core(perplexed.aanswer, run_manager, plan)
+        except perplexed.NoSourcesError:
             return NO_RESULTS, []
         except ConfigError:
             raise

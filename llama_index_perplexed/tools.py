@@ -9,16 +9,14 @@ import functools
 import inspect
 from collections.abc import Callable, Sequence
 from datetime import date
-from typing import Annotated, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 import perplexed
 import perplexed.integration
 from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
 from llama_index.core.tools.tool_spec.base import BaseToolSpec
 from llama_index.core.tools.utils import create_schema_from_function
-from perplexed import Answer, Hit, InvalidRequest, Result
-from perplexed import aanswer as _aanswer
-from perplexed import answer as _answer
+from perplexed import Hit, InvalidRequest, Result
 from perplexed.citations import format_footnotes
 from pydantic import Field, SecretStr
 
@@ -31,6 +29,9 @@ __all__ = ["PerplexedToolSpec"]
 dispatcher = get_dispatcher(__name__)
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+if TYPE_CHECKING:  # perplexed.answer() and its Answer load on first use (the Agent API client)
+    from perplexed import Answer
 
 
 def _named(fn: F) -> F:
@@ -86,7 +87,7 @@ def format_hits(hits: Sequence[Hit]) -> str:
     return "\n\n".join(blocks)
 
 
-def format_answer(ans: Answer) -> str:
+def format_answer(ans: "Answer") -> str:
     """What the ``answer`` tool returns: the answer text with its ``[n]`` markers, then ``Sources:`` and one
     ``[n] title — url`` line per source, numbered as the markers (and with ``verify=True`` the citation
     check: :meth:`perplexed.Verification.report`)."""
@@ -209,7 +210,7 @@ class PerplexedToolSpec(BaseToolSpec):
         """Answer the question in the query from web sources. Returns the answer with [n] citation markers,
         then the numbered sources ("[n] title — url") they refer to."""
         with dispatching():
-            ans = _answer(self._answer.plan(query, self._search, prefer_async=False))
+            ans = perplexed.answer(self._answer.plan(query, self._search, prefer_async=False))
         return format_answer(ans)
 
     @_named
@@ -218,7 +219,7 @@ class PerplexedToolSpec(BaseToolSpec):
         """Answer the question in the query from web sources. Returns the answer with [n] citation markers,
         then the numbered sources ("[n] title — url") they refer to."""
         with dispatching():
-            ans = await _aanswer(self._answer.plan(query, self._search, prefer_async=True))
+            ans = await perplexed.aanswer(self._answer.plan(query, self._search, prefer_async=True))
         return format_answer(ans)
 
     def _fetch_kwargs(self, max_chars: int, start_index: int) -> dict[str, Any]:

@@ -19,27 +19,18 @@ import inspect
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from . import _portal
 from ._errors import InvalidRequest, PerplexedError
-from ._lexical import (
-    EMPTY_WINDOW,
-    Claim,
-    Passage,
-    Window,
-    analyse_claim,
-    analyse_passage,
-    best_window,
-    claim_text,
-    is_heading,
-    split_sentences,
-)
 from ._logs import get_logger
 from ._models import Hit, Result
 from .citations import find_markers
+
+if TYPE_CHECKING:  # the lexicon (_lexical) is imported by the first check, not with `import perplexed`
+    from ._lexical import Claim, Passage, Window
 
 __all__ = [
     "DEFAULT_THRESHOLD",
@@ -181,6 +172,8 @@ class _Text:
     @property
     def passage(self) -> Passage:
         if self._passage is None:
+            from ._lexical import analyse_passage
+
             self._passage = analyse_passage(self.text)
         return self._passage
 
@@ -336,10 +329,14 @@ class _Judge:
     # lexical ------------------------------------------------------------------------------------------------
 
     def windows(self, claim: Claim, texts: Sequence[_Text]) -> list[Window]:
+        from ._lexical import best_window
+
         return [best_window(claim, t.passage) for t in texts]
 
     def lexical(self, claim: Claim, windows: Sequence[Window]) -> _Verdict:
         """The verdict of the windows together (their matches are pooled, the checks combined)."""
+        from ._lexical import EMPTY_WINDOW
+
         matched = frozenset().union(*(w.matched for w in windows)) if windows else frozenset()
         total = claim.total
         coverage = sum(claim.weights[k] for k in matched) / total if total else 0.0
@@ -367,6 +364,8 @@ class _Judge:
     def passage_for(self, claim: Claim, text: _Text, window: Window) -> str:
         """What a callable checker reads of one hit: its whole text when short, else the best window widened
         by a sentence on each side."""
+        from ._lexical import EMPTY_WINDOW
+
         if len(text.text) <= CALLABLE_PASSAGE_CHARS or window is EMPTY_WINDOW:
             return text.text[:CALLABLE_PASSAGE_CHARS] if window is EMPTY_WINDOW else text.text
         sentences = text.passage.sentences
@@ -417,6 +416,8 @@ class _Sentence:
 
 
 def _sentences(text: str) -> list[_Sentence]:
+    from ._lexical import split_sentences
+
     spans = split_sentences(text)
     out = [_Sentence(s, e, text[s:e]) for s, e in spans]
     markers = find_markers(text)
@@ -439,6 +440,8 @@ def _check_sentence(
 ) -> tuple[SentenceCheck, int, int | None]:
     """(the check, citations counted, precise citations) — the last two for ``citation_precision``;
     ``None`` precise citations: not a claim, nothing to count."""
+    from ._lexical import EMPTY_WINDOW, analyse_claim, claim_text, is_heading
+
     claim_str = claim_text(sentence.text)
     claim = analyse_claim(claim_str)
     base = {
