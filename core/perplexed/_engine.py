@@ -157,13 +157,15 @@ class Engine:
 
     async def run(self) -> Any:
         op, chain = self.op, self.chain
-        attributes = {
-            f"perplexed.{op.subject_key}": op.subject,
-            "perplexed.providers": ",".join(p.label for p in op.members),
-        }
         strategy = chain.strategy
-        if strategy != "sequential" or chain.min_hits is not None or chain.accept is not None:
-            attributes["perplexed.strategy"] = strategy
+        attributes: dict[str, Any] | None = None
+        if telemetry._tracing():  # no span attributes to build when nothing records them
+            attributes = {
+                f"perplexed.{op.subject_key}": op.subject,
+                "perplexed.providers": ",".join(p.label for p in op.members),
+            }
+            if strategy != "sequential" or chain.min_hits is not None or chain.accept is not None:
+                attributes["perplexed.strategy"] = strategy
         with telemetry.span(f"perplexed.{op.name}", attributes) as span:
             self.span = span
             if strategy == "hedged":
@@ -317,19 +319,23 @@ class Engine:
         failure: BaseException | None = None
         charged: float | None
         opening = time.perf_counter()
+        tracing = telemetry._tracing()
         with telemetry.span(
             f"perplexed.{op.name}.provider",
-            {"perplexed.provider": member.label, "perplexed.budget_ms": int(budget * 1000)},
+            {"perplexed.provider": member.label, "perplexed.budget_ms": int(budget * 1000)} if tracing else None,
         ) as call_span:
-            timer = asyncio.timeout(budget)
+            timer: asyncio.Timeout | None = None  # one per call, made once the client is set up
             now = time.perf_counter()  # the span is open: its set-up (process warm-up) is not the provider's time
             start = now if started is None else started + (now - opening)
             try:
+                left = budget
                 if client is None:  # set up outside the budget: the first call in a loop must not pay for it
                     client = op.client(member)
                     setup = time.perf_counter() - now  # a process's first TLS context and pool: not the
                     start += setup  # provider's time nor its budget (the chain's deadline holds)
-                    timer = asyncio.timeout(max(0.0, budget - setup) if capped else budget)
+                    if capped:
+                        left = max(0.0, budget - setup)
+                timer = asyncio.timeout(left)
                 async with timer:
                     raw = await op.call(member, client)
                 answer, charged, detail = op.finish(member, raw)
@@ -601,7 +607,7 @@ class Engine:
 
 
 def _failed(
-    member: Provider, exc: Exception, timer: asyncio.Timeout, budget: float, capped: bool
+    member: Provider, exc: Exception, timer: asyncio.Timeout | None, budget: float, capped: bool
 ) -> tuple[Outcome, Reason, str, float | None, BaseException | None]:
     """How a member call that raised ``exc`` is recorded: (outcome, reason, error, charged, failure).
 
@@ -613,7 +619,7 @@ def _failed(
     failure = classify_exception(exc)
     reason = failure.reason
     if failure.outcome is Outcome.TIMEOUT:
-        if timer.expired():
+        if timer is not None and timer.expired():
             why = "; capped by the chain deadline" if capped else ""
             return Outcome.TIMEOUT, reason, f"no answer within {int(budget * 1000)} ms (cancelled{why})", None, None
         # the provider's own timeout (e.g. a socket timeout inside a sync function)
