@@ -29,6 +29,7 @@ DENIED = (
     "perplexed.agent",
     "perplexed._verify",
     "perplexed._lexical",
+    "perplexed._extract",
     "perplexed._answer",
     "perplexed.cli",
     "perplexed.mcp_server",
@@ -64,10 +65,10 @@ def loaded_after(code: str, env: dict[str, str] | None = None) -> list[str]:
 
 def test_the_denied_modules_are_installed_so_this_test_means_something() -> None:
     everything = loaded_after(
-        "import trafilatura, lxml, rich, mcp, click, pygments, sqlite3, redis, perplexed.agent, perplexed._answer,"
+        "import perplexed._extract, trafilatura, lxml, rich, mcp, click, pygments, sqlite3, redis, perplexed.agent, perplexed._answer,"
         " perplexed.cli, perplexed.mcp_server, perplexed.store.sqlite, perplexed.store.redis, httpx._main"
     )
-    assert set(everything) >= {"trafilatura", "lxml", "rich", "mcp", "click", "pygments", "sqlite3", "perplexed.agent"}
+    assert set(everything) >= {"perplexed._extract", "trafilatura", "lxml", "rich", "mcp", "click", "pygments", "sqlite3", "perplexed.agent"}
 
 
 def test_import_perplexed_loads_only_what_a_search_uses() -> None:

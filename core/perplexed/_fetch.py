@@ -35,7 +35,6 @@ from ._errors import (
     PerplexedError,
     UpstreamError,
 )
-from ._extract import cut, markdown_to_text
 from ._failures import classify_exception, reason_of
 from ._fetch_net import check_url, guarded_client, robots_verdict, split_url
 from ._http import get_client
@@ -401,6 +400,8 @@ async def run_fetch(plan: FetchPlan, *, on_attempt: AttemptCallback | None = Non
 
 
 def _page(plan: FetchPlan, provider: str, answer: FetchAnswer, attempts: list[Attempt]) -> Page:
+    from ._extract import cut  # page extraction loads with the first fetch, not with `import perplexed`
+
     piece = cut(answer.text, plan.options.start_index, plan.options.max_chars)
     return Page(
         url=plan.url,
@@ -423,6 +424,8 @@ def _page(plan: FetchPlan, provider: str, answer: FetchAnswer, attempts: list[At
 def _in_format(answer: FetchAnswer, fmt: str) -> FetchAnswer:
     if answer.format == fmt or fmt == "markdown":  # plain text is valid Markdown
         return answer
+    from ._extract import markdown_to_text
+
     return answer.model_copy(update={"text": markdown_to_text(answer.text), "format": "text"})
 
 

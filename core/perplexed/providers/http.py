@@ -18,7 +18,6 @@ from typing import Any, ClassVar
 import httpx
 
 from .._errors import ConfigError, DocumentError, ProviderError, Reason
-from .._extract import body_kind, extract_body, interstitial, media_type
 from ._fetching import FetchAnswer, FetchOptions, FetchProvider, page_failure, status_reason
 
 __all__ = ["DEFAULT_USER_AGENT", "MAX_REDIRECTS", "Http"]
@@ -77,6 +76,9 @@ class Http(FetchProvider):
 
     def check_page(self, response: httpx.Response) -> None:
         """Refuse before reading the body: an error status, or a content type that is not read."""
+        # extraction loads with the first page, not with `import perplexed`
+        from .._extract import body_kind, media_type
+
         if status_reason(response.status_code) is not None:  # the status table, context "page"
             raise page_failure(self, response.status_code, response.reason_phrase or "", response)
         ctype = response.headers.get("content-type")
@@ -87,6 +89,8 @@ class Http(FetchProvider):
 
     def parse_page(self, response: httpx.Response, body: bytes, url: str, options: FetchOptions) -> FetchAnswer:
         """Extract a fully read page (CPU only; the engine runs it off the event loop)."""
+        from .._extract import body_kind, extract_body, interstitial, media_type
+
         ctype = response.headers.get("content-type")
         kind = body_kind(ctype, body)
         if kind is None:
