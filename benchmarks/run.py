@@ -6,7 +6,8 @@ Each benchmark runs in its own interpreter (so imports, pools and high-water mar
 ``bench_engine.py`` (engine overhead, chain cost), ``bench_load.py`` (500 concurrent asearch vs raw httpx,
 refused/hung provider cost), ``bench_fallbacks.py`` (LangChain ``with_fallbacks`` vs a perplexed chain),
 ``bench_sse.py`` (decoder vs the perplexityai SDK, event latency), ``bench_import.py`` (import time vs the
-SDK, no framework imports), ``bench_memory.py`` (peak memory streaming a 10 MB answer / reading a capped
+SDK, no framework imports), ``bench_coldstart.py`` (fresh processes: import perplexed / the adapters vs their
+floors, an MCP stdio cold call and a CLI search vs spawning ``import httpx``), ``bench_memory.py`` (peak memory streaming a 10 MB answer / reading a capped
 body), ``bench_strategies.py`` (hedged tail latency, merge latency and recall), ``bench_verify.py`` (citation checking: quality on the labelled set, speed), ``bench_mcp.py`` (the MCP server: stdio overhead, concurrent HTTP calls), ``bench_bombs.py`` (decompression
 bombs: peak RSS over the cap, wall time over the deadline), ``bench_eval.py`` (evaluate's throughput at
 concurrency 8, the adaptive strategy's ordering cost), ``bench_usage.py`` (the usage ledger and tracing). Needs the ``bench`` extra (``perplexityai``, ``psutil``) and ``langchain-core``.
@@ -180,6 +181,28 @@ def imports(quick: bool) -> list[Row]:
             "none",
             not frameworks,
         ),
+    ]
+
+
+def coldstart(quick: bool) -> list[Row]:
+    data: Any = _json("bench_coldstart.py", "--runs", "5" if quick else "11")
+    print(json.dumps(data, indent=1))
+    labels = {
+        "perplexed": 'cold start: import perplexed vs python -c "import httpx" (process wall, median)',
+        "langchain": "cold start: import langchain_perplexed vs import langchain_core.retrievers, .tools",
+        "llama_index": "cold start: import llama_index_perplexed vs import llama_index.core",
+        "mcp_cold_call": "MCP stdio cold call (spawn, initialize, one web_search on a 16-doc index, exit) vs "
+        "spawning import httpx",
+        "cli_search": "perplexed search QUERY --provider local, end to end, vs spawning import httpx",
+    }
+    return [
+        Row(
+            labels[name],
+            f"{r['ratio']:.2f}x ({r['ms']:.0f} vs {r['floor_ms']:.0f} ms; CPU {r['cpu_ratio']:.2f}x)",
+            f"<= {r['target']}x",
+            bool(r["ok"]),
+        )
+        for name, r in data["rows"].items()
     ]
 
 
@@ -413,6 +436,7 @@ BENCHES: list[tuple[str, Callable[[bool], list[Row]]]] = [
     ("fallbacks", fallbacks),
     ("sse", sse),
     ("import", imports),
+    ("coldstart", coldstart),
     ("memory", memory),
     ("strategies", strategies),
     ("governance", governance),

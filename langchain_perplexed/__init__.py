@@ -27,13 +27,17 @@ except ImportError as _missing:
         name=_missing.name,
     ) from None
 
+from typing import TYPE_CHECKING, Any
+
 from ._documents import NO_RESULTS
 from ._events import ANSWER_EVENT, ATTEMPT_EVENT
-from .fetch import PerplexedFetchInput, PerplexedFetchTool, PerplexedLoader
 from .provider import RetrieverProvider, as_provider, document_to_hit
 from .retrievers import PerplexedAnswerRetriever, PerplexedRetriever
 from .tools import PerplexedAnswerInput, PerplexedAnswerTool, PerplexedSearchInput, PerplexedSearchTool
-from .verify import VerifyCitations
+
+if TYPE_CHECKING:  # imported on first use (_LAZY): page fetching and the citation check are not a search
+    from .fetch import PerplexedFetchInput, PerplexedFetchTool, PerplexedLoader
+    from .verify import VerifyCitations
 
 __version__ = "0.1.0"
 
@@ -56,3 +60,25 @@ __all__ = [
     "as_provider",
     "document_to_hit",
 ]
+
+_LAZY = {
+    "PerplexedFetchInput": "langchain_perplexed.fetch",
+    "PerplexedFetchTool": "langchain_perplexed.fetch",
+    "PerplexedLoader": "langchain_perplexed.fetch",
+    "VerifyCitations": "langchain_perplexed.verify",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'langchain_perplexed' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -9,7 +9,6 @@ import perplexed.integration
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from perplexed import NoSourcesError, aanswer, answer
 from perplexed.integration import AnswerPlan
 from pydantic import AliasChoices, ConfigDict, Field
 
@@ -165,8 +164,8 @@ class PerplexedAnswerRetriever(AnswerConfig, SearchConfig, BaseRetriever):
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         try:
-            result = run_core(answer, run_manager, self._plan(query, kwargs))
-        except NoSourcesError:
+            result = run_core(perplexed.answer, run_manager, self._plan(query, kwargs))
+        except perplexed.NoSourcesError:
             return []
         return answer_documents(result, flat=self.flat_metadata)
 
@@ -174,7 +173,7 @@ class PerplexedAnswerRetriever(AnswerConfig, SearchConfig, BaseRetriever):
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         try:
-            result = await arun_core(aanswer, run_manager, self._plan(query, kwargs))
-        except NoSourcesError:
+            result = await arun_core(perplexed.aanswer, run_manager, self._plan(query, kwargs))
+        except perplexed.NoSourcesError:
             return []
         return answer_documents(result, flat=self.flat_metadata)

@@ -12,7 +12,6 @@ from perplexed import (
     APIError,
     ConfigError,
     InvalidRequest,
-    NoSourcesError,
     PerplexedError,
     UpstreamError,
     aanswer,
@@ -215,7 +214,7 @@ class PerplexedAnswerTool(_ModelArguments, AnswerConfig, SearchConfig, BaseTool)
             plan = self._plan(query, arguments)
             try:
                 result = run_core(answer, run_manager, plan)
-            except NoSourcesError:
+            except perplexed.NoSourcesError:
                 return NO_RESULTS, []
             except ConfigError:
                 raise
@@ -230,7 +229,7 @@ class PerplexedAnswerTool(_ModelArguments, AnswerConfig, SearchConfig, BaseTool)
             plan = self._plan(query, arguments)
             try:
                 result = await arun_core(aanswer, run_manager, plan)
-            except NoSourcesError:
+            except perplexed.NoSourcesError:
                 return NO_RESULTS, []
             except ConfigError:
                 raise

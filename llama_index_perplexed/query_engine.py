@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import perplexed
 from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.response.schema import (
     RESPONSE_TYPE,
@@ -15,7 +16,7 @@ from llama_index.core.base.response.schema import (
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.prompts.mixin import PromptMixinType
 from llama_index.core.schema import QueryBundle
-from perplexed import Answer, aanswer, answer, astream_answer, stream_answer
+from perplexed import Answer
 from pydantic import SecretStr
 
 from ._config import SETTINGS, answer_configs, named_settings, with_settings
@@ -23,6 +24,9 @@ from ._nodes import answer_metadata, answer_source_nodes
 from .events import dispatching
 
 __all__ = ["PerplexedQueryEngine"]
+
+if TYPE_CHECKING:  # perplexed.answer() and its Answer load on first use (the Agent API client)
+    from perplexed import Answer
 
 
 def answer_to_response(ans: Answer) -> Response:
@@ -113,10 +117,10 @@ class PerplexedQueryEngine(BaseQueryEngine):
         plan = self._answer.plan(query_bundle.query_str, self._search, prefer_async=False)
         if not self.streaming:
             with dispatching():
-                ans = answer(plan)
+                ans = perplexed.answer(plan)
             return answer_to_response(ans)
         with dispatching():
-            stream = stream_answer(plan)
+            stream = perplexed.stream_answer(plan)
             first = next(stream)  # runs the search: its errors surface here, not in the consumer's loop
         response = StreamingResponse(response_gen=None, source_nodes=[], metadata={})  # type: ignore[arg-type]
         response.response_gen = self._deltas(first, stream, response)
@@ -145,9 +149,9 @@ class PerplexedQueryEngine(BaseQueryEngine):
         plan = self._answer.plan(query_bundle.query_str, self._search, prefer_async=True)
         if not self.streaming:
             with dispatching():
-                ans = await aanswer(plan)
+                ans = await perplexed.aanswer(plan)
             return answer_to_response(ans)
-        stream = astream_answer(plan)
+        stream = perplexed.astream_answer(plan)
         with dispatching():
             first = await stream.__anext__()
         response = AsyncStreamingResponse(response_gen=None, source_nodes=[], metadata={})  # type: ignore[arg-type]

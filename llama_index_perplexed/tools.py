@@ -8,7 +8,7 @@ described ``query``) at run time.
 import copy
 import inspect
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import perplexed
 import perplexed.integration
@@ -42,6 +42,9 @@ dispatcher = get_dispatcher(__name__)
 DEFAULT_FETCH_CHARS = 8000
 
 Run = Callable[[Any, dict[str, Any]], Any]
+
+if TYPE_CHECKING:  # perplexed.answer() and its Answer load on first use (the Agent API client)
+    pass
 
 
 def _tool_function(tool: AgentTool, fn_name: str, run: Run) -> Callable[..., Any]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+# first: every later import of httpx in the core goes through this one (without httpx's CLI, rich, click...)
+from . import _httpx_import  # noqa: F401  # isort: skip
 from . import providers, telemetry
 from ._configure import configure, reset
 from ._errors import (
@@ -31,9 +33,8 @@ from ._governance import aspend, spend
 from ._models import Attempt, Hit, Outcome, Page, ProviderAnswer, Result
 from ._options import ChainOptions, SearchOptions
 from ._search import asearch, search
-from ._verify import Evidence, SentenceCheck, Verification, averify, verify
 
-if TYPE_CHECKING:  # answer() is imported lazily (it pulls in the Agent API client)
+if TYPE_CHECKING:  # imported on first use (_LAZY): answer() pulls in the Agent API client, verify the lexicon
     from ._answer import (
         AGENT_PROVIDER,
         Answer,
@@ -44,6 +45,7 @@ if TYPE_CHECKING:  # answer() is imported lazily (it pulls in the Agent API clie
         astream_answer,
         stream_answer,
     )
+    from ._verify import Evidence, SentenceCheck, Verification, averify, verify
 
 # --- evaluation and routing (issue 37): loaded lazily (see _LAZY), so `import perplexed` does not import them ---
 if TYPE_CHECKING:
@@ -122,6 +124,11 @@ _LAZY = {
     "NoSourcesError": "perplexed._answer",
     "AnswerCitation": "perplexed._answer",
     "AGENT_PROVIDER": "perplexed._answer",
+    "verify": "perplexed._verify",
+    "averify": "perplexed._verify",
+    "Evidence": "perplexed._verify",
+    "SentenceCheck": "perplexed._verify",
+    "Verification": "perplexed._verify",
     # --- evaluation and routing (issue 37) ---
     "evaluate": "perplexed._eval",
     "aevaluate": "perplexed._eval",
@@ -167,7 +174,8 @@ _MOVED = {
 def __getattr__(name: str) -> Any:
     import importlib
 
-    # answer() pulls in the Agent API client; import it on first use so `import perplexed` stays cheap.
+    # answer() pulls in the Agent API client, verify() its lexicon: imported on first use so `import perplexed`
+    # loads only what a search needs (tests/test_cold_start.py).
     module_name = _LAZY.get(name)
     if module_name is not None:
         value = getattr(importlib.import_module(module_name), name)

@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from ._errors import ConfigError, InvalidRequest
 from ._grounding import AGENT_PROVIDER, DEFAULT_MAX_SOURCE_CHARS, search_off, web_search_tool
@@ -24,10 +24,10 @@ from ._models import Attempt
 from ._options import ChainOptions, SearchOptions, clean_query, split_options
 from ._search import FetchRequest, fetch_plan
 from ._settings import default_chain
-from .agent import AgentClient, AsyncAgentClient
-from .agent._client import ENV_API_KEY
-from .agent._request import build_request
 from .chain import Search, prepare_with
+
+if TYPE_CHECKING:  # the Agent API client is imported when a plan is made, not with `import perplexed.integration`
+    from .agent import AgentClient, AsyncAgentClient
 
 __all__ = ["DEFAULT_PRESET", "AnswerPlan", "prepare_answer"]
 
@@ -219,6 +219,8 @@ def prepare_answer(
     params.update(grounding)
     params["sent_by"] = _sent_by(params, grounding, defaulted="preset" not in _given(preset, agent_options))
     # Validate the request now, so a bad agent option fails before the search is paid for.
+    from .agent._request import build_request
+
     build_request(None, {**params, "input": cleaned, "instructions": instructions or ""})
     sync_client, async_only = _clients(client, async_client)
     deadline = options.get("deadline_ms")
@@ -356,6 +358,8 @@ def _clients(client: Any, async_client: Any) -> tuple[Any, Any]:
     """(the client of the sync entry points, the client of the async ones), both async-capable."""
     first = _async_client(client) if client is not None else None
     second = _async_client(async_client) if async_client is not None else None
+    from .agent import AsyncAgentClient
+
     if first is None and second is None:
         first = second = _default_client()
     for each in {id(c): c for c in (first, second) if isinstance(c, AsyncAgentClient)}.values():
@@ -367,6 +371,9 @@ def _clients(client: Any, async_client: Any) -> tuple[Any, Any]:
 
 def _default_client() -> AsyncAgentClient:
     # From the settings; the key is checked now so a missing one fails before the search is paid for.
+    from .agent import AsyncAgentClient
+    from .agent._client import ENV_API_KEY
+
     if not os.environ.get(ENV_API_KEY, "").strip():
         raise ConfigError(
             f"no Perplexity API key: set the {ENV_API_KEY} environment variable or pass client="
@@ -376,6 +383,8 @@ def _default_client() -> AsyncAgentClient:
 
 
 def _async_client(client: Any) -> Any:
+    from .agent import AgentClient, AsyncAgentClient
+
     if isinstance(client, AgentClient):
         return client.async_client
     if isinstance(client, AsyncAgentClient):

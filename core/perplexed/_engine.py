@@ -401,11 +401,14 @@ class Engine:
             now = time.perf_counter()  # the span is open: its set-up (process warm-up) is not the provider's time
             start = now if started is None else started + (now - opening)
             try:
+                left = budget
                 if client is None:  # set up outside the budget: the first call in a loop must not pay for it
                     client = op.client(member)
                     setup = time.perf_counter() - now  # a process's first TLS context and pool: not the
                     start += setup  # provider's time nor its budget (the chain's deadline holds)
-                    timer = asyncio.timeout(max(0.0, budget - setup) if capped else budget)
+                    if capped:
+                        left = max(0.0, budget - setup)
+                timer = asyncio.timeout(left)
                 async with timer:
                     raw = await op.call(member, client)
                 answer, charged, detail = op.finish(member, raw)
@@ -681,7 +684,7 @@ class Engine:
 
 
 def _failed(
-    member: Provider, exc: Exception, timer: asyncio.Timeout, budget: float, capped: bool
+    member: Provider, exc: Exception, timer: asyncio.Timeout | None, budget: float, capped: bool
 ) -> tuple[Outcome, Reason, str, float | None, BaseException | None]:
     """How a member call that raised ``exc`` is recorded: (outcome, reason, error, charged, failure).
 
@@ -693,7 +696,7 @@ def _failed(
     failure = classify_exception(exc)
     reason = failure.reason
     if failure.outcome is Outcome.TIMEOUT:
-        if timer.expired():
+        if timer is not None and timer.expired():
             why = "; capped by the chain deadline" if capped else ""
             return Outcome.TIMEOUT, reason, f"no answer within {int(budget * 1000)} ms (cancelled{why})", None, None
         # the provider's own timeout (e.g. a socket timeout inside a sync function)

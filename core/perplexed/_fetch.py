@@ -34,8 +34,6 @@ from ._errors import (
     PerplexedError,
     UpstreamError,
 )
-from ._extract import cut, markdown_to_text
-from ._extract_worker import text_in_worker
 from ._failures import classify_exception, reason_of
 from ._fetch_net import check_url, guarded_client, robots_verdict, split_url
 from ._http import get_client
@@ -344,6 +342,8 @@ class FetchOperation:
         answer = await _call_fetcher(cast(FetchProvider, member), self.plan, client)
         if answer.format != self.plan.options.format and self.plan.options.format == "text":
             # inside the provider's timer and off the event loop: hostile Markdown cannot outlive the deadline
+            from ._extract_worker import text_in_worker  # with the first page converted, not at import
+
             answer = answer.model_copy(update={"text": await text_in_worker(answer.text), "format": "text"})
         return answer
 
@@ -423,6 +423,8 @@ async def run_fetch(plan: FetchPlan, *, on_attempt: AttemptCallback | None = Non
 
 
 def _page(plan: FetchPlan, provider: str, answer: FetchAnswer, attempts: list[Attempt]) -> Page:
+    from ._extract import cut  # page extraction loads with the first fetch, not with `import perplexed`
+
     piece = cut(answer.text, plan.options.start_index, plan.options.max_chars)
     return Page(
         url=plan.url,
@@ -445,6 +447,8 @@ def _page(plan: FetchPlan, provider: str, answer: FetchAnswer, attempts: list[At
 def _in_format(answer: FetchAnswer, fmt: str) -> FetchAnswer:
     if answer.format == fmt or fmt == "markdown":  # plain text is valid Markdown
         return answer
+    from ._extract import markdown_to_text
+
     return answer.model_copy(update={"text": markdown_to_text(answer.text), "format": "text"})
 
 

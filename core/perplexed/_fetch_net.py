@@ -25,7 +25,6 @@ import httpcore
 import httpx
 
 from ._errors import ConfigError, InvalidRequest
-from ._extract import FETCH_HINT
 from ._http import _pooled_transport, aiter_decoded, get_client
 from ._ssrf import (
     NOTHING,
@@ -369,6 +368,8 @@ async def _load_robots(
     try:
         from protego import Protego  # the fetch extra
     except ImportError as exc:  # a clear "install the fetch extra", not an unexpected ModuleNotFoundError
+        from ._extract import FETCH_HINT
+
         raise ConfigError(f"{FETCH_HINT} ({exc})") from None
 
     url = origin + "/robots.txt"

@@ -19,27 +19,18 @@ import inspect
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from . import _portal
 from ._errors import InvalidRequest, PerplexedError
-from ._lexical import (
-    EMPTY_WINDOW,
-    Claim,
-    Passage,
-    Window,
-    analyse_claim,
-    analyse_passage,
-    best_window,
-    claim_text,
-    is_heading,
-    split_sentences,
-)
 from ._logs import get_logger
 from ._models import Hit, Result
 from .citations import find_markers
+
+if TYPE_CHECKING:  # the lexicon (_lexical) is imported by the first check, not with `import perplexed`
+    from ._lexical import Claim, Passage, Window
 
 __all__ = [
     "DEFAULT_THRESHOLD",
@@ -188,6 +179,8 @@ class _Text:
     @property
     def passage(self) -> Passage:
         if self._passage is None:
+            from ._lexical import analyse_passage
+
             self._passage = analyse_passage(self.text)
         return self._passage
 
@@ -343,10 +336,14 @@ class _Judge:
     # lexical ------------------------------------------------------------------------------------------------
 
     def windows(self, claim: Claim, texts: Sequence[_Text]) -> list[Window]:
+        from ._lexical import best_window
+
         return [best_window(claim, t.passage) for t in texts]
 
     def lexical(self, claim: Claim, windows: Sequence[Window]) -> _Verdict:
         """The verdict of the windows together (their matches are pooled, the checks combined)."""
+        from ._lexical import EMPTY_WINDOW
+
         matched = frozenset().union(*(w.matched for w in windows)) if windows else frozenset()
         total = claim.total
         coverage = sum(claim.weights[k] for k in matched) / total if total else 0.0
@@ -379,6 +376,8 @@ class _Judge:
 
     def span_for(self, text: _Text, window: Window) -> tuple[int, int]:
         """The span of a hit's text a callable checker reads (see :meth:`passage_for`)."""
+        from ._lexical import EMPTY_WINDOW
+
         if window is EMPTY_WINDOW:
             return 0, min(len(text.text), CALLABLE_PASSAGE_CHARS)
         if len(text.text) <= CALLABLE_PASSAGE_CHARS:
@@ -429,6 +428,8 @@ class _Sentence:
 
 
 def _sentences(text: str) -> list[_Sentence]:
+    from ._lexical import split_sentences
+
     spans = split_sentences(text)
     out = [_Sentence(s, e, text[s:e]) for s, e in spans]
     markers = find_markers(text)
@@ -453,6 +454,8 @@ def _check_sentence(
 ) -> tuple[SentenceCheck, int, int | None]:
     """(the check, citations counted, precise citations) — the last two for ``citation_precision``;
     ``None`` precise citations: not a claim, nothing to count."""
+    from ._lexical import analyse_claim, claim_text, is_heading
+
     claim_str = claim_text(sentence.text)
     claim = analyse_claim(claim_str)
     base = {
@@ -505,6 +508,8 @@ def _check_sentence(
 def _evidence_span(text: _Text, window: Window, single: _Verdict, judge: _Judge) -> list[tuple[int, int]]:
     """The best supporting span of one cited hit (none when it does not support the sentence): the lexical
     window; for a hit a callable checker finds supporting where no window is, the passage it read."""
+    from ._lexical import EMPTY_WINDOW
+
     if window is not EMPTY_WINDOW:
         if single.label == "supported" or window.coverage >= judge.floor:
             return [(window.start, window.end)]

@@ -127,6 +127,12 @@ def _get_tracer() -> Any:
 _NO_SPAN: contextlib.AbstractContextManager[Any] = contextlib.nullcontext(None)
 
 
+def _tracing() -> bool:
+    """Whether spans record anything now (an OpenTelemetry SDK tracer provider is installed): the engine
+    builds span attributes only then."""
+    return _get_tracer() is not None
+
+
 def span(name: str, attributes: Mapping[str, Any] | None = None,
          kind: str | None = None) -> contextlib.AbstractContextManager[Any]:
     """A context manager for an OpenTelemetry span named ``name``; entering it gives the span, or None

@@ -84,6 +84,9 @@ class Http(FetchProvider):
 
     def check_page(self, response: httpx.Response) -> None:
         """Refuse before reading the body: an error status, or a content type that is not read."""
+        # extraction loads with the first page, not with `import perplexed`
+        from .._extract import body_kind, media_type
+
         if status_reason(response.status_code) is not None:  # the status table, context "page"
             raise page_failure(self, response.status_code, response.reason_phrase or "", response)
         ctype = response.headers.get("content-type")

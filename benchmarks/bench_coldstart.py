@@ -1,0 +1,168 @@
+"""Cold start (issue 35): what a fresh process pays before its first result, against ``python -c "import httpx"``.
+
+Run:  .venv/bin/python benchmarks/bench_coldstart.py [--runs 9] [--json]
+
+Every variant is a new interpreter, spawned by this script; rounds interleave the variants (round 1: a, b, c, ...;
+round 2: ..., c, b, a) so machine noise hits each alike. Each figure is the median over ``--runs`` rounds of
+the child's wall time (spawn to exit) and, beside it, of its CPU time (user + system, from ``getrusage``: less
+sensitive to a loaded machine). Ratios are of medians from the same run.
+
+* ``import perplexed`` vs ``python -c "import httpx"`` (target <= 1.3x);
+* ``import langchain_perplexed`` vs ``import langchain_core.retrievers, langchain_core.tools`` (<= 1.15x);
+* ``import llama_index_perplexed`` vs ``import llama_index.core`` (<= 1.1x);
+* MCP stdio cold call: spawn ``perplexed mcp --provider local --index <16-document index>``, initialize, one
+  ``web_search``, exit, with the official ``mcp`` client (the client lives in this process: only the server
+  is cold) vs spawning ``python -c "import httpx"`` (<= 2.0x);
+* ``perplexed search QUERY --provider local --index ...``, end to end, vs the same spawn (<= 1.6x).
+
+The index is built once from ``examples/corpus`` (16 documents) in a temporary directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CLI = str(Path(sys.executable).with_name("perplexed"))
+QUERY = "zoning setbacks"
+
+TARGETS = {"perplexed": 1.3, "langchain": 1.15, "llama_index": 1.1, "mcp_cold_call": 2.0, "cli_search": 1.6}
+
+
+def clean_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PERPLEXED_", "PERPLEXITY_", "SEARXNG_"))}
+    env["PYTHONPATH"] = os.pathsep.join((str(ROOT / "core"), str(ROOT)))
+    env["PERPLEXED_STORE"] = "memory"  # no state file in the user's home for a benchmark
+    return env
+
+
+def timed(run: Callable[[], None]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the children reaped meanwhile) of one run."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    run()
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def spawn(argv: list[str]) -> Callable[[], None]:
+    def run() -> None:
+        proc = subprocess.run(argv, capture_output=True, text=True, env=clean_env(), cwd=ROOT)
+        if proc.returncode != 0:
+            raise SystemExit(f"{argv} failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
+
+    return run
+
+
+def python_c(code: str) -> Callable[[], None]:
+    return spawn([sys.executable, "-c", code])
+
+
+def mcp_cold_call(index: str) -> Callable[[], None]:
+    from mcp import Client, StdioServerParameters
+
+    params = StdioServerParameters(
+        command=CLI, args=["mcp", "--provider", "local", "--index", index, "--no-cache"], env=clean_env()
+    )
+
+    async def call() -> None:
+        async with Client(params, read_timeout_seconds=120) as client:  # spawn + initialize
+            reply = await client.call_tool("web_search", {"query": QUERY, "max_results": 5})
+            assert not reply.is_error and reply.structured_content["hits"], reply
+
+    def run() -> None:
+        asyncio.run(call())
+
+    return run
+
+
+def build_index(where: str) -> str:
+    index = str(Path(where) / "index.db")
+    subprocess.run([CLI, "index", str(ROOT / "examples" / "corpus"), "--index", index], check=True,
+                   capture_output=True, env=clean_env())
+    return index
+
+
+def measure(runs: int, only: set[str] | None = None) -> dict[str, object]:
+    with tempfile.TemporaryDirectory() as tmp:
+        index = build_index(tmp)
+        variants: dict[str, Callable[[], None]] = {
+            "httpx": python_c("import httpx"),
+            "perplexed": python_c("import perplexed"),
+            "langchain_core": python_c("import langchain_core.retrievers, langchain_core.tools"),
+            "langchain": python_c("import langchain_perplexed"),
+            "llama_index_core": python_c("import llama_index.core"),
+            "llama_index": python_c("import llama_index_perplexed"),
+            "mcp_cold_call": mcp_cold_call(index),
+            "cli_search": spawn([CLI, "search", QUERY, "--provider", "local", "--index", index, "--no-cache"]),
+        }
+        if only:
+            keep = {"httpx"} | only | {f"{name}_core" for name in only}
+            variants = {k: v for k, v in variants.items() if k in keep}
+        for run in variants.values():  # warm the page cache and .pyc files: every variant starts "warm-cold"
+            run()
+        wall: dict[str, list[float]] = {k: [] for k in variants}
+        cpu: dict[str, list[float]] = {k: [] for k in variants}
+        names = list(variants)
+        for i in range(runs):
+            for name in names if i % 2 == 0 else reversed(names):
+                w, c = timed(variants[name])
+                wall[name].append(w)
+                cpu[name].append(c)
+    med = {k: statistics.median(v) * 1000 for k, v in wall.items()}
+    med_cpu = {k: statistics.median(v) * 1000 for k, v in cpu.items()}
+    floors = {"perplexed": "httpx", "langchain": "langchain_core", "llama_index": "llama_index_core",
+              "mcp_cold_call": "httpx", "cli_search": "httpx"}
+    rows = {}
+    for name, floor in floors.items():
+        if name not in med:
+            continue
+        rows[name] = {
+            "ms": med[name], "floor": floor, "floor_ms": med[floor], "ratio": med[name] / med[floor],
+            "cpu_ms": med_cpu[name], "floor_cpu_ms": med_cpu[floor], "cpu_ratio": med_cpu[name] / med_cpu[floor],
+            "target": TARGETS[name], "ok": med[name] / med[floor] <= TARGETS[name],
+        }
+    return {"rows": rows, "runs": runs, "load": list(os.getloadavg())}
+
+
+LABELS = {
+    "perplexed": 'import perplexed vs python -c "import httpx"',
+    "langchain": "import langchain_perplexed vs import langchain_core.retrievers, langchain_core.tools",
+    "llama_index": "import llama_index_perplexed vs import llama_index.core",
+    "mcp_cold_call": "MCP stdio cold call (spawn, initialize, one web_search, exit; 16-doc local index) vs spawning import httpx",
+    "cli_search": "perplexed search QUERY --provider local (CLI end to end) vs spawning import httpx",
+}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=9)
+    parser.add_argument("--only", nargs="*", choices=list(TARGETS))
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    data = measure(args.runs, set(args.only) if args.only else None)
+    if args.json:
+        print(json.dumps(data))
+    else:
+        for name, r in data["rows"].items():  # type: ignore[attr-defined]
+            print(f"{LABELS[name]}: {r['ratio']:.2f}x wall ({r['ms']:.0f} vs {r['floor_ms']:.0f} ms), "
+                  f"{r['cpu_ratio']:.2f}x CPU ({r['cpu_ms']:.0f} vs {r['floor_cpu_ms']:.0f} ms)  "
+                  f"[target <= {r['target']}x] {'met' if r['ok'] else 'MISSED'}")
+        print(f"{args.runs} interleaved rounds; load average {' '.join(f'{x:.2f}' for x in data['load'])}")  # type: ignore[attr-defined]
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

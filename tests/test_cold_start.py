@@ -1,0 +1,173 @@
+"""Cold start (issue 35): ``import perplexed`` loads only what a search uses. Fetch extraction (trafilatura, lxml),
+verify's lexicon, the Agent API client, store back-ends (sqlite3 where no store is configured), rich, the MCP
+SDK, click and pygments load on first use; the same for both framework adapters beyond their framework. Each
+check runs in a fresh interpreter, so what an earlier test imported cannot hide a regression."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CORE = ROOT / "core"
+
+#: top-level packages (and the core's own heavy parts) that ``import perplexed`` must not load
+DENIED = (
+    "trafilatura",
+    "lxml",
+    "rich",
+    "mcp",
+    "click",
+    "pygments",
+    "sqlite3",
+    "perplexed.agent",
+    "perplexed._verify",
+    "perplexed._lexical",
+    "perplexed._extract",
+    "perplexed._answer",
+    "perplexed.cli",
+    "perplexed.mcp_server",
+    "perplexed.store.sqlite",
+    "perplexed.store.redis",
+    "redis",
+    "httpx._main",
+)
+
+
+def loaded_after(code: str, env: dict[str, str] | None = None) -> list[str]:
+    """Run ``code`` in a fresh interpreter; return the denied modules it left in ``sys.modules``."""
+    script = textwrap.dedent(code) + textwrap.dedent(
+        f"""
+        import json, sys
+        denied = {DENIED!r}
+        print(json.dumps(sorted(d for d in denied if any(m == d or m.startswith(d + ".") for m in sys.modules))))
+        """
+    )
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("PERPLEXED_")}
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=ROOT,
+        env={**clean, "PYTHONPATH": os.pathsep.join((str(CORE), str(ROOT))), **(env or {})},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    loaded: list[str] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return loaded
+
+
+def test_the_denied_modules_are_installed_so_this_test_means_something() -> None:
+    everything = loaded_after(
+        "import perplexed._extract, trafilatura, lxml, rich, mcp, click, pygments, sqlite3, redis, perplexed.agent, perplexed._answer,"
+        " perplexed.cli, perplexed.mcp_server, perplexed.store.sqlite, perplexed.store.redis, httpx._main"
+    )
+    assert set(everything) >= {"perplexed._extract", "trafilatura", "lxml", "rich", "mcp", "click", "pygments", "sqlite3", "perplexed.agent"}
+
+
+def test_import_perplexed_loads_only_what_a_search_uses() -> None:
+    assert loaded_after("import perplexed") == []
+
+
+def test_import_perplexed_with_the_memory_store_configured_loads_no_sqlite() -> None:
+    assert loaded_after("import perplexed", env={"PERPLEXED_STORE": "memory"}) == []
+
+
+def test_a_search_after_the_lazy_import_still_works_and_loads_nothing_denied() -> None:
+    loaded = loaded_after(
+        """
+        import asyncio, perplexed
+        from perplexed.providers import FunctionProvider
+        fn = FunctionProvider(lambda q, o: [{"url": "https://a.example/", "title": "A", "snippet": "s"}])
+        result = perplexed.search("zoning setbacks", fn)
+        assert result.provider == "<lambda>" and result.hits[0].url == "https://a.example/", result
+        assert asyncio.run(perplexed.asearch("zoning setbacks", fn)).hits[0].id == 1
+        """
+    )
+    assert loaded == []
+
+
+def test_every_public_name_still_resolves_and_the_lazy_ones_load_on_first_use() -> None:
+    loaded = loaded_after(
+        """
+        import sys, warnings, perplexed
+        assert "perplexed._verify" not in sys.modules
+        missing = [name for name in perplexed.__all__ if not hasattr(perplexed, name)]
+        assert missing == [], missing
+        assert set(perplexed.__all__) <= set(dir(perplexed))
+        from perplexed import Verification, verify, averify, Evidence, SentenceCheck, answer, Answer
+        import perplexed._verify as v
+        assert perplexed.verify is v.verify and perplexed.Verification is v.Verification
+        assert "perplexed._lexical" not in sys.modules  # the lexicon: with the first check
+        hit = perplexed.Hit(id=1, url="https://a.example/", title="A", snippet="The setback is 20 feet.")
+        assert perplexed.verify("The setback is 20 feet [1].", [hit]).count("supported") == 1
+        with warnings.catch_warnings(record=True) as caught:  # a deprecated name still warns
+            warnings.simplefilter("always")
+            assert perplexed.RateLimitError is perplexed.agent.RateLimitError
+        assert any(issubclass(w.category, DeprecationWarning) for w in caught)
+        """
+    )
+    assert {"perplexed._verify", "perplexed._lexical", "perplexed.agent"} <= set(loaded)
+
+
+def test_httpx_command_line_client_still_resolves() -> None:
+    loaded = loaded_after(
+        """
+        import perplexed, httpx
+        assert callable(httpx.main)
+        import httpx._main
+        assert httpx._main.main is not None
+        from httpx import main  # noqa: F401
+        """
+    )
+    assert "httpx._main" in loaded and "click" in loaded
+
+
+def test_httpx_imported_first_is_left_as_it_is() -> None:
+    loaded_after(
+        """
+        import httpx, httpx._main
+        cli = httpx.main
+        import perplexed
+        assert httpx.main is cli
+        """
+    )
+
+
+@pytest.mark.parametrize(
+    ("adapter", "frameworks", "allowed"),
+    [
+        ("langchain_perplexed", "import langchain_core.retrievers, langchain_core.tools", set()),
+        ("llama_index_perplexed", "import llama_index.core", set()),
+    ],
+)
+def test_importing_an_adapter_loads_nothing_denied_beyond_its_framework(
+    adapter: str, frameworks: str, allowed: set[str]
+) -> None:
+    # what the framework itself imports (e.g. sqlite3 by llama_index) is not the adapter's doing
+    framework_only = set(loaded_after(frameworks))
+    with_adapter = set(loaded_after(f"{frameworks}\nimport {adapter}"))
+    assert with_adapter - framework_only - allowed == set()
+    assert "perplexed.agent" not in with_adapter
+
+
+def test_the_lazy_adapter_names_still_resolve() -> None:
+    loaded = loaded_after(
+        """
+        import sys, langchain_perplexed, llama_index_perplexed
+        assert "langchain_perplexed.verify" not in sys.modules and "langchain_perplexed.fetch" not in sys.modules
+        for module in (langchain_perplexed, llama_index_perplexed):
+            missing = [name for name in module.__all__ if not hasattr(module, name)]
+            assert missing == [], (module.__name__, missing)
+        from langchain_perplexed import PerplexedLoader, VerifyCitations
+        from langchain_perplexed.verify import VerifyCitations as same
+        assert VerifyCitations is same and PerplexedLoader.__module__ == "langchain_perplexed.fetch"
+        """
+    )
+    assert "perplexed._verify" in loaded  # VerifyCitations needs the Verification model, now
