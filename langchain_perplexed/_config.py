@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from perplexed import ChainOptions, InvalidRequest, SearchOptions, chain
 from perplexed.catalogue import OPTIONS, option
@@ -130,6 +130,11 @@ class SearchConfig(_OptionFields):
     """
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    if TYPE_CHECKING:  # generated from the option catalogue (_OptionFields); declared for the type checker only
+        provider: Any = None
+        include_domains: list[str] | None = None
+        exclude_domains: list[str] | None = None
 
     search_kwargs: dict[str, Any] | None = None
     """Provider-specific search options passed through to every provider (e.g. SearXNG ``engines``)."""

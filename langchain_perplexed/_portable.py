@@ -34,7 +34,7 @@ class ToolInput(KnownNames):
     """The arguments of one catalogue tool as a pydantic model (typed, bounded, described): its JSON schema is
     the catalogue's; a misspelt name is an error naming the closest argument."""
 
-    model_config = ConfigDict(json_schema_extra=_catalogue_schema)  # type: ignore[typeddict-item]
+    model_config = ConfigDict(json_schema_extra=_catalogue_schema)
     catalogue: ClassVar[AgentTool | None] = None
 
 
@@ -44,7 +44,7 @@ def input_model(name: str, tool: AgentTool, doc: str) -> type[ToolInput]:
     for argument in tool.arguments:
         bounds = {k: v for k, v in (("ge", argument.minimum), ("le", argument.maximum)) if v is not None}
         default = ... if argument.required else None
-        fields[argument.name] = (argument.python_type, Field(default, description=argument.description, **bounds))
+        fields[argument.name] = (argument.python_type, Field(default, description=argument.description, **bounds))  # type: ignore[call-overload]
     model = create_model(name, __base__=ToolInput, __doc__=doc, __module__="langchain_perplexed", **fields)
     model.catalogue = tool
     return model

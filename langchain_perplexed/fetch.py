@@ -152,10 +152,12 @@ class PerplexedFetchTool(KnownNames, CatalogueArguments, _FetchSettings, BaseToo
         perplexed.integration.prepare_fetch("https://example.com/", self.provider, **self._options(None, None))
 
     def _options(self, max_chars: int | None, start_index: int | None) -> dict[str, Any]:
-        options = {**(self.fetch_options or {}), "format": self.format, "max_chars": max_chars or self.max_chars,
-                   "min_chars": self.min_chars, "allow_private": self.allow_private,
-                   "respect_robots": self.respect_robots, "provider_timeout_ms": self.provider_timeout_ms,
-                   "deadline_ms": self.deadline_ms, "start_index": start_index}
+        settings = self.__dict__  # the settings fields are generated from the option catalogue (_FetchSettings)
+        options = {**(self.fetch_options or {}), "format": settings.get("format"),
+                   "max_chars": max_chars or self.max_chars, "min_chars": settings.get("min_chars"),
+                   "allow_private": settings.get("allow_private"), "respect_robots": settings.get("respect_robots"),
+                   "provider_timeout_ms": settings.get("provider_timeout_ms"),
+                   "deadline_ms": settings.get("deadline_ms"), "start_index": start_index}
         return {k: v for k, v in options.items() if v is not None}
 
     def _run(self, url: str, max_chars: int | None = None, start_index: int | None = None,

@@ -14,8 +14,6 @@ from perplexed import (
     InvalidRequest,
     PerplexedError,
     UpstreamError,
-    aanswer,
-    answer,
     telemetry,
 )
 from perplexed.catalogue import ANSWER, WEB_SEARCH, AgentTool, narrowed
@@ -213,7 +211,7 @@ class PerplexedAnswerTool(_ModelArguments, AnswerConfig, SearchConfig, BaseTool)
         with telemetry.tool_span(self.name, {"query": query}, call_id=_call_id(run_manager)):
             plan = self._plan(query, arguments)
             try:
-                result = run_core(answer, run_manager, plan)
+                result = run_core(perplexed.answer, run_manager, plan)
             except perplexed.NoSourcesError:
                 return NO_RESULTS, []
             except ConfigError:
@@ -228,7 +226,7 @@ class PerplexedAnswerTool(_ModelArguments, AnswerConfig, SearchConfig, BaseTool)
         with telemetry.tool_span(self.name, {"query": query}, call_id=_call_id(run_manager)):
             plan = self._plan(query, arguments)
             try:
-                result = await arun_core(aanswer, run_manager, plan)
+                result = await arun_core(perplexed.aanswer, run_manager, plan)
             except perplexed.NoSourcesError:
                 return NO_RESULTS, []
             except ConfigError:

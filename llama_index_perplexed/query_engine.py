@@ -16,7 +16,6 @@ from llama_index.core.base.response.schema import (
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.prompts.mixin import PromptMixinType
 from llama_index.core.schema import QueryBundle
-from perplexed import Answer
 from pydantic import SecretStr
 
 from ._config import SETTINGS, answer_configs, named_settings, with_settings

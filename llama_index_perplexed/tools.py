@@ -16,8 +16,6 @@ from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr
 from llama_index.core.tools.tool_spec.base import BaseToolSpec
 from llama_index.core.tools.utils import create_schema_from_function
 from perplexed import InvalidRequest, Result, telemetry
-from perplexed import aanswer as _aanswer
-from perplexed import answer as _answer
 from perplexed.catalogue import (
     ANSWER,
     WEB_FETCH,
@@ -178,7 +176,7 @@ class PerplexedToolSpec(BaseToolSpec):
         with telemetry.tool_span("perplexed_answer", arguments):
             with dispatching():
                 plan = self._answer.plan(arguments["query"], self._answer_search(arguments), prefer_async=False)
-                ans = _answer(plan)
+                ans = perplexed.answer(plan)
             return format_answer(ans)
 
     @dispatcher.span
@@ -186,7 +184,7 @@ class PerplexedToolSpec(BaseToolSpec):
         with telemetry.tool_span("perplexed_answer", arguments):
             with dispatching():
                 plan = self._answer.plan(arguments["query"], self._answer_search(arguments), prefer_async=True)
-                ans = await _aanswer(plan)
+                ans = await perplexed.aanswer(plan)
             return format_answer(ans)
 
     def _fetch_kwargs(self, arguments: dict[str, Any]) -> dict[str, Any]:

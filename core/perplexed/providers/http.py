@@ -14,14 +14,15 @@ the response checks and the extraction.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import httpx
 
-from .._errors import ConfigError, DocumentError, ProviderError, Reason
-from .._extract import Extracted, body_kind, check_fetch_extra, extract_page, media_type
-from .._extract_worker import ExtractionMemoryError, WorkerCrashed, extract_in_worker, prewarm
+from .._errors import ConfigError, DocumentError, ExtractionMemoryError, ProviderError, Reason, WorkerCrashed
 from ._fetching import FetchAnswer, FetchOptions, FetchProvider, page_failure, status_reason
+
+if TYPE_CHECKING:  # extraction loads with the first page fetched, not with `import perplexed`
+    from .._extract import Extracted
 
 __all__ = ["DEFAULT_USER_AGENT", "MAX_REDIRECTS", "Http"]
 
@@ -79,6 +80,8 @@ class Http(FetchProvider):
         return {"User-Agent": self.user_agent, "Accept": _ACCEPT, **self.extra_headers}
 
     def page_request(self, url: str | httpx.URL) -> httpx.Request:
+        from .._extract_worker import prewarm
+
         prewarm()  # an extraction worker starts while the page is on the network
         return httpx.Request("GET", url, headers=self.request_headers())
 
@@ -98,6 +101,8 @@ class Http(FetchProvider):
     def parse_page(self, response: httpx.Response, body: bytes, url: str, options: FetchOptions) -> FetchAnswer:
         """Extract a fully read page in this thread (CPU only). The engine calls :meth:`extract`, which runs the
         same extraction in a worker process bounded by the fetch's deadline."""
+        from .._extract import extract_page
+
         ctype, final_url = self._readable(response, body)
         try:
             extracted, why = extract_page(body, ctype, final_url, options.format)
@@ -108,6 +113,9 @@ class Http(FetchProvider):
     async def extract(self, response: httpx.Response, body: bytes, url: str, options: FetchOptions) -> FetchAnswer:
         """:meth:`parse_page` in a worker process: killed when the caller's deadline passes (nothing goes on
         after the fetch returns), its memory capped (a page that needs more is ``body_too_large``)."""
+        from .._extract import body_kind, check_fetch_extra
+        from .._extract_worker import extract_in_worker
+
         ctype, final_url = self._readable(response, body)
         if body_kind(ctype, body) == "html":
             check_fetch_extra()  # without the fetch extra, the error says to install it (not a worker's crash)
@@ -122,6 +130,8 @@ class Http(FetchProvider):
         return self._answer(response, extracted, why)
 
     def _readable(self, response: httpx.Response, body: bytes) -> tuple[str | None, str]:
+        from .._extract import body_kind, media_type
+
         ctype = response.headers.get("content-type")
         if body_kind(ctype, body) is None:
             raise self.fail("unsupported_type", f"content type {media_type(ctype) or '(none)'!r} is not fetched", response)
@@ -132,6 +142,8 @@ class Http(FetchProvider):
         return self.fail(reason, f"PDF: {exc}", response)
 
     def _answer(self, response: httpx.Response, extracted: Extracted, why: str | None) -> FetchAnswer:
+        from .._extract import media_type
+
         final_url = str(response.url)
         if why is not None:
             raise self.fail("blocked", f"{final_url} served {why}", response)
