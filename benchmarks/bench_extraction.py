@@ -94,7 +94,6 @@ def read_html(path: str) -> str:
 
 def _run_one(page: dict[str, Any]) -> dict[str, Any]:
     import trafilatura
-
     from perplexed._extract import extract_html, interstitial
 
     raw = read_html(page["html"])
@@ -135,9 +134,12 @@ def main() -> None:
     parser.add_argument("--split", default="dev", choices=["dev"], help="only dev: test is the holdout")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--out", type=Path, help="where to write the results files for evaluate.py")
+    parser.add_argument("--types", help="only these page types (comma-separated), e.g. forum,product")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     pages = load_split(args.wcxb / args.split) if args.wcxb else load_sample()
+    if args.types:
+        pages = [page for page in pages if page["type"] in args.types.split(",")]
     started = time.perf_counter()
     rows = run(pages, args.jobs)
     wall = time.perf_counter() - started
@@ -158,7 +160,7 @@ def main() -> None:
     if args.json:
         print(json.dumps(report, indent=1))
     else:
-        print(f"| page type | pages | perplexed | trafilatura (same run) |\n|---|---|---|---|")
+        print("| page type | pages | perplexed | trafilatura (same run) |\n|---|---|---|---|")
         for kind in ["all", *TYPES]:
             if kind in table:
                 row = table[kind]
@@ -167,7 +169,7 @@ def main() -> None:
         print(f"page type detected right: {report['page_type_accuracy']:.1%}")
         print(f"median ms/page: perplexed {timing['perplexed_median_ms']:.1f}, trafilatura "
               f"{timing['trafilatura_median_ms']:.1f} (x{timing['ratio']:.2f}); wall {wall:.0f} s")
-    if args.wcxb and args.out:  # the benchmark's own scorer on the same results
+    if args.wcxb and args.out and not args.types:  # the benchmark's own scorer on the same results
         evaluate = args.wcxb / "evaluate.py"
         for who in ("ours", "theirs"):
             print(f"\n== evaluate.py --split {args.split} --results {who}.json --per-type")

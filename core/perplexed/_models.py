@@ -8,7 +8,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, computed_field
 
-__all__ = ["Attempt", "Hit", "Outcome", "Page", "ProviderAnswer", "Result"]
+__all__ = ["Attempt", "Hit", "Outcome", "Page", "PageType", "ProviderAnswer", "Result"]
+
+#: what kind of page a fetched HTML page is (:attr:`Page.page_type`)
+PageType = Literal["article", "forum", "product", "collection", "listing", "documentation", "service", "other"]
 
 
 class Outcome(StrEnum):
@@ -156,6 +159,16 @@ class Page(BaseModel):
     truncated: bool = False
     total_chars: int = 0
     next_index: int | None = None
+    page_type: PageType | None = None
+    """What kind of page this is: ``article``, ``forum``, ``product``, ``collection``, ``listing``,
+    ``documentation``, ``service`` or ``other``, from the page's structure and structured data (the ``http``
+    provider's HTML pages; None for other content types and providers). It picked the extraction strategy."""
+    page_type_confidence: float | None = None
+    """How sure :attr:`page_type` is, from 0 to 1."""
+    structured: dict[str, Any] = Field(default_factory=dict)
+    """What the page declares about itself in JSON-LD, microdata and OpenGraph: ``title``, ``author``,
+    ``published``, ``type``, ``description``, and for a product ``name``, ``price``, ``currency``,
+    ``availability`` (each only when declared)."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -166,8 +179,8 @@ class Page(BaseModel):
     def metadata(self) -> dict[str, Any]:
         """What the framework adapters keep beside the content: ``source`` (the URL asked), ``final_url``,
         ``title``, ``provider``, ``cost``, ``attempts`` (provider, outcome, cost, duration_ms each), ``truncated``,
-        ``total_chars``, and ``language``, ``content_type``, ``next_index``, ``status``, ``published`` (ISO date)
-        when known."""
+        ``total_chars``, and ``language``, ``content_type``, ``next_index``, ``status``, ``published`` (ISO date),
+        ``page_type``, ``page_type_confidence`` and ``structured`` when known."""
         meta: dict[str, Any] = {
             "source": self.url,
             "final_url": self.final_url,
@@ -178,12 +191,14 @@ class Page(BaseModel):
             "truncated": self.truncated,
             "total_chars": self.total_chars,
         }
-        for name in ("language", "content_type", "next_index", "status"):
+        for name in ("language", "content_type", "next_index", "status", "page_type", "page_type_confidence"):
             value = getattr(self, name)
             if value is not None:
                 meta[name] = value
         if self.published is not None:
             meta["published"] = self.published.isoformat()
+        if self.structured:
+            meta["structured"] = dict(self.structured)
         return meta
 
     def for_model(self) -> str:

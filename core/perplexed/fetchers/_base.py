@@ -21,6 +21,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
 from .._errors import ProviderError, Reason
+from .._models import PageType
 from .._ssrf import NOTHING, Allowed
 from ..providers._base import Provider
 
@@ -74,6 +75,9 @@ class FetchAnswer(BaseModel):
     status: int | None = None
     cost: float | None = None
     detail: str | None = None
+    page_type: PageType | None = None
+    page_type_confidence: float | None = None
+    structured: dict[str, Any] = Field(default_factory=dict)
 
 
 FetchFlow = Generator[httpx.Request, httpx.Response, FetchAnswer]

@@ -1,0 +1,203 @@
+"""Page-type-aware extraction: classify the page, then extract it with the strategy of its type. Pure (CPU only).
+
+trafilatura stays the base (and is all an article gets); the other types prepare the page before it and add what
+it misses:
+
+- **forum**: posts and their comment containers are content (trafilatura's comment extraction is on), link-only
+  author lines and titles are kept as text;
+- **product**: the name, description, price and availability from the structured data (JSON-LD, microdata,
+  OpenGraph) when the visible text lacks them, tabbed panels included (hidden panels are not dropped);
+- **collection / listing**: each item's title and short description (item titles that are links are kept as
+  text), without filter panels, sort controls, facets, pagination and navigation;
+- **documentation**: headings, prose and code kept; sidebars, tables of contents and version pickers dropped;
+- **service**: feature lists, pricing tables and their headings (item titles that are links kept as text).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ._pagetype import PageType, classify
+from ._structured import structured_data
+
+__all__ = ["TypedText", "extract_typed"]
+
+Format = Literal["markdown", "text"]
+
+#: containers that are never content on a listing/collection/docs page (class/id words, lower case)
+_CHROME = re.compile(r"(^|[\s_-])(facets?|filters?|sort(ing|by)?|pagination|pager|breadcrumbs?|"
+                     r"sidebar|side-nav|sidenav|toc|version(-?(picker|switcher|selector))?|refine|"
+                     r"cookie|consent|newsletter)([\s_-]|$)", re.I)
+_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+_LIMIT = 4_000_000  # bytes of HTML the typed strategies read (bigger pages get the article strategy)
+
+
+@dataclass
+class TypedText:
+    """A page's extracted text with its type, the type's confidence and the page's structured data."""
+
+    text: str
+    page_type: PageType
+    confidence: float
+    structured: dict[str, Any] = field(default_factory=dict)
+
+
+def _trafilatura(document: Any, url: str | None, fmt: Format, comments: bool = False) -> str:
+    import trafilatura
+    from trafilatura.core import determine_returnstring
+    from trafilatura.settings import Extractor
+
+    options = Extractor(output_format="markdown" if fmt == "markdown" else "txt", formatting=fmt == "markdown",
+                        comments=comments, tables=True, url=url)
+    result: Any = trafilatura.bare_extraction(document, url=url, options=options)
+    return "" if result is None else str(determine_returnstring(result, options) or "").strip()
+
+
+def _inside(node: Any, tags: tuple[str, ...]) -> bool:
+    parent = node.getparent()
+    while parent is not None:
+        if parent.tag in tags:
+            return True
+        parent = parent.getparent()
+    return False
+
+
+def _unwrap_heading_links(tree: Any) -> None:
+    """An item's title is often a link: trafilatura drops link-dense blocks, so the link becomes its text."""
+    for anchor in list(tree.iter("a")):
+        if _inside(anchor, _HEADINGS):
+            anchor.drop_tag()
+
+
+def _drop_chrome(tree: Any) -> None:
+    """Drop facet/filter/sort/pagination/sidebar/version-picker containers (by class, id or role)."""
+    doomed = []
+    for node in tree.iter():
+        if not isinstance(node.tag, str) or node.tag in ("html", "body", "main", "article"):
+            continue
+        words = node.get("class", "") + " " + node.get("id", "")
+        if node.get("role") in ("navigation", "search") or node.tag in ("nav", "select") or \
+                (len(words) > 1 and _CHROME.search(words)):
+            doomed.append(node)
+    for node in doomed:
+        if node.getparent() is not None:
+            node.drop_tree()
+
+
+_POST_WORDS = {"post", "message", "comment", "answer", "reply", "topic-post", "postbody", "post-body", "cooked",
+               "message-body", "messagecontent", "comment-body", "s-prose", "post-content", "post_message"}
+_AUTHOR = re.compile(r"(^|[\s_-])(author|username|user-?name|poster|user|byline|profile-name|postauthor|"
+                     r"message-name|creator)([\s_-]|$)", re.I)
+_CONTROLS = ("button", "form", "nav", "footer", "select", "svg", "noscript")
+_BLOCKS = {"p", "div", "li", "pre", "blockquote", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "br", "section",
+           "article", "ul", "ol", "table", "header", "dd", "dt"}
+_POST_MIN = 2
+_CLASS_WORD = re.compile(r"[\w-]+")
+
+
+def _block_text(node: Any, out: list[str]) -> None:
+    """The text of ``node`` with a line break after each block (controls skipped)."""
+    if not isinstance(node.tag, str) or node.tag in _CONTROLS:
+        if node.tail:
+            out.append(node.tail)
+        return
+    if node.text:
+        out.append(node.text)
+    for child in node:
+        _block_text(child, out)
+    if node.tag in _BLOCKS:
+        out.append("\n")
+    if node.tail:
+        out.append(node.tail)
+
+
+def _lines(node: Any) -> str:
+    parts: list[str] = []
+    _block_text(node, parts)
+    lines = (re.sub(r"[ \t\r\f\v]+", " ", line).strip() for line in "".join(parts).split("\n"))
+    return "\n".join(line for line in lines if line)
+
+
+def _posts(tree: Any) -> list[str]:
+    """A thread's posts in page order, each with its author line: the largest group of same-class containers
+    whose class says post/message/comment/answer/reply (nested members dropped)."""
+    groups: dict[tuple[str, str], list[Any]] = {}
+    for node in tree.iter("div", "article", "li", "section", "td", "tr"):
+        klass = node.get("class", "")
+        if klass and _POST_WORDS & set(_CLASS_WORD.findall(klass.lower())):
+            groups.setdefault((node.tag, " ".join(sorted(klass.split()))), []).append(node)
+    best: list[str] = []
+    best_size = 0
+    for members in groups.values():
+        if len(members) < _POST_MIN:
+            continue
+        inside = set(members)
+        outer = [m for m in members if not any(a in inside for a in m.iterancestors())]
+        texts = []
+        for member in outer:
+            author = next((a for a in member.iter() if isinstance(a.tag, str) and a is not member
+                           and _AUTHOR.search(a.get("class", "")) and 0 < len(a.text_content().strip()) < 80), None)
+            body = _lines(member)
+            if len(body) < 20:
+                continue
+            line = re.sub(r"\s+", " ", author.text_content()).strip() if author is not None else ""
+            texts.append(f"{line}\n{body}" if line and not body.startswith(line) else body)
+        size = sum(len(t) for t in texts)
+        if len(texts) >= _POST_MIN and size > best_size:
+            best, best_size = texts, size
+    return best
+
+
+def _with_structured(text: str, structured: dict[str, Any]) -> str:
+    """A product's text, with its structured name, description and offer added where the text lacks them."""
+    lowered = text.lower()
+    extra = []
+    name = structured.get("name", "")
+    if name and name.lower() not in lowered:
+        extra.append(name)
+    description = structured.get("description", "")
+    if description and description[:80].lower() not in lowered:
+        extra.append(description)
+    if structured.get("price") and structured["price"] not in text:
+        offer = " ".join(str(structured[k]) for k in ("price", "currency") if structured.get(k))
+        extra.append(f"Price: {offer}" + (f" ({structured['availability']})" if structured.get("availability") else ""))
+    return "\n".join([*extra, text]).strip() if extra else text
+
+
+def extract_typed(raw_html: str, url: str | None, fmt: Format) -> TypedText:
+    """The main content of an HTML page, extracted with the strategy of its type (see the module docstring)."""
+    structured = structured_data(raw_html)
+    if len(raw_html) > _LIMIT:
+        return TypedText(_trafilatura(raw_html, url, fmt), "article", 0.0, structured)
+    from lxml import html as lxml_html  # type: ignore[import-untyped]  # trafilatura's own dependency
+
+    try:
+        tree = lxml_html.fromstring(raw_html.encode("utf-8", "replace"))
+    except (ValueError, TypeError, lxml_html.etree.ParserError):
+        return TypedText(_trafilatura(raw_html, url, fmt), "article", 0.0, structured)
+    for node in tree.xpath("//script|//style|//template"):
+        if node.getparent() is not None:
+            node.drop_tree()
+    kind = classify(tree, structured, url, tree.text_content())
+    page_type = kind.type
+    if page_type in ("article", "other"):
+        return TypedText(_trafilatura(raw_html, url, fmt), page_type, kind.confidence, structured)
+    if page_type == "forum":
+        posts = _posts(tree)
+        base = _trafilatura(tree, url, fmt, comments=True)
+        text = "\n\n".join(posts) if posts and sum(len(p) for p in posts) >= 0.6 * len(base) else base
+    elif page_type in ("collection", "listing"):
+        _drop_chrome(tree)
+        _unwrap_heading_links(tree)
+        text = _trafilatura(tree, url, fmt)
+    elif page_type == "documentation":
+        _drop_chrome(tree)
+        text = _trafilatura(tree, url, fmt)
+    elif page_type == "product":
+        text = _with_structured(_trafilatura(tree, url, fmt), structured)
+    else:  # service
+        _unwrap_heading_links(tree)
+        text = _trafilatura(tree, url, fmt)
+    return TypedText(text, page_type, kind.confidence, structured)
