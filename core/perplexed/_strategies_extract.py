@@ -1,16 +1,18 @@
 """Page-type-aware extraction: classify the page, then extract it with the strategy of its type. Pure (CPU only).
 
-trafilatura stays the base (and is all an article gets); the other types prepare the page before it and add what
-it misses:
+trafilatura stays the base (and is all an article gets). A type's own strategy is used only when the type clearly
+beats ``article`` (score margin ``_SURE``); otherwise the page is extracted as an article:
 
-- **forum**: posts and their comment containers are content (trafilatura's comment extraction is on), link-only
-  author lines and titles are kept as text;
-- **product**: the name, description, price and availability from the structured data (JSON-LD, microdata,
-  OpenGraph) when the visible text lacks them, tabbed panels included (hidden panels are not dropped);
-- **collection / listing**: each item's title and short description (item titles that are links are kept as
-  text), without filter panels, sort controls, facets, pagination and navigation;
-- **documentation**: headings, prose and code kept; sidebars, tables of contents and version pickers dropped;
-- **service**: feature lists, pricing tables and their headings (item titles that are links kept as text).
+- **forum**: every post of the thread in page order, with its author line: the largest group of same-class
+  containers whose class says post/message/comment/answer/reply (comment-classed containers are content here),
+  controls (buttons, forms, navigation) dropped; trafilatura's text when the posts found are much shorter;
+- **product**: trafilatura's text (tabbed panels included), and when it is thin the name, description, price and
+  availability from the structured data (JSON-LD, microdata, OpenGraph) where the text lacks them;
+- **service**: trafilatura on the page with item titles that are links made text (feature lists, pricing tables
+  and their headings kept);
+- **documentation, collection, listing**: trafilatura's text (headings, prose, code blocks and tables kept;
+  navigation, sidebars, facets, sort controls and pagination dropped by its boilerplate rules). Dedicated
+  card and chrome rules for these types were measured on WCXB dev and made the score worse: not kept.
 """
 
 from __future__ import annotations
@@ -26,11 +28,9 @@ __all__ = ["TypedText", "extract_typed"]
 
 Format = Literal["markdown", "text"]
 
-#: containers that are never content on a listing/collection/docs page (class/id words, lower case)
-_CHROME = re.compile(r"(^|[\s_-])(facets?|filters?|sort(ing|by)?|pagination|pager|breadcrumbs?|"
-                     r"sidebar|side-nav|sidenav|toc|version(-?(picker|switcher|selector))?|refine|"
-                     r"cookie|consent|newsletter)([\s_-]|$)", re.I)
 _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+_SURE = 1.0  # how far a type's score must beat "article"'s for its strategy to be used
+_THIN = 600  # characters of product text below which the structured data fills in
 _LIMIT = 4_000_000  # bytes of HTML the typed strategies read (bigger pages get the article strategy)
 
 
@@ -69,21 +69,6 @@ def _unwrap_heading_links(tree: Any) -> None:
     for anchor in list(tree.iter("a")):
         if _inside(anchor, _HEADINGS):
             anchor.drop_tag()
-
-
-def _drop_chrome(tree: Any) -> None:
-    """Drop facet/filter/sort/pagination/sidebar/version-picker containers (by class, id or role)."""
-    doomed = []
-    for node in tree.iter():
-        if not isinstance(node.tag, str) or node.tag in ("html", "body", "main", "article"):
-            continue
-        words = node.get("class", "") + " " + node.get("id", "")
-        if node.get("role") in ("navigation", "search") or node.tag in ("nav", "select") or \
-                (len(words) > 1 and _CHROME.search(words)):
-            doomed.append(node)
-    for node in doomed:
-        if node.getparent() is not None:
-            node.drop_tree()
 
 
 _POST_WORDS = {"post", "message", "comment", "answer", "reply", "topic-post", "postbody", "post-body", "cooked",
@@ -182,22 +167,19 @@ def extract_typed(raw_html: str, url: str | None, fmt: Format) -> TypedText:
             node.drop_tree()
     kind = classify(tree, structured, url, tree.text_content())
     page_type = kind.type
-    if page_type in ("article", "other"):
-        return TypedText(_trafilatura(raw_html, url, fmt), page_type, kind.confidence, structured)
-    if page_type == "forum":
+    # a type's strategy only when the type clearly beats "article" (the default strategy is the safe one)
+    strategy = page_type if kind.scores[page_type] - kind.scores["article"] >= _SURE else "article"
+    if strategy == "forum":
         posts = _posts(tree)
-        base = _trafilatura(tree, url, fmt, comments=True)
+        base = _trafilatura(raw_html, url, fmt)
         text = "\n\n".join(posts) if posts and sum(len(p) for p in posts) >= 0.6 * len(base) else base
-    elif page_type in ("collection", "listing"):
-        _drop_chrome(tree)
+    elif strategy == "service":
         _unwrap_heading_links(tree)
         text = _trafilatura(tree, url, fmt)
-    elif page_type == "documentation":
-        _drop_chrome(tree)
-        text = _trafilatura(tree, url, fmt)
-    elif page_type == "product":
-        text = _with_structured(_trafilatura(tree, url, fmt), structured)
-    else:  # service
-        _unwrap_heading_links(tree)
-        text = _trafilatura(tree, url, fmt)
+    elif strategy == "product":
+        text = _trafilatura(raw_html, url, fmt)
+        if len(text) < _THIN:
+            text = _with_structured(text, structured)
+    else:  # article, documentation, collection, listing, other: trafilatura on the page as it is
+        text = _trafilatura(raw_html, url, fmt)
     return TypedText(text, page_type, kind.confidence, structured)
