@@ -135,6 +135,45 @@ def _posts(tree: Any) -> list[str]:
     return best
 
 
+_CARD_MIN = 4
+_CARD_TEXT = (15, 600)  # characters of text an item card has (a title and a short description)
+
+
+def _cards(tree: Any) -> list[str]:
+    """The items of the page's main grid: the largest group of 4+ same-tag, same-class siblings that each hold a
+    link and a short text (outside navigation, headers, footers and asides), one line per item."""
+    best: list[str] = []
+    best_size = 0
+    for parent in tree.iter("ul", "ol", "div", "section", "main"):
+        if len(parent) < _CARD_MIN or _inside(parent, ("nav", "header", "footer", "aside")):
+            continue
+        groups: dict[tuple[str, str], list[Any]] = {}
+        for child in parent:
+            if isinstance(child.tag, str) and child.tag in ("li", "div", "article"):
+                groups.setdefault((child.tag, child.get("class", "")), []).append(child)
+        for members in groups.values():
+            if len(members) < _CARD_MIN:
+                continue
+            items = []
+            for member in members:
+                if member.find(".//a") is None:
+                    continue
+                text = re.sub(r"\s+", " ", " ".join(_lines(member).split("\n"))).strip()
+                if _CARD_TEXT[0] <= len(text) <= _CARD_TEXT[1]:
+                    items.append(text)
+            size = sum(len(t) for t in items)
+            if len(items) >= _CARD_MIN and size > best_size:
+                best, best_size = items, size
+    return best
+
+
+def _with_cards(text: str, tree: Any) -> str:
+    """A collection's or listing's text with the grid items trafilatura dropped (as link-dense) added."""
+    lowered = re.sub(r"\s+", " ", text.lower())
+    missing = [item for item in _cards(tree) if item.lower()[:40] not in lowered]
+    return "\n".join([text, *missing]).strip() if missing else text
+
+
 def _with_structured(text: str, structured: dict[str, Any]) -> str:
     """A product's text, with its structured name, description and offer added where the text lacks them."""
     lowered = text.lower()
@@ -176,6 +215,8 @@ def extract_typed(raw_html: str, url: str | None, fmt: Format) -> TypedText:
     elif strategy == "service":
         _unwrap_heading_links(tree)
         text = _trafilatura(tree, url, fmt)
+    elif strategy in ("collection", "listing"):
+        text = _with_cards(_trafilatura(raw_html, url, fmt), tree)
     elif strategy == "product":
         text = _trafilatura(raw_html, url, fmt)
         if len(text) < _THIN:
