@@ -10,9 +10,13 @@ beats ``article`` (score margin ``_SURE``); otherwise the page is extracted as a
   availability from the structured data (JSON-LD, microdata, OpenGraph) where the text lacks them;
 - **service**: trafilatura on the page with item titles that are links made text (feature lists, pricing tables
   and their headings kept);
-- **documentation, collection, listing**: trafilatura's text (headings, prose, code blocks and tables kept;
-  navigation, sidebars, facets, sort controls and pagination dropped by its boilerplate rules). Dedicated
-  card and chrome rules for these types were measured on WCXB dev and made the score worse: not kept.
+- **collection / listing**: trafilatura's text, plus the items of the page's main grid it dropped as link-dense
+  (the largest group of 4+ same-class sibling cards, each with a link and a short text, outside navigation,
+  headers, footers and asides): each item's title and short description, one line each; facets, sort controls and
+  pagination are not item cards and stay out;
+- **documentation**: trafilatura's text (headings, prose, code blocks and tables kept; navigation and sidebars
+  dropped by its boilerplate rules). Dropping sidebar/facet/version-picker containers by class before it was
+  measured on WCXB dev and made the score worse: not kept.
 """
 
 from __future__ import annotations

@@ -146,8 +146,9 @@ def test_retriever_fetch_content_puts_page_content_in_the_documents() -> None:
 def test_documents_carry_the_page_type() -> None:
     """issue 36: a fetched page's type is in its Document's metadata, and in a search hit's when its page was
     fetched."""
-    from langchain_perplexed._documents import hit_metadata
     from perplexed import Page
+
+    from langchain_perplexed._documents import hit_metadata
 
     docs = PerplexedLoader([SERVER.url_for("/a")], allow_private=LOOP).load()
     assert docs[0].metadata["page_type"] == "article" and 0 <= docs[0].metadata["page_type_confidence"] <= 1

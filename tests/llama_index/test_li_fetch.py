@@ -104,8 +104,9 @@ async def test_tool_spec_has_perplexed_fetch(site: LoopbackServer) -> None:
 def test_documents_and_nodes_carry_the_page_type(site: LoopbackServer) -> None:
     """issue 36: a fetched page's type is in its Document's metadata, and in a hit's node when its page was
     fetched."""
-    from llama_index_perplexed._nodes import hit_metadata
     from perplexed import Hit, Page
+
+    from llama_index_perplexed._nodes import hit_metadata
 
     docs = PerplexedReader(allow_private=LOOP).load_data([site.url_for("/a")])
     assert docs[0].metadata["page_type"] == "article"
