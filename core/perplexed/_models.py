@@ -133,6 +133,10 @@ class Result(BaseModel):
         return True
 
 
+#: the :attr:`Page.structured` keys that :meth:`Page.metadata` keeps
+_META_STRUCTURED = ("title", "author", "published", "type", "name", "price", "currency", "availability")
+
+
 class Page(BaseModel):
     """A page's content, fetched through a chain of fetch providers (:func:`perplexed.fetch`).
 
@@ -180,7 +184,8 @@ class Page(BaseModel):
         """What the framework adapters keep beside the content: ``source`` (the URL asked), ``final_url``,
         ``title``, ``provider``, ``cost``, ``attempts`` (provider, outcome, cost, duration_ms each), ``truncated``,
         ``total_chars``, and ``language``, ``content_type``, ``next_index``, ``status``, ``published`` (ISO date),
-        ``page_type``, ``page_type_confidence`` and ``structured`` when known."""
+        ``page_type``, ``page_type_confidence`` and ``structured`` (its short fields: ``title``, ``author``,
+        ``published``, ``type``, ``name``, ``price``, ``currency``, ``availability``) when known."""
         meta: dict[str, Any] = {
             "source": self.url,
             "final_url": self.final_url,
@@ -197,8 +202,10 @@ class Page(BaseModel):
                 meta[name] = value
         if self.published is not None:
             meta["published"] = self.published.isoformat()
-        if self.structured:
-            meta["structured"] = dict(self.structured)
+        structured = {k: v[:200] if isinstance(v, str) else v for k, v in self.structured.items()
+                      if k in _META_STRUCTURED}
+        if structured:  # the short fields only: a long description would crowd the documents' metadata
+            meta["structured"] = structured
         return meta
 
     def for_model(self) -> str:

@@ -208,6 +208,13 @@ def extract_typed(raw_html: str, url: str | None, fmt: Format) -> TypedText:
     for node in tree.xpath("//script|//style|//template"):
         if node.getparent() is not None:
             node.drop_tree()
+    try:
+        return _by_type(tree, raw_html, url, fmt, structured)
+    except RecursionError:  # a pathologically deep tree: the article strategy, as before
+        return TypedText(_trafilatura(raw_html, url, fmt), "article", 0.0, structured)
+
+
+def _by_type(tree: Any, raw_html: str, url: str | None, fmt: Format, structured: dict[str, Any]) -> TypedText:
     kind = classify(tree, structured, url, tree.text_content())
     page_type = kind.type
     # a type's strategy only when the type clearly beats "article" (the default strategy is the safe one)

@@ -58,6 +58,9 @@ async def test_a_product_whose_content_is_only_in_json_ld(shop: LoopbackServer) 
     assert "24.00" in page.content and "USD" in page.content
     assert {k: page.structured[k] for k in ("name", "price", "currency", "availability")} == {
         "name": tp.PRODUCT_NAME, "price": "24.00", "currency": "USD", "availability": "InStock"}
+    meta = page.metadata()  # the short structured fields, not the long description
+    assert meta["page_type"] == "product" and meta["structured"]["price"] == "24.00"
+    assert "description" not in meta["structured"] and page.structured["description"] == tp.PRODUCT_DESCRIPTION
 
 
 async def test_a_collection_keeps_its_items_without_facets_sort_or_pagination(shop: LoopbackServer) -> None:
