@@ -140,6 +140,8 @@ def _posts(tree: Any) -> list[str]:
 
 
 _CARD_MIN = 4
+_CARD_LINKED = 0.8  # an item with more of its text in links is a menu entry, not a card
+_CARD_SHARE = 0.5  # the missing cards must weigh this much against the text for the page to be their grid
 _CARD_TEXT = (15, 600)  # characters of text an item card has (a title and a short description)
 
 
@@ -163,7 +165,8 @@ def _cards(tree: Any) -> list[str]:
                 if member.find(".//a") is None:
                     continue
                 text = re.sub(r"\s+", " ", " ".join(_lines(member).split("\n"))).strip()
-                if _CARD_TEXT[0] <= len(text) <= _CARD_TEXT[1]:
+                linked = sum(len(a.text_content().strip()) for a in member.iter("a"))
+                if _CARD_TEXT[0] <= len(text) <= _CARD_TEXT[1] and linked <= _CARD_LINKED * len(text):
                     items.append(text)
             size = sum(len(t) for t in items)
             if len(items) >= _CARD_MIN and size > best_size:
@@ -175,6 +178,8 @@ def _with_cards(text: str, tree: Any) -> str:
     """A collection's or listing's text with the grid items trafilatura dropped (as link-dense) added."""
     lowered = re.sub(r"\s+", " ", text.lower())
     missing = [item for item in _cards(tree) if item.lower()[:40] not in lowered]
+    if sum(len(item) for item in missing) < _CARD_SHARE * len(text):  # an article's "related" grid, not the page
+        return text
     return "\n".join([text, *missing]).strip() if missing else text
 
 
