@@ -135,7 +135,7 @@ def _f1(predicted: str, reference: str) -> float:  # WCXB's evaluate.py word F1 
     return 2 * precision * recall / (precision + recall)
 
 
-#: measured on the sample when this test was written (0.764 and 68 %, see benchmarks/RESULTS.md), less a margin;
+#: measured on the sample when this test was written (0.770 and 68 %, see benchmarks/RESULTS.md), less a margin;
 #: trafilatura's defaults score 0.743 on it
 FLOOR_F1 = 0.755
 FLOOR_TYPES = 0.62
