@@ -2,7 +2,8 @@
 
 Document metadata is JSON-serialisable: ``id`` (the hit's ``n``, what an ``[n]`` marker cites), ``title``,
 ``url``, ``source`` (= url), ``published`` (ISO date; absent when unknown), ``author`` (when the provider
-reports one, e.g. Exa; absent otherwise), ``score``, ``provider``, and the
+reports one, e.g. Exa; absent otherwise), ``score``, ``provider``, ``page_type`` (when the hit's page was fetched
+and typed: ``article``, ``forum``, ...), and the
 chain run's ``answered_by``, ``cost`` (USD, the whole run's total, the same on every Document of a result)
 and ``attempts`` (``[{provider, outcome, cost, duration_ms}]``).
 """
@@ -57,6 +58,8 @@ def hit_metadata(
     metadata["provider"] = hit.provider
     if hit.sources:  # a merged result: every provider that returned the hit, and its rank there
         metadata["sources"] = [dict(source) for source in hit.sources]
+    if hit.page is not None and hit.page.page_type is not None:  # a fetched page (fetch_content): its type
+        metadata["page_type"] = hit.page.page_type
     metadata["answered_by"] = answered_by
     metadata["cost"] = cost
     metadata["attempts"] = attempts_summary(attempts)

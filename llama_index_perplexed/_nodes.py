@@ -83,6 +83,8 @@ def hit_metadata(hit: Hit, result: Result | None = None) -> dict[str, Any]:
     metadata["provider"] = hit.provider
     if hit.sources:  # a merged result: every provider that returned the hit, and its rank there
         metadata["sources"] = [dict(source) for source in hit.sources]
+    if hit.page is not None and hit.page.page_type is not None:  # a fetched page (fetch_content): its type
+        metadata["page_type"] = hit.page.page_type
     metadata["answered_by"] = result.provider if result is not None else hit.provider
     metadata["cost"] = result.cost if result is not None else 0.0
     metadata["attempts"] = [a.summary() for a in result.attempts] if result is not None else []

@@ -10,7 +10,7 @@ from __future__ import annotations
 import codecs
 import html as html_lib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, Literal
 
@@ -116,6 +116,9 @@ class Extracted:
     title: str = ""
     published: date | None = None
     language: str | None = None
+    page_type: str | None = None
+    page_type_confidence: float | None = None
+    structured: dict[str, Any] = field(default_factory=dict)
 
 
 # --- interstitials ------------------------------------------------------------------------------------
@@ -155,6 +158,11 @@ _JS_PHRASES = re.compile(
 )
 #: below this many characters of extracted text, interstitial markers decide that the page is one
 _INTERSTITIAL_TEXT = 1500
+#: scripts that bot managers inject into ordinary pages (they measure, they do not block): not a challenge
+_DETECTION_SCRIPTS = ("/cdn-cgi/challenge-platform/scripts/jsd/",)
+#: a challenge marker beside this much visible text (scripts and styles excluded) is beside real content: the
+#: challenge is not the page (issue 36)
+_BESIDE_CONTENT = 2000
 
 
 def interstitial(raw_html: str, text: str, title: str = "") -> str | None:
@@ -164,9 +172,11 @@ def interstitial(raw_html: str, text: str, title: str = "") -> str | None:
     if len(text) >= _INTERSTITIAL_TEXT:
         return None
     head = raw_html[:200_000].lower()
-    for marker in _CHALLENGE_MARKERS:
-        if marker in head:
-            return f"a bot challenge page ({marker})"
+    for script in _DETECTION_SCRIPTS:
+        head = head.replace(script, " ")
+    markers = [marker for marker in _CHALLENGE_MARKERS if marker in head]
+    if markers and len(_visible_text(raw_html)) < _BESIDE_CONTENT:
+        return f"a bot challenge page ({markers[0]})"
     if len(text) < _WIDGET_TEXT:
         for marker in _WIDGET_MARKERS:
             if marker in head:
@@ -267,27 +277,23 @@ def check_fetch_extra() -> None:
 
 def extract_html(raw_html: str, url: str | None, fmt: Format) -> Extracted:
     """The main content of an HTML page (trafilatura), as markdown or plain text, with title, date and language."""
-    trafilatura = _trafilatura()
-    from trafilatura.core import determine_returnstring
-    from trafilatura.settings import Extractor
+    _trafilatura()  # the fetch extra, or a ConfigError naming it
+    from ._strategies_extract import extract_typed
 
     # trafilatura's own metadata extraction (htmldate and friends) costs more than the extraction itself: the
-    # title, date and language are read here from the page's head instead (html_title/html_date/html_language)
-    options = Extractor(
-        output_format="markdown" if fmt == "markdown" else "txt",
-        formatting=fmt == "markdown",
-        comments=False,
-        tables=True,
-        url=url,
-    )
-    document = trafilatura.bare_extraction(raw_html, url=url, options=options)
-    text = "" if document is None else determine_returnstring(document, options) or ""
+    # title, date and language are read here from the page's head instead (html_title/html_date/html_language).
+    # The page's type picks the strategy (issue 36): see _strategies_extract.
+    typed = extract_typed(raw_html, url, fmt)
+    text = typed.text
     return Extracted(
         text=text.strip(),
         format=fmt,
         title=html_title(raw_html),
         published=html_date(raw_html),
         language=html_language(raw_html),
+        page_type=typed.page_type,
+        page_type_confidence=typed.confidence,
+        structured=typed.structured,
     )
 
 

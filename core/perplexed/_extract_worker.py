@@ -392,7 +392,9 @@ async def extract_in_worker(body: bytes, content_type: str | None, url: str | No
     extracted = Extracted(
         text=str(reply["text"]), format="text" if reply.get("format") == "text" else "markdown",
         title=str(reply.get("title") or ""), published=date.fromisoformat(published) if published else None,
-        language=reply.get("language"),
+        language=reply.get("language"), page_type=reply.get("page_type"),
+        page_type_confidence=reply.get("page_type_confidence"),
+        structured=dict(reply.get("structured") or {}),
     )
     return extracted, reply.get("interstitial")
 
@@ -481,7 +483,9 @@ def _serve(header: dict[str, Any], body: bytes) -> dict[str, Any]:
                                       "text" if header.get("format") == "text" else "markdown")
         return {"text": extracted.text, "format": extracted.format, "title": extracted.title,
                 "published": extracted.published.isoformat() if extracted.published else None,
-                "language": extracted.language, "interstitial": why}
+                "language": extracted.language, "interstitial": why, "page_type": extracted.page_type,
+                "page_type_confidence": extracted.page_type_confidence,
+                "structured": json.loads(json.dumps(extracted.structured, default=str))}
     except MemoryError:
         return {"error": "memory", "message": f"extracting the page needed more than {_memory_budget() >> 20} MiB",
                 "recycle": True}

@@ -441,6 +441,9 @@ def _page(plan: FetchPlan, provider: str, answer: FetchAnswer, attempts: list[At
         truncated=piece.truncated,
         total_chars=piece.total_chars,
         next_index=piece.next_index,
+        page_type=answer.page_type,
+        page_type_confidence=answer.page_type_confidence,
+        structured=answer.structured,
     )
 
 

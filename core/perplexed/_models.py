@@ -8,7 +8,10 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, computed_field
 
-__all__ = ["Attempt", "Hit", "Outcome", "Page", "ProviderAnswer", "Result", "RouteStep", "Usage"]
+__all__ = ["Attempt", "Hit", "Outcome", "Page", "PageType", "ProviderAnswer", "Result", "RouteStep", "Usage"]
+
+#: what kind of page a fetched HTML page is (:attr:`Page.page_type`)
+PageType = Literal["article", "forum", "product", "collection", "listing", "documentation", "service", "other"]
 
 
 class Outcome(StrEnum):
@@ -179,6 +182,9 @@ class RouteStep(NamedTuple):
     score: float
     explored: bool = False
 
+#: the :attr:`Page.structured` keys that :meth:`Page.metadata` keeps
+_META_STRUCTURED = ("title", "author", "published", "type", "name", "price", "currency", "availability")
+
 
 class Page(BaseModel):
     """A page's content, fetched through a chain of fetch providers (:func:`perplexed.fetch`).
@@ -208,6 +214,17 @@ class Page(BaseModel):
     next_index: int | None = None
     _saved_usd: float = PrivateAttr(default=0.0)
 
+    page_type: PageType | None = None
+    """What kind of page this is: ``article``, ``forum``, ``product``, ``collection``, ``listing``,
+    ``documentation``, ``service`` or ``other``, from the page's structure and structured data (the ``http``
+    provider's HTML pages; None for other content types and providers). It picked the extraction strategy."""
+    page_type_confidence: float | None = None
+    """How sure :attr:`page_type` is, from 0 to 1."""
+    structured: dict[str, Any] = Field(default_factory=dict)
+    """What the page declares about itself in JSON-LD, microdata and OpenGraph: ``title``, ``author``,
+    ``published``, ``type``, ``description``, and for a product ``name``, ``price``, ``currency``,
+    ``availability`` (each only when declared)."""
+
     @computed_field  # type: ignore[prop-decorator]
     @property
     def cost(self) -> float:
@@ -222,8 +239,9 @@ class Page(BaseModel):
     def metadata(self) -> dict[str, Any]:
         """What the framework adapters keep beside the content: ``source`` (the URL asked), ``final_url``,
         ``title``, ``provider``, ``cost``, ``attempts`` (provider, outcome, cost, duration_ms each), ``truncated``,
-        ``total_chars``, and ``language``, ``content_type``, ``next_index``, ``status``, ``published`` (ISO date)
-        when known."""
+        ``total_chars``, and ``language``, ``content_type``, ``next_index``, ``status``, ``published`` (ISO date),
+        ``page_type``, ``page_type_confidence`` and ``structured`` (its short fields: ``title``, ``author``,
+        ``published``, ``type``, ``name``, ``price``, ``currency``, ``availability``) when known."""
         meta: dict[str, Any] = {
             "source": self.url,
             "final_url": self.final_url,
@@ -234,12 +252,16 @@ class Page(BaseModel):
             "truncated": self.truncated,
             "total_chars": self.total_chars,
         }
-        for name in ("language", "content_type", "next_index", "status"):
+        for name in ("language", "content_type", "next_index", "status", "page_type", "page_type_confidence"):
             value = getattr(self, name)
             if value is not None:
                 meta[name] = value
         if self.published is not None:
             meta["published"] = self.published.isoformat()
+        structured = {k: v[:200] if isinstance(v, str) else v for k, v in self.structured.items()
+                      if k in _META_STRUCTURED}
+        if structured:  # the short fields only: a long description would crowd the documents' metadata
+            meta["structured"] = structured
         return meta
 
     def for_model(self) -> str:

@@ -141,3 +141,20 @@ def test_retriever_fetch_content_puts_page_content_in_the_documents() -> None:
     assert "front yard setback" in docs[0].page_content
     plain = PerplexedRetriever(provider=FunctionProvider(search, name="web")).invoke("setbacks")
     assert plain[0].page_content == "a snippet"
+
+
+def test_documents_carry_the_page_type() -> None:
+    """issue 36: a fetched page's type is in its Document's metadata, and in a search hit's when its page was
+    fetched."""
+    from perplexed import Page
+
+    from langchain_perplexed._documents import hit_metadata
+
+    docs = PerplexedLoader([SERVER.url_for("/a")], allow_private=LOOP).load()
+    assert docs[0].metadata["page_type"] == "article" and 0 <= docs[0].metadata["page_type_confidence"] <= 1
+    page = Page(url="https://forum.example/t/1", final_url="https://forum.example/t/1", page_type="forum",
+                page_type_confidence=0.9)
+    hit = Hit(id=1, title="A thread", url="https://forum.example/t/1", page=page)
+    assert hit_metadata(hit, answered_by="exa", cost=0.0, attempts=[])["page_type"] == "forum"
+    assert "page_type" not in hit_metadata(Hit(id=1, url="https://a.example"), answered_by="exa", cost=0.0,
+                                           attempts=[])

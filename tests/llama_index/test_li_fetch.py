@@ -99,3 +99,17 @@ async def test_tool_spec_has_perplexed_fetch(site: LoopbackServer) -> None:
     assert "Paragraph" in more
     with pytest.raises(InvalidRequest):
         PerplexedToolSpec().perplexed_fetch("http://169.254.169.254/")
+
+
+def test_documents_and_nodes_carry_the_page_type(site: LoopbackServer) -> None:
+    """issue 36: a fetched page's type is in its Document's metadata, and in a hit's node when its page was
+    fetched."""
+    from perplexed import Hit, Page
+
+    from llama_index_perplexed._nodes import hit_metadata
+
+    docs = PerplexedReader(allow_private=LOOP).load_data([site.url_for("/a")])
+    assert docs[0].metadata["page_type"] == "article"
+    page = Page(url="https://shop.example/p/1", final_url="https://shop.example/p/1", page_type="product")
+    assert hit_metadata(Hit(id=1, url="https://shop.example/p/1", page=page))["page_type"] == "product"
+    assert "page_type" not in hit_metadata(Hit(id=1, url="https://shop.example/p/1"))

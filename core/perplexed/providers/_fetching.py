@@ -23,6 +23,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
 from .._errors import ProviderError, Reason
+from .._models import PageType
 from .._ssrf import NOTHING, Allowed
 from .._status import Context, lookup, reason_from_text
 from ._base import Operation, Provider
@@ -78,6 +79,9 @@ class FetchAnswer(BaseModel):
     status: int | None = None
     cost: float | None = None
     detail: str | None = None
+    page_type: PageType | None = None
+    page_type_confidence: float | None = None
+    structured: dict[str, Any] = Field(default_factory=dict)
 
 
 FetchFlow = Generator[httpx.Request, httpx.Response, FetchAnswer]

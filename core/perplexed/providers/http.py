@@ -157,6 +157,9 @@ class Http(FetchProvider):
             content_type=media_type(response.headers.get("content-type")) or None,
             status=response.status_code,
             cost=0.0 if self.price_override() is None else None,
+            page_type=extracted.page_type,
+            page_type_confidence=extracted.page_type_confidence,
+            structured=extracted.structured,
         )
 
     def redirect_failure(self, response: httpx.Response, why: str) -> ProviderError:
