@@ -34,7 +34,7 @@ PROBE = ROOT / "tests" / "reliability" / "rel_bomb_probe.py"
 
 def _cases() -> dict[str, tuple[str, Any]]:
     import rel_bombs
-    from perplexed._decode import accept_encoding
+    from perplexed.net._decode import accept_encoding
 
     cases: dict[str, tuple[str, Any]] = {
         "zstd": ("zstd", rel_bombs.zstd_bomb),
@@ -55,7 +55,7 @@ def main() -> int:
     args = parser.parse_args()
     import gzip
 
-    from perplexed._http import DEFAULT_MAX_BODY_BYTES
+    from perplexed.net._http import DEFAULT_MAX_BODY_BYTES
     from testkit.loopback import Huge, Status, searxng_json, serve
 
     warm = gzip.compress(json.dumps(searxng_json(3)).encode())
@@ -102,8 +102,8 @@ def extraction_rows(deadline_ms: int) -> dict[str, dict[str, Any]]:
 
     import perplexed
     import psutil
-    from perplexed._extract import extract_page
-    from perplexed._extract_worker import _pool
+    from perplexed.extract._extract import extract_page
+    from perplexed.extract._worker import _pool
     from testkit.loopback import Status, serve
 
     sys.path.insert(0, str(ROOT / "tests" / "fetch"))

@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "core"))
 
 import perplexed  # noqa: E402
-from perplexed._options import SearchOptions  # noqa: E402
+from perplexed.policy._options import SearchOptions  # noqa: E402
 from perplexed.providers import SearXNG  # noqa: E402
 
 SERVER = r"""
@@ -178,7 +178,7 @@ def measure_sync(base: str, rounds: int, warmup: int) -> Samples:
                 samples[name].append(elapsed)
                 cpu[name].append(cpu_used)
     client.close()
-    loop.run_until_complete(perplexed._http.aclose_clients())
+    loop.run_until_complete(perplexed.net._http.aclose_clients())
     loop.close()
     return samples, cpu
 

@@ -12,7 +12,7 @@ WCXB (Web Content eXtraction Benchmark, Murrough Foley, 2026, CC-BY-4.0, reposit
 lower-cased ``\\w+`` tokens). **Only the dev split: the test split is the holdout, never run on it.**
 
 Each page's HTML goes through the ``http`` fetch provider's extraction (``format="text"``, no network):
-``perplexed._extract.extract_html`` then the interstitial check (a page refused as ``blocked`` scores as empty and
+``perplexed.extract._extract.extract_html`` then the interstitial check (a page refused as ``blocked`` scores as empty and
 is counted), and, in the same process and the same run, ``trafilatura.extract(html)`` with its defaults. Both are
 timed per page (median reported).
 """
@@ -84,7 +84,7 @@ def load_sample() -> list[dict[str, Any]]:
 
 
 def read_html(path: str) -> str:
-    from perplexed._extract import decode_text
+    from perplexed.extract._extract import decode_text
 
     return decode_text(gzip.decompress(Path(path).read_bytes()), None)
 
@@ -94,7 +94,7 @@ def read_html(path: str) -> str:
 
 def _run_one(page: dict[str, Any]) -> dict[str, Any]:
     import trafilatura
-    from perplexed._extract import extract_html, interstitial
+    from perplexed.extract._extract import extract_html, interstitial
 
     raw = read_html(page["html"])
     started = time.perf_counter()

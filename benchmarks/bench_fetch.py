@@ -245,7 +245,7 @@ def probe(case: str, deadline_ms: int) -> dict[str, Any]:
     """One case in this (fresh) interpreter: peak RSS over the baseline while fetching, and the wall time."""
     import perplexed
     import psutil
-    from perplexed._http import DEFAULT_MAX_BODY_BYTES
+    from perplexed.net._http import DEFAULT_MAX_BODY_BYTES
 
     routes: dict[str, Any] = {"/robots.txt": _robots(), "/warm": (synthetic_page(0), {"Content-Type": "text/html"})}
     if case == "page_100mb":

@@ -42,11 +42,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import perplexed  # noqa: E402
 from bench_engine import SERVER  # noqa: E402
-from perplexed import (  # noqa: E402
-    Hit,
-    ProviderAnswer,
-    _governance,
-)
+from perplexed import Hit, ProviderAnswer  # noqa: E402
+from perplexed.engine import _governance  # noqa: E402
 from perplexed.providers import CallableProvider, SearXNG  # noqa: E402
 from perplexed.store import MemoryStore, SQLiteStore, Store  # noqa: E402
 
@@ -216,7 +213,7 @@ async def measure(base: str, rounds: int, warmup: int, tmp: Path, only: tuple[st
     transactions = CountingSQLite.transactions - tx_before
     reads = CountingSQLite.reads - reads_before
     await sqlite.aclose()
-    await perplexed._http.aclose_clients()
+    await perplexed.net._http.aclose_clients()
     plain_us = median_us(samples["plain"])
     hit_us = median_us(samples["hit"])
     return {

@@ -49,7 +49,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    from perplexed._index import build_index, query_index
+    from perplexed.index import build_index, query_index
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "corpus"

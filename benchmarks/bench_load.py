@@ -32,8 +32,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "core"), str(ROOT / "tests")]
 
 import perplexed  # noqa: E402
-from perplexed._http import DEFAULT_LIMITS  # noqa: E402
-from perplexed._options import SearchOptions  # noqa: E402
+from perplexed.net._http import DEFAULT_LIMITS  # noqa: E402
+from perplexed.policy._options import SearchOptions  # noqa: E402
 from perplexed.providers import SearXNG  # noqa: E402
 from testkit.fault_process import fault_servers  # noqa: E402
 

@@ -48,7 +48,7 @@ sys.path.insert(0, str(ROOT / "core"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 import perplexed  # noqa: E402
-from perplexed import _governance  # noqa: E402
+from perplexed.engine import _governance  # noqa: E402
 from perplexed.providers import SearXNG  # noqa: E402
 from perplexed.store import MemoryStore, RedisStore, Store  # noqa: E402
 from perplexed.store._redis_lua import SCRIPTS  # noqa: E402

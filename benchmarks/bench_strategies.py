@@ -38,7 +38,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "core")]
 
 import perplexed  # noqa: E402
-from perplexed import Hit, SearchOptions, _governance  # noqa: E402
+from perplexed import Hit, SearchOptions  # noqa: E402
+from perplexed.engine import _governance  # noqa: E402
 from perplexed.providers import FunctionProvider  # noqa: E402
 
 WORKERS = 10

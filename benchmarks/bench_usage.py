@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import perplexed  # noqa: E402
 from bench_engine import SERVER  # noqa: E402
-from perplexed import _engine  # noqa: E402
+from perplexed.engine import _engine  # noqa: E402
 from perplexed.providers import FunctionProvider, SearXNG  # noqa: E402
 from perplexed.store import MemoryStore  # noqa: E402
 

@@ -60,7 +60,7 @@ def _fresh_governance() -> Iterator[None]:
     yield
     import sys
 
-    governance = sys.modules.get("perplexed._governance")
+    governance = sys.modules.get("perplexed.engine._governance")
     if governance is not None:
         governance.reset()
 

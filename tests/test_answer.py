@@ -23,7 +23,7 @@ from perplexed import (
     UpstreamError,
     telemetry,
 )
-from perplexed._grounding import CITATION_INSTRUCTION, NO_SOURCES_INSTRUCTION
+from perplexed.grounding._grounding import CITATION_INSTRUCTION, NO_SOURCES_INSTRUCTION
 from test_answer_fakes import (
     ANSWER_TEXT,
     FAKE_KEY,
@@ -344,7 +344,7 @@ def test_sync_answer_with_an_agent_client(api: FakeAgentAPI) -> None:
 
 
 def test_module_import_does_not_shadow_the_function(api: FakeAgentAPI) -> None:
-    import perplexed._answer as module
+    import perplexed.grounding._answer as module
 
     assert callable(perplexed.answer) and not isinstance(perplexed.answer, type(module))
     ans = perplexed.answer(QUERY, provider=provider(), client=api.client())

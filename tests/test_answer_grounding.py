@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from perplexed import Hit, InvalidRequest, SearchOptions
-from perplexed._grounding import (
+from perplexed.grounding._grounding import (
     AGENT_PROVIDER,
     SEARCH_OFF,
     TRUNCATION_MARK,

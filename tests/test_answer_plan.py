@@ -181,9 +181,9 @@ def test_answer_rejects_unknown_keywords_including_its_own_typos(api: FakeAgentA
 
 
 def test_check_options_validates_without_a_query() -> None:
-    perplexed.chain.check_options("searxng", engines=["wikipedia"], max_results=3)
+    perplexed.engine.chain.check_options("searxng", engines=["wikipedia"], max_results=3)
     with pytest.raises(InvalidRequest, match="did you mean 'engines'"):
-        perplexed.chain.check_options("searxng", engine=["wikipedia"])
+        perplexed.engine.chain.check_options("searxng", engine=["wikipedia"])
 
 
 # --- who sent a field the API rejects (helper "agent"'s AgentRequest.sent_by) -----------------------------

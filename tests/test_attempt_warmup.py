@@ -8,7 +8,7 @@ from typing import Any
 
 import perplexed
 import pytest
-from perplexed import chain
+from perplexed.engine import chain
 from testkit.loopback import Json, searxng_json, serve
 
 SLOW_SETUP_S = 2.0

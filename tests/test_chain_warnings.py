@@ -8,7 +8,6 @@ import logging
 import warnings
 
 import pytest
-
 from langchain_perplexed import PerplexedRetriever, PerplexedSearchTool
 from llama_index_perplexed import PerplexedQueryEngine, PerplexedToolSpec
 from llama_index_perplexed import PerplexedRetriever as LIRetriever

@@ -27,10 +27,10 @@ DENIED = (
     "pygments",
     "sqlite3",
     "perplexed.agent",
-    "perplexed._verify",
-    "perplexed._lexical",
-    "perplexed._extract",
-    "perplexed._answer",
+    "perplexed.grounding._verify",
+    "perplexed.grounding._lexical",
+    "perplexed.extract._extract",
+    "perplexed.grounding._answer",
     "perplexed.cli",
     "perplexed.mcp_server",
     "perplexed.store.sqlite",
@@ -65,10 +65,10 @@ def loaded_after(code: str, env: dict[str, str] | None = None) -> list[str]:
 
 def test_the_denied_modules_are_installed_so_this_test_means_something() -> None:
     everything = loaded_after(
-        "import perplexed._extract, trafilatura, lxml, rich, mcp, click, pygments, sqlite3, redis, perplexed.agent, perplexed._answer,"
+        "import perplexed.extract._extract, trafilatura, lxml, rich, mcp, click, pygments, sqlite3, redis, perplexed.agent, perplexed.grounding._answer,"
         " perplexed.cli, perplexed.mcp_server, perplexed.store.sqlite, perplexed.store.redis, httpx._main"
     )
-    assert set(everything) >= {"perplexed._extract", "trafilatura", "lxml", "rich", "mcp", "click", "pygments", "sqlite3", "perplexed.agent"}
+    assert set(everything) >= {"perplexed.extract._extract", "trafilatura", "lxml", "rich", "mcp", "click", "pygments", "sqlite3", "perplexed.agent"}
 
 
 def test_import_perplexed_loads_only_what_a_search_uses() -> None:
@@ -97,14 +97,14 @@ def test_every_public_name_still_resolves_and_the_lazy_ones_load_on_first_use() 
     loaded = loaded_after(
         """
         import sys, warnings, perplexed
-        assert "perplexed._verify" not in sys.modules
+        assert "perplexed.grounding._verify" not in sys.modules
         missing = [name for name in perplexed.__all__ if not hasattr(perplexed, name)]
         assert missing == [], missing
         assert set(perplexed.__all__) <= set(dir(perplexed))
         from perplexed import Verification, verify, averify, Evidence, SentenceCheck, answer, Answer
-        import perplexed._verify as v
+        import perplexed.grounding._verify as v
         assert perplexed.verify is v.verify and perplexed.Verification is v.Verification
-        assert "perplexed._lexical" not in sys.modules  # the lexicon: with the first check
+        assert "perplexed.grounding._lexical" not in sys.modules  # the lexicon: with the first check
         hit = perplexed.Hit(id=1, url="https://a.example/", title="A", snippet="The setback is 20 feet.")
         assert perplexed.verify("The setback is 20 feet [1].", [hit]).count("supported") == 1
         with warnings.catch_warnings(record=True) as caught:  # a deprecated name still warns
@@ -113,7 +113,7 @@ def test_every_public_name_still_resolves_and_the_lazy_ones_load_on_first_use() 
         assert any(issubclass(w.category, DeprecationWarning) for w in caught)
         """
     )
-    assert {"perplexed._verify", "perplexed._lexical", "perplexed.agent"} <= set(loaded)
+    assert {"perplexed.grounding._verify", "perplexed.grounding._lexical", "perplexed.agent"} <= set(loaded)
 
 
 def test_httpx_command_line_client_still_resolves() -> None:
@@ -170,4 +170,4 @@ def test_the_lazy_adapter_names_still_resolve() -> None:
         assert VerifyCitations is same and PerplexedLoader.__module__ == "langchain_perplexed.fetch"
         """
     )
-    assert "perplexed._verify" in loaded  # VerifyCitations needs the Verification model, now
+    assert "perplexed.grounding._verify" in loaded  # VerifyCitations needs the Verification model, now

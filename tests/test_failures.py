@@ -22,10 +22,10 @@ from perplexed._errors import (
     RateLimitError,
     ServerError,
 )
-from perplexed._failures import StatusRule, classify_exception, classify_status, match_rule
 from perplexed._models import Outcome
-from perplexed._policy import health_of
-from perplexed._wire import parse_error_envelope
+from perplexed.policy._failures import StatusRule, classify_exception, classify_status, match_rule
+from perplexed.policy._policy import health_of
+from perplexed.policy._wire import parse_error_envelope
 from perplexed.providers import get
 
 REPO = Path(__file__).resolve().parents[1]

@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 import pytest
-from perplexed._doctext import PDF_HINT
 from perplexed._errors import install_hint
-from perplexed._extract import FETCH_HINT
+from perplexed.extract._doctext import PDF_HINT
+from perplexed.extract._extract import FETCH_HINT
 
 
 @pytest.mark.parametrize(("message", "extra"), [(PDF_HINT, "pdf"), (FETCH_HINT, "fetch"), (install_hint("mcp"), "mcp")])

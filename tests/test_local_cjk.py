@@ -8,8 +8,8 @@ from pathlib import Path
 
 import perplexed
 import pytest
-from perplexed._doctext import cjk_terms
-from perplexed._index import build_index, fts_query, query_index
+from perplexed.extract._doctext import cjk_terms
+from perplexed.index import build_index, fts_query, query_index
 from perplexed.providers import Local
 
 

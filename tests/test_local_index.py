@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from perplexed import ConfigError
-from perplexed._doctext import DocumentError, decode, extract
-from perplexed._index import (
+from perplexed.extract._doctext import DocumentError, decode, extract
+from perplexed.index import (
     INDEX_ENV,
     build_index,
     default_index_path,
@@ -396,7 +396,7 @@ def test_the_core_and_the_local_provider_do_not_import_the_cli_dependencies(tmp_
         "import perplexed\n"
         "from perplexed.providers import Local\n"
         "from perplexed.providers.local import build_index\n"
-        "import perplexed._index, perplexed._doctext\n"
+        "import perplexed.index, perplexed.extract._doctext\n"
         "print(json.dumps(sorted(cli_modules() - baseline)))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -408,7 +408,7 @@ def test_the_index_works_without_platformdirs(tmp_path: Path) -> None:
     code = (
         "import sys\n"
         "sys.modules['platformdirs'] = None  # as if the cli extra were not installed\n"
-        "from perplexed._index import default_index_path, platform_data_dir\n"
+        "from perplexed.index import default_index_path, platform_data_dir\n"
         "assert default_index_path() == platform_data_dir() / 'local-index.sqlite3', default_index_path()\n"
         "print('ok')\n"
     )

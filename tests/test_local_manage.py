@@ -14,7 +14,7 @@ from pathlib import Path
 import perplexed
 import pytest
 from perplexed import ConfigError
-from perplexed._index import (
+from perplexed.index import (
     build_index,
     check_index,
     list_index,

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import perplexed
 import pytest
-from perplexed._doctext import DocumentError, extract
-from perplexed._index import build_index, query_index
+from perplexed.extract._doctext import DocumentError, extract
+from perplexed.index import build_index, query_index
 from perplexed.providers import Local
 
 pytest.importorskip("pypdf")

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from perplexed import ConfigError, Outcome, ProviderError, Result, SearchOptions, UpstreamError, telemetry
-from perplexed._index import INDEX_ENV, Interrupt, build_index, fts_query, query_index
+from perplexed.index import INDEX_ENV, Interrupt, build_index, fts_query, query_index
 from perplexed.providers import Local, get
 
 SAMPLE = Path(__file__).resolve().parent.parent / "examples" / "corpus"

@@ -69,7 +69,7 @@ def test_every_logger_of_the_redacted_trees_carries_the_filter() -> None:
     )
     names = state["names"]
     assert isinstance(names, list)
-    assert {"perplexed.chain", "httpx", "httpcore.http11", "httpcore.http2"} <= set(names)
+    assert {"perplexed.engine.chain", "httpx", "httpcore.http11", "httpcore.http2"} <= set(names)
     assert state["bare"] == []
 
 
@@ -97,7 +97,7 @@ def root_lines() -> Iterator[list[str]]:
         root.setLevel(level)
 
 
-@pytest.mark.parametrize("name", ["httpcore.http11", "httpcore.http2", "httpcore.connection", "httpx", "perplexed.chain"])
+@pytest.mark.parametrize("name", ["httpcore.http11", "httpcore.http2", "httpcore.connection", "httpx", "perplexed.engine.chain"])
 def test_a_key_logged_on_a_filtered_logger_reaches_the_root_handler_redacted(name: str, root_lines: list[str]) -> None:
     register_secret(SECRET)
     logger = logging.getLogger(name)

@@ -38,20 +38,20 @@ def test_the_docs_table_is_the_catalogues() -> None:
     start = page.index("<!-- options-table:start")
     end = page.index("<!-- options-table:end -->") + len("<!-- options-table:end -->")
     assert page[start:end] == options_table(), (
-        "docs/chain.md's options table differs from perplexed._optionspec: regenerate it with "
-        "perplexed._optionspec.with_options_table (see its docstring)")
+        "docs/chain.md's options table differs from perplexed.policy._optionspec: regenerate it with "
+        "perplexed.policy._optionspec.with_options_table (see its docstring)")
     for o in OPTIONS:
         assert f"| {o.group}{', fetch' if o.fetch else ''} | `{o.name}` |" in page
 
 
 def test_core_validation_reads_the_catalogue() -> None:
-    from perplexed._options import CHAIN_OPTION_NAMES, COMMON_OPTIONS, FETCH_OPTION_NAMES
     from perplexed.fetchers import FetchOptions
+    from perplexed.policy._options import CHAIN_OPTION_NAMES, COMMON_OPTIONS, FETCH_OPTION_NAMES
 
     assert COMMON_OPTIONS == group("search")
     assert CHAIN_OPTION_NAMES == group("chain")
-    assert FETCH_OPTION_NAMES == group("fetch") == perplexed._fetch.FETCH_OPTION_NAMES
-    assert perplexed._fetch.FETCH_CHAIN_NAMES == tuple(o.name for o in OPTIONS if o.fetch)
+    assert FETCH_OPTION_NAMES == group("fetch") == perplexed.operations._fetch.FETCH_OPTION_NAMES
+    assert perplexed.operations._fetch.FETCH_CHAIN_NAMES == tuple(o.name for o in OPTIONS if o.fetch)
     for model, names in ((perplexed.SearchOptions, group("search")), (perplexed.ChainOptions, group("chain"))):
         for name in names:
             field = model.model_fields[name]

@@ -1,10 +1,10 @@
-"""The pure governance policy (perplexed._policy), table-style with explicit times: no clock, no I/O."""
+"""The pure governance policy (perplexed.policy._policy), table-style with explicit times: no clock, no I/O."""
 
 from __future__ import annotations
 
 import pytest
 from perplexed import ConfigError
-from perplexed._policy import (
+from perplexed.policy._policy import (
     CoolState,
     RateLimit,
     check_provider_settings,

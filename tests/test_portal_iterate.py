@@ -7,7 +7,7 @@ import threading
 from collections.abc import AsyncIterator
 
 import pytest
-from perplexed import _portal
+from perplexed.net import _portal
 
 
 @pytest.fixture

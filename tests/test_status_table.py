@@ -1,4 +1,4 @@
-"""The status table (perplexed._status), table-style: one row set read by the providers, the fetch providers, the
+"""The status table (perplexed.policy._status), table-style: one row set read by the providers, the fetch providers, the
 failure map and the Agent client's retry policy; and every reason the code can record is in the closed set.
 
 The table is private; these tests reach it (and the failure map) on purpose: it is the unit under test.
@@ -15,10 +15,10 @@ import perplexed
 import pytest
 from perplexed import UpstreamError, _errors
 from perplexed._errors import REASONS
-from perplexed._failures import classify_status
-from perplexed._status import ROWS, TEXT_ROWS, lookup, reason_from_text
 from perplexed.agent._policy import should_retry
 from perplexed.fetchers import status_reason
+from perplexed.policy._failures import classify_status
+from perplexed.policy._status import ROWS, TEXT_ROWS, lookup, reason_from_text
 from perplexed.providers import get
 
 CORE = Path(__file__).resolve().parents[1] / "core" / "perplexed"

@@ -13,10 +13,11 @@ import time
 from typing import Any
 
 import perplexed
-import perplexed._http
+import perplexed.net._http
 import pytest
-from perplexed import Attempt, Hit, Outcome, ProviderAnswer, Result, UpstreamError, _governance
-from perplexed._strategies import observed_p95
+from perplexed import Attempt, Hit, Outcome, ProviderAnswer, Result, UpstreamError
+from perplexed.engine import _governance
+from perplexed.engine._strategies import observed_p95
 from perplexed.providers import FunctionProvider, SearXNG
 from perplexed.store._base import Record
 from testkit.loopback import HEALTHY_MS, Hang, Json, LoopbackServer, SearchAPI, searxng_json
@@ -292,7 +293,7 @@ async def test_hedged_attempt_events_include_the_cancelled_call(api: SearchAPI) 
     events: list[tuple[str, str]] = []
 
     def handler(event: tuple[str, ...], measurements: dict[str, Any], metadata: dict[str, Any]) -> None:
-        if event == perplexed.chain.ATTEMPT_EVENT:
+        if event == perplexed.engine.chain.ATTEMPT_EVENT:
             events.append((metadata["provider"], metadata["outcome"]))
 
     handle = perplexed.telemetry.attach(handler)
@@ -322,7 +323,7 @@ async def test_hedged_cancellation_closes_the_losers_connection(api: SearchAPI, 
     assert await settle(lambda: hung[0].closed_at is not None), "the cancelled request's connection is open"
     assert hung[0].closed_by == "client"
     if not api.is_sync:  # the pooled client of this loop holds no busy connection and no queued request
-        pool = perplexed._http.get_client()._transport._pool  # type: ignore[attr-defined]
+        pool = perplexed.net._http.get_client()._transport._pool  # type: ignore[attr-defined]
         assert [c for c in pool.connections if not c.is_idle()] == []
         assert len(pool._requests) == 0
 

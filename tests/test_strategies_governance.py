@@ -8,7 +8,8 @@ import asyncio
 from typing import Any
 
 import pytest
-from perplexed import Hit, Outcome, ProviderAnswer, Result, _governance
+from perplexed import Hit, Outcome, ProviderAnswer, Result
+from perplexed.engine import _governance
 from perplexed.providers import FunctionProvider
 from testkit.loopback import SearchAPI
 

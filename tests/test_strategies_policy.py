@@ -8,7 +8,7 @@ from typing import Any
 import perplexed
 import pytest
 from perplexed import Hit, InvalidRequest, Outcome, Result
-from perplexed._strategies import (
+from perplexed.engine._strategies import (
     DEFAULT_HEDGE_AFTER_MS,
     RRF_K,
     Candidate,
@@ -17,7 +17,7 @@ from perplexed._strategies import (
     hedge_delay_ms,
     judge,
 )
-from perplexed.chain import prepare
+from perplexed.engine.chain import prepare
 
 
 def hits(*urls: str, provider: str = "") -> list[Hit]:

@@ -22,7 +22,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 from perplexed import Outcome, UpstreamError, telemetry
-from perplexed.chain import ATTEMPT_EVENT
+from perplexed.engine.chain import ATTEMPT_EVENT
 from perplexed.providers import FunctionProvider, SearXNG
 from testkit.loopback import Hang, Json, LoopbackServer, SearchAPI, Status, searxng_json
 

@@ -53,9 +53,8 @@ def mcp_schemas() -> dict[str, dict[str, Any]]:
 
 
 def langchain_schemas() -> dict[str, dict[str, Any]]:
-    from langchain_core.utils.function_calling import convert_to_openai_tool
-
     import langchain_perplexed
+    from langchain_core.utils.function_calling import convert_to_openai_tool
 
     tools = [langchain_perplexed.PerplexedSearchTool(provider=provider),
              langchain_perplexed.PerplexedAnswerTool(provider=provider)]

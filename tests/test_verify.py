@@ -13,7 +13,7 @@ import perplexed
 import pydantic
 import pytest
 from perplexed import Evidence, Hit, InvalidRequest, Result, SentenceCheck, Verification
-from perplexed._lexical import split_sentences
+from perplexed.grounding._lexical import split_sentences
 from test_answer_fakes import ANSWER_TEXT, FakeAgentAPI, ok, provider, response_json
 
 ZONING = Hit(

@@ -79,7 +79,7 @@ def test_answer_verify_returns_the_answer_marked_unchecked_when_the_check_fails(
     def broken(*args: Any, **kwargs: Any) -> Verification:
         raise OverflowError("cannot convert float infinity to integer")
 
-    monkeypatch.setattr(perplexed._verify, "check", broken)
+    monkeypatch.setattr(perplexed.grounding._verify, "check", broken)
     api = FakeAgentAPI()
     ans = perplexed.answer("setbacks", provider=provider(), client=api.client(), verify=True)
     assert ans.text and len(api.requests) == 1
@@ -235,13 +235,13 @@ def test_each_sentence_against_a_687_kb_hit_costs_what_its_words_occur() -> None
 
 def test_averify_checks_a_large_input_in_a_worker_thread(monkeypatch: pytest.MonkeyPatch) -> None:
     threads: list[str] = []
-    real = perplexed._verify.check
+    real = perplexed.grounding._verify.check
 
     def recording(*args: Any, **kwargs: Any) -> Verification:
         threads.append(threading.current_thread().name)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(perplexed._verify, "check", recording)
+    monkeypatch.setattr(perplexed.grounding._verify, "check", recording)
     small = [Hit(id=1, url="https://example.org/s", snippet="Cats sleep twelve hours a day.")]
     large = [Hit(id=1, url="https://example.org/l", snippet="Cats sleep twelve hours a day. " * 3000)]
 
@@ -322,7 +322,7 @@ def test_a_callable_checker_evidence_per_cited_hit_and_none_for_an_unsupported_s
 
 def _rows_as_indexed() -> str:
     """The zoning table as the local index's hit gives it (pipes and rules dropped: one line a row)."""
-    from perplexed._index import build_index
+    from perplexed.index import build_index
     from perplexed.providers import Local
 
     return _local_hit_text(build_index, Local)

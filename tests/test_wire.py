@@ -1,4 +1,4 @@
-"""perplexed._wire, table-style: the one Retry-After parser and the one error-envelope parser of the library
+"""perplexed.policy._wire, table-style: the one Retry-After parser and the one error-envelope parser of the library
 (shared by the search providers and the Agent API client), clip() and check_key()."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import httpx
 import pytest
 from perplexed import ConfigError
 from perplexed._errors import register_secret
-from perplexed._wire import ErrorEnvelope, check_key, clip, parse_error_envelope, parse_retry_after
+from perplexed.policy._wire import ErrorEnvelope, check_key, clip, parse_error_envelope, parse_retry_after
 
 NOW = 1_800_000_000.0
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 # first: every later import of httpx in the core goes through this one (without httpx's CLI, rich, click...)
-from . import _httpx_import  # noqa: F401  # isort: skip
-from . import providers, telemetry
-from ._configure import configure, reset
-from ._errors import (
+from perplexed import _moved, _httpx_import # noqa: F401  # isort: skip
+from perplexed import providers, telemetry
+from perplexed._configure import configure, reset
+from perplexed._errors import (
     APIError,
     APITimeoutError,
     BodyTooLargeError,
@@ -28,14 +28,14 @@ from ._errors import (
     ResponseBodyError,
     UpstreamError,
 )
-from ._fetch import afetch, afetch_many, fetch, fetch_many
-from ._governance import aspend, spend
-from ._models import Attempt, Hit, Outcome, Page, ProviderAnswer, Result
-from ._options import ChainOptions, SearchOptions
-from ._search import asearch, search
+from perplexed._models import Attempt, Hit, Outcome, Page, ProviderAnswer, Result
+from perplexed.engine._governance import aspend, spend
+from perplexed.operations._fetch import afetch, afetch_many, fetch, fetch_many
+from perplexed.operations._search import asearch, search
+from perplexed.policy._options import ChainOptions, SearchOptions
 
 if TYPE_CHECKING:  # imported on first use (_LAZY): answer() pulls in the Agent API client, verify the lexicon
-    from ._answer import (
+    from perplexed.grounding._answer import (
         AGENT_PROVIDER,
         Answer,
         AnswerCitation,
@@ -45,18 +45,20 @@ if TYPE_CHECKING:  # imported on first use (_LAZY): answer() pulls in the Agent 
         astream_answer,
         stream_answer,
     )
-    from ._verify import Evidence, SentenceCheck, Verification, averify, verify
+    from perplexed.grounding._verify import Evidence, SentenceCheck, Verification, averify, verify
 
 # --- evaluation and routing (issue 37): loaded lazily (see _LAZY), so `import perplexed` does not import them ---
 if TYPE_CHECKING:
-    from ._eval import aevaluate, evaluate
-    from ._eval_report import EvalQuery, EvalReport
-    from ._eval_report import EvalRow as EvalRow
-    from ._eval_report import ProviderScore as ProviderScore
-    from ._models import RouteStep as RouteStep
-    from ._routing import Routing
+    from perplexed._models import RouteStep as RouteStep
+    from perplexed.evaluation._eval import aevaluate, evaluate
+    from perplexed.evaluation._eval_report import EvalQuery, EvalReport
+    from perplexed.evaluation._eval_report import EvalRow as EvalRow
+    from perplexed.evaluation._eval_report import ProviderScore as ProviderScore
+    from perplexed.policy._routing import Routing
 
 __version__ = "0.1.0"
+
+_moved.install()  # the old paths of modules that moved into folders keep importing
 
 __all__ = [
     "AGENT_PROVIDER",
@@ -116,27 +118,27 @@ __all__ += [  # issue 37 (not counted in the 45: issue 41); their parts (EvalRow
 ]
 
 _LAZY = {
-    "answer": "perplexed._answer",
-    "aanswer": "perplexed._answer",
-    "stream_answer": "perplexed._answer",
-    "astream_answer": "perplexed._answer",
-    "Answer": "perplexed._answer",
-    "NoSourcesError": "perplexed._answer",
-    "AnswerCitation": "perplexed._answer",
-    "AGENT_PROVIDER": "perplexed._answer",
-    "verify": "perplexed._verify",
-    "averify": "perplexed._verify",
-    "Evidence": "perplexed._verify",
-    "SentenceCheck": "perplexed._verify",
-    "Verification": "perplexed._verify",
+    "answer": "perplexed.grounding._answer",
+    "aanswer": "perplexed.grounding._answer",
+    "stream_answer": "perplexed.grounding._answer",
+    "astream_answer": "perplexed.grounding._answer",
+    "Answer": "perplexed.grounding._answer",
+    "NoSourcesError": "perplexed.grounding._answer",
+    "AnswerCitation": "perplexed.grounding._answer",
+    "AGENT_PROVIDER": "perplexed.grounding._answer",
+    "verify": "perplexed.grounding._verify",
+    "averify": "perplexed.grounding._verify",
+    "Evidence": "perplexed.grounding._verify",
+    "SentenceCheck": "perplexed.grounding._verify",
+    "Verification": "perplexed.grounding._verify",
     # --- evaluation and routing (issue 37) ---
-    "evaluate": "perplexed._eval",
-    "aevaluate": "perplexed._eval",
-    "EvalQuery": "perplexed._eval_report",
-    "EvalReport": "perplexed._eval_report",
-    "EvalRow": "perplexed._eval_report",
-    "ProviderScore": "perplexed._eval_report",
-    "Routing": "perplexed._routing",
+    "evaluate": "perplexed.evaluation._eval",
+    "aevaluate": "perplexed.evaluation._eval",
+    "EvalQuery": "perplexed.evaluation._eval_report",
+    "EvalReport": "perplexed.evaluation._eval_report",
+    "EvalRow": "perplexed.evaluation._eval_report",
+    "ProviderScore": "perplexed.evaluation._eval_report",
+    "Routing": "perplexed.policy._routing",
     "RouteStep": "perplexed._models",
 }
 
@@ -201,11 +203,11 @@ def __dir__() -> list[str]:
 
 # --- usage ledger and tracing (issue 38): begin ---
 _LAZY.update({
-    "usage": "perplexed._usage",
-    "ausage": "perplexed._usage",
-    "UsageReport": "perplexed._usage",
-    "UsageRow": "perplexed._usage",
-    "SpendWindow": "perplexed._usage",
+    "usage": "perplexed.engine._usage",
+    "ausage": "perplexed.engine._usage",
+    "UsageReport": "perplexed.engine._usage",
+    "UsageRow": "perplexed.engine._usage",
+    "SpendWindow": "perplexed.engine._usage",
     "Usage": "perplexed._models",
 })
 __all__ += ["UsageReport", "ausage", "usage"]  # issue 38; UsageRow, SpendWindow, Usage are reachable too

@@ -10,14 +10,14 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ._configure import configure
-from ._errors import ConfigError, UsageError
-from ._optionspec import OPTIONS, option
+from perplexed._configure import configure
+from perplexed._errors import ConfigError, UsageError
+from perplexed.policy._optionspec import OPTIONS, option
 
 __all__ = ["GOVERNANCE_FLAGS", "add_option_flags", "cli_words", "configure_governance", "option_values"]
 
 #: The command-line flag of each library option an error message can name (the CLI never shows Python names):
-#: the catalogue's (perplexed._optionspec), and the singular words of the governance messages.
+#: the catalogue's (perplexed.policy._optionspec), and the singular words of the governance messages.
 _FLAGS = {
     **{o.name: o.flag for o in OPTIONS  # "strategy" is also a plain word of the messages: not replaced
        if o.flag and o.group in ("search", "chain", "governance")
@@ -67,7 +67,7 @@ def add_option_flags(parser: argparse.ArgumentParser, names: Sequence[str], type
                      *, short: Mapping[str, str] | None = None, helps: Mapping[str, str] | None = None) -> None:
     """Add each option's flag, as the catalogue declares it (flag, metavar, choices, help): its value lands in
     ``args.<option name>`` (``--timeout-ms`` -> ``provider_timeout_ms``). ``types``: the converter of each kind of
-    value (:attr:`perplexed._optionspec.Option.cli`); ``short``: extra spellings (``-n``); ``helps``: a command's
+    value (:attr:`perplexed.policy._optionspec.Option.cli`); ``short``: extra spellings (``-n``); ``helps``: a command's
     own words for an option."""
     for name in names:
         declared = option(name)

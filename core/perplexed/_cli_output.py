@@ -1,5 +1,5 @@
 """The command line's output helpers, shared by :mod:`perplexed.cli`, ``perplexed providers``
-(:mod:`perplexed._cli_providers`) and ``perplexed doctor`` (:mod:`perplexed.doctor`): exit codes, the two
+(:mod:`perplexed.commands._providers`) and ``perplexed doctor`` (:mod:`perplexed.doctor`): exit codes, the two
 consoles, markup escaping, money, the one JSON writer, and the CLI's state store. A layer below the commands,
 so none of them imports another to print (rich is imported when a console is made)."""
 
@@ -10,9 +10,9 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from . import _governance
-from ._configure import configure
-from ._index import locate_index
+from perplexed._configure import configure
+from perplexed.engine import _governance
+from perplexed.index import locate_index
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.console import Console
@@ -74,7 +74,7 @@ def use_cli_store(index: str | None = None) -> None:
     (``--index FILE``'s, else the one :func:`perplexed.providers.local.locate_index` finds)."""
     if os.environ.get(_governance.STORE_ENV, "").strip() or _governance._settings.store is not None:
         return
-    from .store import SQLiteStore
+    from perplexed.store import SQLiteStore
 
     path = locate_index(os.path.expanduser(index) if index else None).path
     configure(store=SQLiteStore(os.path.abspath(path.parent / STATE_FILE)))

@@ -1,16 +1,18 @@
 """``perplexed.configure()`` and ``perplexed.reset()``: process-wide settings in code.
 
-A layer above the settings (:mod:`perplexed._settings`, which reads the environment) and governance
-(:mod:`perplexed._governance`): it validates everything first, then hands each part to the module that keeps it.
+A layer above the settings (:mod:`perplexed.policy._settings`, which reads the environment) and governance
+(:mod:`perplexed.engine._governance`): it validates everything first, then hands each part to the module that keeps it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from . import _governance, _otel, _settings, _usage
-from ._bounds import check_usd
-from ._fetch_net import forget_robots
+from perplexed import _otel
+from perplexed.engine import _governance, _usage
+from perplexed.net._fetch_net import forget_robots
+from perplexed.policy import _settings
+from perplexed.policy._bounds import check_usd
 
 __all__ = ["configure", "reset"]
 
@@ -44,7 +46,7 @@ def configure(
     ``trace_content=True`` puts query text and tool arguments on spans (off by default).
     """
     if trace_content is not None and not isinstance(trace_content, bool):
-        from ._errors import ConfigError
+        from perplexed._errors import ConfigError
 
         raise ConfigError(f"trace_content must be True or False, got {trace_content!r}")
     for name, value in (prices or {}).items():

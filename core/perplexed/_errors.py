@@ -48,7 +48,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from ._models import Attempt
+    from perplexed._models import Attempt
 
 Reason = Literal[
     # what a provider's answer says

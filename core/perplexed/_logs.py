@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import traceback
 
-from ._errors import redact
+from perplexed._errors import redact
 
 __all__ = ["REDACTED_LOGGERS", "RedactingFilter", "get_logger", "redact_loggers", "scrub_record"]
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from . import telemetry
+from perplexed import telemetry
 
 __all__ = [
     "CONTENT_ENV",

@@ -1,13 +1,13 @@
 """The declarations the adapters build from (``langchain_perplexed``, ``llama_index_perplexed``), public so they
 import no private module: the options (:data:`OPTIONS`: name, type, default, bounds, flag, environment
-variable, help; see :mod:`perplexed._optionspec`) and the agent tools, each declared once (``web_search`` / ``perplexed_search``,
+variable, help; see :mod:`perplexed.policy._optionspec`) and the agent tools, each declared once (``web_search`` / ``perplexed_search``,
 ``web_fetch`` / ``perplexed_fetch``, ``answer`` / ``perplexed_answer``: names, description, argument schema,
 the text a model reads back, the errors a model gets), as the MCP server builds its tools from them."""
 
 from __future__ import annotations
 
-from ._optionspec import OPTIONS, Option, option, options_table
-from ._tools import (
+from perplexed.policy._optionspec import OPTIONS, Option, option, options_table
+from perplexed.tools._catalogue import (
     ANSWER,
     NO_RESULTS,
     TOOLS,

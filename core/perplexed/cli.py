@@ -26,17 +26,17 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from . import __version__, chain, telemetry
-from ._cli_options import GOVERNANCE_FLAGS as _GOVERNANCE_FLAGS
-from ._cli_options import add_option_flags, configure_governance, option_values
-from ._cli_options import cli_words as _cli_words
-from ._cli_output import CLI_CACHE_TTL_S, EXIT_NO_RESULTS, EXIT_OK, EXIT_USAGE
-from ._cli_output import consoles as _consoles
-from ._cli_output import escape as _escape
-from ._cli_output import money as _money
-from ._cli_output import print_json as _print_json
-from ._cli_output import use_cli_store as _use_cli_store
-from ._errors import (
+from perplexed import __version__, telemetry
+from perplexed._cli_options import GOVERNANCE_FLAGS as _GOVERNANCE_FLAGS
+from perplexed._cli_options import add_option_flags, configure_governance, option_values
+from perplexed._cli_options import cli_words as _cli_words
+from perplexed._cli_output import CLI_CACHE_TTL_S, EXIT_NO_RESULTS, EXIT_OK, EXIT_USAGE
+from perplexed._cli_output import consoles as _consoles
+from perplexed._cli_output import escape as _escape
+from perplexed._cli_output import money as _money
+from perplexed._cli_output import print_json as _print_json
+from perplexed._cli_output import use_cli_store as _use_cli_store
+from perplexed._errors import (
     AuthenticationError,
     ConfigError,
     CorruptIndexError,
@@ -47,21 +47,13 @@ from ._errors import (
     UsageError,
     install_hint,
 )
-from ._index import (
+from perplexed._models import Attempt, Hit, Result
+from perplexed.engine import chain
+from perplexed.index import (
     INDEX_ENV,
-    IndexReport,
-    build_index,
-    default_index_path,
-    list_index,
-    locate_index,
-    rebuild_index,
-    remove_from_index,
-    reset_index,
 )
-from ._index._location import index_option
-from ._keywords import suggestion
-from ._models import Attempt, Hit, Result
-from ._settings import default_chain
+from perplexed.policy._keywords import suggestion
+from perplexed.policy._settings import default_chain
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.console import Console
@@ -236,16 +228,16 @@ def _build_parser() -> _Parser:
                           "that are not supported, then citation recall and precision")
     p_answer.set_defaults(command="answer", run=_cmd_answer)
 
-    from ._cli_fetch import add_access_flags
-    from ._cli_fetch import add_parser as add_fetch
+    from perplexed.commands._fetch import add_access_flags
+    from perplexed.commands._fetch import add_parser as add_fetch
 
     add_fetch(sub, _Parser, _positive_int, _whole_number)
 
-    from ._cli_eval import add_parser as add_eval
+    from perplexed.commands._eval import add_parser as add_eval
 
     add_eval(sub, _positive_int, _whole_number, _usd)
 
-    from ._cli_usage import add_parser as add_usage  # issue 38
+    from perplexed.commands._usage import add_parser as add_usage  # issue 38
 
     add_usage(sub)
 
@@ -326,9 +318,9 @@ def _port(text: str) -> int:
 
 
 def _cmd_mcp(args: argparse.Namespace) -> int:
-    from . import mcp_server
-    from ._cli_fetch import access_options
-    from ._mcp_http import authentication, resolve_token
+    from perplexed import mcp_server
+    from perplexed.commands._fetch import access_options
+    from perplexed.mcp._http import authentication, resolve_token
 
     if not args.http and (args.token is not None or args.allow_origin or args.allow_host):
         raise UsageError("--token, --allow-origin and --allow-host go with --http")
@@ -365,7 +357,7 @@ def _url_host(host: str) -> str:
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
-    from .doctor._report import command
+    from perplexed.doctor._report import command
 
     return command(args)
 
@@ -403,7 +395,7 @@ def _flag_types() -> dict[str, Callable[[str], Any]]:
             "usd": _usd, "text": str}
 
 
-#: The options ``search``, ``answer`` and ``mcp`` take as flags (each flag declared in perplexed._optionspec).
+#: The options ``search``, ``answer`` and ``mcp`` take as flags (each flag declared in perplexed.policy._optionspec).
 _CHAIN_FLAG_OPTIONS = ("max_results", "provider_timeout_ms", "deadline_ms", "strategy", "hedge_after_ms",
                       "merge_providers", "min_hits", "routing", "tag", "cache_ttl_s", "budget_usd")
 
@@ -777,7 +769,7 @@ def _answer_doc(answer: Any) -> dict[str, Any]:
 
 
 def _cmd_providers(args: argparse.Namespace) -> int:
-    from ._cli_providers import command
+    from perplexed.commands._providers import command
 
     return command(args)
 
@@ -799,142 +791,6 @@ def _cmd_index(args: argparse.Namespace) -> int:
 
 
 def _index_command(args: argparse.Namespace) -> int:
-    out, err = _consoles()
-    index = os.path.expanduser(args.index) if args.index else None
-    if args.list or args.remove or args.reset:
-        if args.paths:
-            raise UsageError("--list, --remove and --reset take no PATH")
-        if args.list:
-            return _index_list(out, index, args.json)
-        if args.reset:
-            path = index or str(default_index_path())
-            existed = os.path.lexists(path)
-            count = reset_index(path)
-            if args.json:
-                _print_json({"index": path, "reset": existed, "existed": existed, "documents": count})
-            elif existed:
-                out.print(f"Deleted the index {_escape(path)} ({count} document{'s' if count != 1 else ''})",
-                          soft_wrap=True)
-            else:
-                out.print(f"No index at {_escape(path)}: nothing to delete", soft_wrap=True)
-            return EXIT_OK
-        report = remove_from_index(args.remove, index)
-    else:
-        if not args.paths and not args.rebuild:
-            raise UsageError("give a folder or file to index, or one of --list, --remove, --rebuild, --reset")
-        follow = True if args.follow_links else None
-        with _index_progress(err, enabled=not args.json and err.is_terminal) as progress:
-            if args.rebuild:
-                report = rebuild_index(index, args.paths, follow_links=follow, progress=progress)
-            else:
-                report = build_index(args.paths, index, progress=progress, follow_links=bool(follow))
-    if args.json:
-        _print_json(report.to_dict())
-    else:
-        _print_index_report(out, report)
-    if args.rebuild:  # indexed folders that are gone are left out (and said so); only a bad PATH is an error
-        return EXIT_USAGE if set(report.missing_roots) & set(args.paths) else EXIT_OK
-    return EXIT_USAGE if report.missing_roots else EXIT_OK
+    from perplexed.commands._index import command
 
-
-@contextmanager
-def _index_progress(err: Console, enabled: bool) -> Iterator[Callable[[int, int, str], None] | None]:
-    """A progress bar on stderr (in a terminal), advanced by the callback it yields."""
-    if not enabled:
-        yield None
-        return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(
-        TextColumn("Indexing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        TextColumn("[dim]{task.fields[file]}"), console=err, transient=True,
-    ) as bar:
-        task = bar.add_task("index", total=None, file="")
-
-        def progress(done: int, total: int, path: str) -> None:
-            bar.update(task, completed=done, total=total, file=os.path.basename(path))
-
-        yield progress
-
-
-def _index_list(out: Console, index: str | None, as_json: bool) -> int:
-    from rich import box
-    from rich.table import Table
-    from rich.text import Text
-
-    listing = list_index(index)
-    if as_json:
-        location = locate_index(index)
-        _print_json({**listing.to_dict(), "source": location.source, "why": location.why})
-        return EXIT_OK
-    out.print(f"Index {_escape(_shown_path(str(listing.path)))}: {listing.documents} document"
-              f"{'s' if listing.documents != 1 else ''}, {_size(listing.size)}", soft_wrap=True)
-    out.print(Text(f"Why this index: {locate_index(index).why}", style="dim"))
-    if not listing.folders:
-        out.print("No folders indexed: run `perplexed index FOLDER`.")
-        return EXIT_OK
-    table = Table(box=box.SIMPLE_HEAD)
-    table.add_column("Folder", overflow="fold")
-    table.add_column("Documents", justify="right", no_wrap=True)
-    table.add_column("Last indexed", no_wrap=True)
-    table.add_column("Size", justify="right", no_wrap=True)
-    for folder in listing.folders:
-        when = "interrupted" if folder.indexed_at is None else folder.indexed_at.astimezone().strftime("%Y-%m-%d %H:%M")
-        name = folder.path + ("" if folder.exists else " (missing)") + (" (file)" if folder.kind == "file" else "")
-        table.add_row(_escape(name), str(folder.documents), when, _size(folder.bytes))
-    out.print(table)
-    return EXIT_OK
-
-
-def _size(count: int) -> str:
-    size = float(count)
-    for unit in ("B", "KB", "MB", "GB"):
-        if size < 1024 or unit == "GB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{count} B"  # pragma: no cover
-
-
-def _shown_path(path: str) -> str:
-    """``path`` relative to the working folder when it is inside it, else as given."""
-    try:
-        relative = os.path.relpath(path)
-    except ValueError:  # another drive on Windows
-        return path
-    return path if relative.startswith("..") else relative
-
-
-def _print_index_report(out: Console, report: IndexReport) -> None:
-    from rich.text import Text
-
-    roots = ", ".join(report.to_dict()["roots"]) or "nothing"
-    if report.roots or not report.removed:
-        out.print(f"Indexed {_escape(roots)} into {_escape(str(report.index))}", soft_wrap=True)
-    else:
-        out.print(f"Removed from {_escape(str(report.index))}", soft_wrap=True)
-    out.print(
-        f"  {len(report.added)} added, {len(report.updated)} updated, {len(report.unchanged)} unchanged, "
-        f"{len(report.removed)} removed, {len(report.errors)} problem{'s' if len(report.errors) != 1 else ''}"
-        f" · {report.documents} document{'s' if report.documents != 1 else ''} in the index"
-    )
-    if report.errors:
-        out.print("Not indexed:")
-        for problem in report.errors:  # one line per file, never folded, so it can be grepped
-            line = Text("  ")
-            line.append(_shown_path(problem.path))
-            line.append(": ")
-            line.append(problem.reason, style="red")
-            out.print(line, soft_wrap=True)
-    by_reason: dict[str, list[str]] = {}
-    for problem in report.skipped:
-        by_reason.setdefault(problem.reason, []).append(os.path.basename(problem.path))
-    for reason, names in by_reason.items():
-        listed = ", ".join(names[:8]) + (f", … ({len(names) - 8} more)" if len(names) > 8 else "")
-        what = "of unsupported types" if reason == "unsupported file type" else f"- {reason}"
-        out.print(Text(f"Skipped {len(names)} file{'s' if len(names) != 1 else ''} {what}: {listed}",
-                       style="dim"), soft_wrap=True)
-    for note in report.notes:
-        out.print(Text(note, style="dim"), soft_wrap=True)
-    if report.documents and report.roots:
-        hint = index_option(report.index)
-        out.print(f"Search it: perplexed search QUERY --provider local{_escape(hint)}")
+    return command(args)

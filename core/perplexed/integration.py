@@ -16,10 +16,10 @@ These names were ``perplexed.NAME`` before; that spelling still works for one mi
 
 from __future__ import annotations
 
-from ._answer_plan import AnswerPlan, prepare_answer
-from ._fetch import FetchPlan, prepare_fetch
-from ._search import check_fetch_content
-from ._toolschema import portable_schema
+from perplexed.grounding._answer_plan import AnswerPlan, prepare_answer
+from perplexed.operations._fetch import FetchPlan, prepare_fetch
+from perplexed.operations._search import check_fetch_content
+from perplexed.tools._schema import portable_schema
 
 __all__ = [
     "AnswerPlan",

@@ -9,7 +9,7 @@ One server in front of the fallback chain, for any agent whose tool list is asse
     server.run()                      # stdio; or serve_http(server, port=8000) for streamable HTTP
 
 Tools (their names are a contract; each is declared once, with its description, argument schema and error
-texts, in :mod:`perplexed._tools`, which the LangChain and LlamaIndex tools are built from too):
+texts, in :mod:`perplexed.tools._catalogue`, which the LangChain and LlamaIndex tools are built from too):
 
 ``web_search(query, max_results=5, include_domains=None, exclude_domains=None, recency=None)``
     the search chain; text for the model (numbered hits) plus ``structuredContent`` (hits, provider, cost,
@@ -33,14 +33,22 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from . import telemetry
-from ._errors import ConfigError, InvalidRequest, PerplexedError, install_hint, redact
-from ._logs import get_logger
-from ._mcp_http import MAX_BODY_BYTES, http_app, serve_http
-from ._mcp_http import allowed_hosts as _allowed_hosts  # noqa: F401 - the name the transport's tests use
-from ._mcp_status import describe_members, failure_text
-from ._models import Attempt, Hit, Result
-from ._tools import ANSWER, WEB_FETCH, WEB_SEARCH, AgentTool, format_answer, format_hits, narrowed
+from perplexed import telemetry
+from perplexed._errors import ConfigError, InvalidRequest, PerplexedError, install_hint, redact
+from perplexed._logs import get_logger
+from perplexed._models import Attempt, Hit, Result
+from perplexed.mcp._http import MAX_BODY_BYTES, http_app, serve_http
+from perplexed.mcp._http import allowed_hosts as _allowed_hosts  # noqa: F401 - the name the transport's tests use
+from perplexed.mcp._status import describe_members, failure_text
+from perplexed.tools._catalogue import (
+    ANSWER,
+    WEB_FETCH,
+    WEB_SEARCH,
+    AgentTool,
+    format_answer,
+    format_hits,
+    narrowed,
+)
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
@@ -136,7 +144,7 @@ class AnswerOutput(_Out):
     next_index: int | None
 
 
-# --- arguments: declared once in perplexed._tools (lenient in what they accept, precise in what they say) --
+# --- arguments: declared once in perplexed.tools._catalogue (lenient in what they accept, precise in what they say) --
 
 
 def _arguments(tool: AgentTool, given: Mapping[str, Any]) -> dict[str, Any]:
@@ -182,7 +190,7 @@ def _attempt_line(attempts: Sequence[AttemptOutput]) -> str:
 
 
 def search_text(out: SearchOutput, query: str, hits: Sequence[Hit] = ()) -> str:
-    """The numbered hits as a model reads them (:func:`perplexed._tools.format_hits`: ``[n] Title — URL``, then
+    """The numbered hits as a model reads them (:func:`perplexed.tools._catalogue.format_hits`: ``[n] Title — URL``, then
     the snippet), after a line saying which provider answered and what it cost, and before the attempts."""
     if not out.hits:
         lines = [f"No results for {query!r}."]
@@ -205,7 +213,7 @@ def _failure_message(exc: PerplexedError) -> str:
 # --- the tools ----------------------------------------------------------------------------------------------
 
 
-#: The tools' argument schemas: the catalogue's (:mod:`perplexed._tools`), the same on every surface.
+#: The tools' argument schemas: the catalogue's (:mod:`perplexed.tools._catalogue`), the same on every surface.
 WEB_SEARCH_SCHEMA: dict[str, Any] = WEB_SEARCH.input_schema()
 WEB_FETCH_SCHEMA: dict[str, Any] = WEB_FETCH.input_schema()
 ANSWER_SCHEMA: dict[str, Any] = ANSWER.input_schema()
@@ -232,7 +240,7 @@ class _Chain:
         self.answer_options = dict(answer_options)
 
     async def web_search(self, arguments: Mapping[str, Any]) -> Any:
-        from . import chain
+        from perplexed.engine import chain
 
         try:
             args = _arguments(WEB_SEARCH, arguments)
@@ -327,13 +335,13 @@ def _result(text: str, structured: BaseModel) -> Any:
 
 
 def _chain_has_local(spec: Any) -> bool:
-    from ._fetch import chain_has_local
+    from perplexed.operations._fetch import chain_has_local
 
     return chain_has_local(spec)
 
 
 def _fetch_names_local(spec: Any) -> bool:
-    from ._fetch import without_local
+    from perplexed.operations._fetch import without_local
 
     return without_local(spec)[1]
 
@@ -479,7 +487,7 @@ def create_server(
         from mcp_types import CallToolResult, ToolAnnotations
     except ImportError:
         raise ConfigError(f"perplexed mcp needs the 'mcp' extra: {install_hint('mcp')}") from None
-    from . import chain
+    from perplexed.engine import chain
 
     if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 100:
         raise InvalidRequest(f"max_chars must be a whole number >= 100, got {max_chars!r}", param="max_chars")
@@ -488,7 +496,7 @@ def create_server(
     state = _Chain(provider, fetch_provider, options, max_chars, extra, dict(fetch_options or {}))
     fetchers: list[Any] = []
     if _has_fetch():
-        from ._fetch import prepare_fetch
+        from perplexed.operations._fetch import prepare_fetch
 
         fetchers = prepare_fetch("https://example.com/", fetch_provider, **state.fetch_options()).providers
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=True, destructive_hint=False,
@@ -542,7 +550,7 @@ def create_server(
     answer_note = ("answer writes a grounded answer with [n] citations. " if unavailable is None else
                    f"The answer tool is not available: {unavailable}. ")
     instructions = INSTRUCTIONS.format(fetch=fetch_note, answer=answer_note, max_chars=max_chars)
-    from . import __version__
+    from perplexed import __version__
 
     server = MCPServer(SERVER_NAME, title="perplexed web search", version=__version__, instructions=instructions,
                        tools=tools, log_level="WARNING")

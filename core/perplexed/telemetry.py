@@ -28,7 +28,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from ._logs import get_logger
+from perplexed._logs import get_logger
 
 __all__ = ["CONTENT_ENV", "Handler", "attach", "content_on", "detach", "emit", "listening", "scoped",
            "set_trace_content", "span", "tool_span"]

@@ -31,7 +31,6 @@ except ImportError:  # the agent runtime: the `agents` extra installs it
 import perplexed
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, ToolMessage
-
 from langchain_perplexed import PerplexedFetchTool, PerplexedSearchTool
 
 

@@ -23,7 +23,6 @@ import perplexed
 from llama_index.core.agent.workflow import FunctionAgent, ToolCallResult
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
 from llama_index.core.llms.mock import MockFunctionCallingLLM
-
 from llama_index_perplexed import PerplexedToolSpec
 
 warnings.filterwarnings("ignore", category=DeprecationWarning)  # llama-index's runtime trips pydantic's

@@ -8,7 +8,6 @@ import json
 import pytest
 from perplexed import PerplexedError
 from perplexed._errors import register_secret
-from perplexed._wire import parse_retry_after
 from perplexed.agent import (
     APIStatusError,
     AuthenticationError,
@@ -21,6 +20,7 @@ from perplexed.agent import (
 )
 from perplexed.agent._outcome import error_from_response
 from perplexed.agent._policy import backoff_delay, retry_delay, should_retry
+from perplexed.policy._wire import parse_retry_after
 
 
 @pytest.mark.parametrize("status", [408, 409, 429, 500, 502, 503, 504, 599])

@@ -41,9 +41,8 @@ def test_langchain_fetch_tool_typos_are_validation_errors_naming_the_closest(
     given: dict[str, Any], closest: str
 ) -> None:
     pytest.importorskip("langchain_core")
-    from pydantic import ValidationError
-
     from langchain_perplexed import PerplexedFetchTool
+    from pydantic import ValidationError
 
     with pytest.raises(ValidationError, match=f"did you mean '{closest}'"):
         PerplexedFetchTool(**given)

@@ -12,8 +12,8 @@ import perplexed
 import pytest
 from pages import ARTICLE_TITLE, article_html
 from perplexed import InvalidRequest, Outcome, UpstreamError
-from perplexed._fetch_net import GuardedBackend
-from perplexed._ssrf import NOTHING, parse_allow_private
+from perplexed.net._fetch_net import GuardedBackend
+from perplexed.net._ssrf import NOTHING, parse_allow_private
 from test_ssrf import SPELLINGS
 from testkit.loopback import Html, LoopbackServer, Status
 

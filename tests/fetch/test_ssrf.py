@@ -1,4 +1,4 @@
-"""The trust boundary's pure rules (perplexed._ssrf): every numeric spelling the C resolver reads, IPv6 forms
+"""The trust boundary's pure rules (perplexed.net._ssrf): every numeric spelling the C resolver reads, IPv6 forms
 that carry an IPv4 address, the non-public blocks, allow_private. Table tests, no I/O."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import socket
 
 import pytest
 from perplexed import InvalidRequest
-from perplexed._ssrf import (
+from perplexed.net._ssrf import (
     EVERYTHING,
     NOT_AN_ADDRESS,
     NOTHING,

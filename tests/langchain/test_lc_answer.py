@@ -14,6 +14,13 @@ import vcr
 from langchain_core.documents import Document
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import ToolException
+from langchain_perplexed import (
+    ANSWER_EVENT,
+    ATTEMPT_EVENT,
+    NO_RESULTS,
+    PerplexedAnswerRetriever,
+    PerplexedAnswerTool,
+)
 from lc_support import (
     AGENT_COST,
     DEAD_URL,
@@ -27,14 +34,6 @@ from lc_support import (
 from perplexed import AuthenticationError, ConfigError, UpstreamError
 from perplexed.agent import AgentClient, AsyncAgentClient
 from perplexed.providers import SearXNG
-
-from langchain_perplexed import (
-    ANSWER_EVENT,
-    ATTEMPT_EVENT,
-    NO_RESULTS,
-    PerplexedAnswerRetriever,
-    PerplexedAnswerTool,
-)
 
 ANSWER_KEYS = {"type", "citations", "cost", "attempts", "response_id", "model"}
 CASSETTES = Path(__file__).resolve().parents[2] / "cassettes" / "synthesized" / "agent"

@@ -19,10 +19,9 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import InMemoryVectorStore
+from langchain_perplexed import PerplexedRetriever, RetrieverProvider, as_provider, document_to_hit
 from lc_support import QUERY, mock_searxng, searxng_results
 from perplexed.providers import CallableProvider
-
-from langchain_perplexed import PerplexedRetriever, RetrieverProvider, as_provider, document_to_hit
 
 KB = [
     Document(

@@ -12,9 +12,8 @@ from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import Runnable, RunnableLambda, RunnablePassthrough
 from langchain_core.tools import BaseTool
-from lc_support import QUERY
-
 from langchain_perplexed import PerplexedAnswerRetriever, PerplexedRetriever, PerplexedSearchTool
+from lc_support import QUERY
 
 PROMPT = ChatPromptTemplate.from_messages(
     [

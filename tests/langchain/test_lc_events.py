@@ -6,11 +6,10 @@ from typing import Any
 
 import pytest
 from langchain_core.runnables import RunnableLambda
+from langchain_perplexed import ATTEMPT_EVENT, PerplexedRetriever, PerplexedSearchTool
 from lc_support import DEAD_URL, AsyncEventRecorder, EventRecorder, mock_searxng, searxng_results
 from perplexed import UpstreamError
 from perplexed.providers import SearXNG
-
-from langchain_perplexed import ATTEMPT_EVENT, PerplexedRetriever, PerplexedSearchTool
 
 DATA_KEYS = {"provider", "outcome", "cost", "duration_ms", "billable", "error"}
 

@@ -11,13 +11,12 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.tools import BaseTool, ToolException
 from langchain_core.utils.function_calling import convert_to_openai_tool
+from langchain_perplexed import PerplexedFetchTool, PerplexedLoader, PerplexedRetriever
 from langchain_tests.integration_tests import ToolsIntegrationTests
 from langchain_tests.unit_tests import ToolsUnitTests
 from perplexed import Hit, InvalidRequest, UpstreamError
 from perplexed.providers import FunctionProvider
 from testkit.loopback import Html, LoopbackServer, Status
-
-from langchain_perplexed import PerplexedFetchTool, PerplexedLoader, PerplexedRetriever
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "fetch"))
 from pages import ARTICLE_TITLE, article_html
@@ -32,7 +31,7 @@ SERVER.route("/gone", Status(404, b"", content_type="text/html"))
 
 @pytest.fixture(autouse=True)
 def _fresh_robots() -> Any:
-    from perplexed._fetch_net import forget_robots
+    from perplexed.net._fetch_net import forget_robots
 
     forget_robots()
     yield
@@ -146,9 +145,8 @@ def test_retriever_fetch_content_puts_page_content_in_the_documents() -> None:
 def test_documents_carry_the_page_type() -> None:
     """issue 36: a fetched page's type is in its Document's metadata, and in a search hit's when its page was
     fetched."""
-    from perplexed import Page
-
     from langchain_perplexed._documents import hit_metadata
+    from perplexed import Page
 
     docs = PerplexedLoader([SERVER.url_for("/a")], allow_private=LOOP).load()
     assert docs[0].metadata["page_type"] == "article" and 0 <= docs[0].metadata["page_type_confidence"] <= 1

@@ -7,16 +7,15 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from perplexed import ConfigError, Hit
-from perplexed.providers import FunctionProvider
-from pydantic import ValidationError
-
 from langchain_perplexed import (
     PerplexedAnswerRetriever,
     PerplexedAnswerTool,
     PerplexedRetriever,
     PerplexedSearchTool,
 )
+from perplexed import ConfigError, Hit
+from perplexed.providers import FunctionProvider
+from pydantic import ValidationError
 
 COMPONENTS = (PerplexedRetriever, PerplexedAnswerRetriever, PerplexedSearchTool, PerplexedAnswerTool)
 

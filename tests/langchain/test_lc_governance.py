@@ -6,11 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from langchain_perplexed import PerplexedRetriever, PerplexedSearchTool
 from perplexed import Hit
 from perplexed.providers import FunctionProvider
 from pydantic import ValidationError
-
-from langchain_perplexed import PerplexedRetriever, PerplexedSearchTool
 
 
 class Counting:

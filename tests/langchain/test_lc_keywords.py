@@ -11,10 +11,9 @@ from typing import Any
 import httpx
 import pytest
 from langchain_core.tools import ToolException
+from langchain_perplexed import PerplexedAnswerTool, PerplexedRetriever, PerplexedSearchTool
 from lc_support import mock_searxng, searxng_results
 from perplexed import ConfigError, InvalidRequest
-
-from langchain_perplexed import PerplexedAnswerTool, PerplexedRetriever, PerplexedSearchTool
 
 
 @pytest.mark.parametrize(("typo", "closest"), [("max_result", "max_results"), ("top_k", "max_results"),
@@ -149,9 +148,8 @@ def test_answer_tool_bad_arguments_too() -> None:
 
 
 def test_every_core_chain_and_search_option_is_a_field() -> None:
-    from perplexed import ChainOptions, SearchOptions
-
     from langchain_perplexed._config import SearchConfig
+    from perplexed import ChainOptions, SearchOptions
 
     missing = [n for n in (*ChainOptions.model_fields, *SearchOptions.model_fields)
                if n not in SearchConfig.model_fields and n not in ("max_results", "extra")]

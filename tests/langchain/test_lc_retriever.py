@@ -12,12 +12,11 @@ import httpx
 import perplexed
 import pytest
 from langchain_core.documents import Document
+from langchain_perplexed import PerplexedRetriever
 from lc_support import DEAD_URL, QUERY, mock_searxng, searxng_results
 from perplexed import ConfigError, Hit, InvalidRequest, UpstreamError
 from perplexed.providers import FunctionProvider, SearXNG
 from pydantic import SecretStr, ValidationError
-
-from langchain_perplexed import PerplexedRetriever
 
 METADATA_KEYS = {"id", "title", "url", "source", "published", "score", "provider", "answered_by", "cost", "attempts"}
 

@@ -9,11 +9,10 @@ from typing import Any
 import pytest
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.tools import BaseTool
+from langchain_perplexed import PerplexedAnswerRetriever, PerplexedAnswerTool
 from langchain_tests.integration_tests import RetrieversIntegrationTests, ToolsIntegrationTests
 from langchain_tests.unit_tests import ToolsUnitTests
 from lc_support import QUERY
-
-from langchain_perplexed import PerplexedAnswerRetriever, PerplexedAnswerTool
 
 K_REASON = (
     "k is the number of sources: PerplexedAnswerRetriever returns the answer Document first, then k sources "

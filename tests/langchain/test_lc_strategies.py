@@ -8,11 +8,10 @@ import asyncio
 from typing import Any
 
 import pytest
+from langchain_perplexed import PerplexedRetriever, PerplexedSearchTool
 from perplexed import Hit, Result
 from perplexed.providers import FunctionProvider
 from pydantic import ValidationError
-
-from langchain_perplexed import PerplexedRetriever, PerplexedSearchTool
 
 
 def provider(name: str, *urls: str, hang: bool = False) -> FunctionProvider:

@@ -9,11 +9,10 @@ import pytest
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import ToolException
 from langchain_core.utils.function_calling import convert_to_openai_tool
+from langchain_perplexed import NO_RESULTS, PerplexedSearchTool
 from lc_support import DEAD_URL, QUERY, mock_searxng, searxng_results
 from perplexed import Hit, UpstreamError
 from perplexed.providers import FunctionProvider, SearXNG
-
-from langchain_perplexed import NO_RESULTS, PerplexedSearchTool
 
 
 def call(args: dict[str, Any], call_id: str = "call_1") -> dict[str, Any]:

@@ -9,9 +9,8 @@ from typing import Any
 import perplexed
 import pytest
 from langchain_core.runnables import RunnableLambda
-from perplexed.providers import FunctionProvider
-
 from langchain_perplexed import PerplexedRetriever, PerplexedSearchTool
+from perplexed.providers import FunctionProvider
 
 
 @pytest.fixture(autouse=True)

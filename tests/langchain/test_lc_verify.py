@@ -8,12 +8,11 @@ import json
 import perplexed
 import pytest
 from langchain_core.runnables import RunnableLambda
+from langchain_perplexed import PerplexedAnswerRetriever, PerplexedAnswerTool, VerifyCitations
+from langchain_perplexed._documents import result_documents
 from perplexed import InvalidRequest, Result, Verification
 from test_answer_fakes import ANSWER_TEXT, FakeAgentAPI, ok, provider, response_json
 from testkit.hits import ZONING_HITS
-
-from langchain_perplexed import PerplexedAnswerRetriever, PerplexedAnswerTool, VerifyCitations
-from langchain_perplexed._documents import result_documents
 
 QUERY = "What are typical zoning setbacks?"
 HITS = [h.model_copy(update={"id": i}) for i, h in enumerate(ZONING_HITS, start=1)]

@@ -6,7 +6,6 @@ import perplexed
 import pytest
 from llama_fakes import aweb, broken, nothing, web
 from llama_index.core.instrumentation.events.retrieval import RetrievalEndEvent, RetrievalStartEvent
-
 from llama_index_perplexed import PerplexedAttemptEvent, PerplexedRetriever, as_provider
 
 

@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from llama_index_perplexed import PerplexedReader, PerplexedToolSpec
 from perplexed import InvalidRequest, UpstreamError
 from testkit.loopback import Html, LoopbackServer, Status
-
-from llama_index_perplexed import PerplexedReader, PerplexedToolSpec
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "fetch"))
 from pages import ARTICLE_TITLE, article_html
@@ -21,7 +20,7 @@ LOOP = ["127.0.0.0/8"]
 
 @pytest.fixture
 def site(loopback: LoopbackServer) -> LoopbackServer:
-    from perplexed._fetch_net import forget_robots
+    from perplexed.net._fetch_net import forget_robots
 
     forget_robots()
     loopback.route("/robots.txt", Status(404, b""))
@@ -104,9 +103,8 @@ async def test_tool_spec_has_perplexed_fetch(site: LoopbackServer) -> None:
 def test_documents_and_nodes_carry_the_page_type(site: LoopbackServer) -> None:
     """issue 36: a fetched page's type is in its Document's metadata, and in a hit's node when its page was
     fetched."""
-    from perplexed import Hit, Page
-
     from llama_index_perplexed._nodes import hit_metadata
+    from perplexed import Hit, Page
 
     docs = PerplexedReader(allow_private=LOOP).load_data([site.url_for("/a")])
     assert docs[0].metadata["page_type"] == "article"

@@ -12,11 +12,10 @@ from typing import Any
 
 import httpx
 import pytest
+from llama_index_perplexed import PerplexedQueryEngine, PerplexedRetriever, PerplexedToolSpec
 from perplexed import ConfigError, Hit, InvalidRequest
 from perplexed.agent import AgentClient
 from perplexed.providers import FunctionProvider
-
-from llama_index_perplexed import PerplexedQueryEngine, PerplexedRetriever, PerplexedToolSpec
 
 COMPONENTS = (PerplexedRetriever, PerplexedToolSpec, PerplexedQueryEngine)
 NAMED = {

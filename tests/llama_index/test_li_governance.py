@@ -6,10 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from llama_index_perplexed import PerplexedRetriever, PerplexedToolSpec
 from perplexed import Hit, InvalidRequest
 from perplexed.providers import FunctionProvider
-
-from llama_index_perplexed import PerplexedRetriever, PerplexedToolSpec
 
 
 class Counting:

@@ -10,13 +10,12 @@ import pathlib
 import warnings
 
 import httpx
+import llama_index_perplexed
 import pytest
 from llama_fakes import web
+from llama_index_perplexed import PerplexedQueryEngine, PerplexedRetriever, PerplexedToolSpec
 from perplexed import ConfigError, InvalidRequest
 from perplexed.providers import SearXNG
-
-import llama_index_perplexed
-from llama_index_perplexed import PerplexedQueryEngine, PerplexedRetriever, PerplexedToolSpec
 
 
 def _searxng(n: int = 4) -> SearXNG:

@@ -14,11 +14,10 @@ from llama_agent import AGENT_COST, FAKE_KEY, MODEL, LoopbackAgentAPI, deltas_of
 from llama_fakes import WEB_HITS, aweb, broken, nothing, web
 from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.response.schema import AsyncStreamingResponse, Response, StreamingResponse
+from llama_index_perplexed import PerplexedAgentEvent, PerplexedAttemptEvent, PerplexedQueryEngine
 from perplexed import Answer, NoSourcesError
 from perplexed.agent import AgentClient
 from perplexed.providers import FunctionProvider
-
-from llama_index_perplexed import PerplexedAgentEvent, PerplexedAttemptEvent, PerplexedQueryEngine
 
 CASSETTES = Path(__file__).resolve().parents[2] / "cassettes" / "synthesized" / "agent"
 agent_vcr = vcr.VCR(

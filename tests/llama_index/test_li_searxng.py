@@ -12,10 +12,6 @@ from llama_fakes import aweb
 from llama_index.core import VectorStoreIndex
 from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.schema import MetadataMode, TextNode
-from perplexed.providers import SearXNG
-from testkit.hits import searxng_json
-from testkit.searxng import CORPUS, JSON_ENGINE, SQLITE_ENGINE, SearxngServer
-
 from llama_index_perplexed import (
     PerplexedAttemptEvent,
     PerplexedQueryEngine,
@@ -24,6 +20,9 @@ from llama_index_perplexed import (
     as_provider,
 )
 from llama_index_perplexed._nodes import node_id_for_url
+from perplexed.providers import SearXNG
+from testkit.hits import searxng_json
+from testkit.searxng import CORPUS, JSON_ENGINE, SQLITE_ENGINE, SearxngServer
 
 pytestmark = pytest.mark.integration
 

@@ -8,10 +8,9 @@ import asyncio
 from typing import Any
 
 import pytest
+from llama_index_perplexed import PerplexedRetriever, PerplexedToolSpec
 from perplexed import Hit, InvalidRequest, Result
 from perplexed.providers import FunctionProvider
-
-from llama_index_perplexed import PerplexedRetriever, PerplexedToolSpec
 
 
 def provider(name: str, *urls: str, hang: bool = False) -> FunctionProvider:

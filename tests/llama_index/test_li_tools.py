@@ -11,9 +11,8 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallB
 from llama_index.core.llms.mock import MockFunctionCallingLLM
 from llama_index.core.tools import FunctionTool
 from llama_index.core.tools.tool_spec.base import BaseToolSpec
-from perplexed import Hit, SearchOptions
-
 from llama_index_perplexed import PerplexedAgentEvent, PerplexedAttemptEvent, PerplexedToolSpec
+from perplexed import Hit, SearchOptions
 
 SEARCH_OUTPUT = (
     "[1] Web A — https://web.example/a\nalpha snippet\n\n"

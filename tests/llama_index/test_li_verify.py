@@ -6,12 +6,11 @@ from __future__ import annotations
 import json
 
 import perplexed
+from llama_index_perplexed import PerplexedQueryEngine
+from llama_index_perplexed._nodes import result_to_nodes
 from perplexed import Result
 from test_answer_fakes import ANSWER_TEXT, FakeAgentAPI, provider
 from testkit.hits import ZONING_HITS
-
-from llama_index_perplexed import PerplexedQueryEngine
-from llama_index_perplexed._nodes import result_to_nodes
 
 QUERY = "What are typical zoning setbacks?"
 HITS = [h.model_copy(update={"id": i}) for i, h in enumerate(ZONING_HITS, start=1)]

@@ -16,7 +16,7 @@ import perplexed
 import pytest
 import yaml
 from perplexed import Hit, Outcome, Result
-from perplexed._options import SearchOptions
+from perplexed.policy._options import SearchOptions
 from perplexed.providers import Exa, Firecrawl, PerplexitySearch, SearXNG
 from testkit.cassettes import FAKE_KEYS, SYNTHESIZED, cassette
 

@@ -14,7 +14,7 @@ import pytest
 import synthesize_cassettes
 import yaml
 from perplexed import Outcome, SearchOptions, UpstreamError, providers
-from perplexed._options import COMMON_OPTIONS
+from perplexed.policy._options import COMMON_OPTIONS
 from perplexed.providers import Provider, support_table
 from perplexed.providers._table import WEB_PROVIDERS, price_table, provider_table, support
 from testkit.cassettes import FAKE_KEYS, RECORDED, ROOT, SECRET_HEADERS, SYNTHESIZED

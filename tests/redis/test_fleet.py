@@ -250,7 +250,7 @@ def test_eight_processes_through_an_outage_release_no_burst(valkey_factory, redi
     # shared: the limit exactly
     assert max_in_window(before, 1.0) <= limit
     # the outage: no burst. Each worker leased one of the fleet's 8 slots while the store was up; without it they
-    # take turns (perplexed._policy.slot_admit): nothing in the outage's first second but what the store had
+    # take turns (perplexed.policy._policy.slot_admit): nothing in the outage's first second but what the store had
     # admitted before the kill, then one call per slot of 1/4.25 s, so no rolling second holds more than the
     # limit, through the outage, the workers' return (turns for one more second, their in-process calls put
     # back into the shared window) and after

@@ -331,7 +331,7 @@ def test_lua_sources_hash_to_their_sha() -> None:
 
 
 def test_perplexed_store_environment_variable(valkey: ValkeyServer, redis_prefix: str, monkeypatch: Any) -> None:
-    from perplexed import _governance
+    from perplexed.engine import _governance
 
     perplexed.reset()
     monkeypatch.setenv("PERPLEXED_STORE", f"{valkey.url}?prefix={redis_prefix}&fleet_size=4&timeout_ms=500")

@@ -352,7 +352,7 @@ def test_errors_are_documented_perplexed_errors() -> None:
 
 
 def test_accept_encoding_names_only_bounded_decoders_even_with_a_callers_http_client() -> None:
-    from perplexed._decode import accept_encoding
+    from perplexed.net._decode import accept_encoding
 
     seen: list[str] = []
 

@@ -25,9 +25,9 @@ import httpx
 import perplexed
 import pytest
 import rel_bombs
-from perplexed._decode import accept_encoding
 from perplexed._errors import BodyTooLargeError
-from perplexed._http import DEFAULT_MAX_BODY_BYTES, get_client, read_capped
+from perplexed.net._decode import accept_encoding
+from perplexed.net._http import DEFAULT_MAX_BODY_BYTES, get_client, read_capped
 from testkit.loopback import LoopbackServer, Status, searxng_json, serve
 
 HERE = Path(__file__).resolve().parent
@@ -230,7 +230,7 @@ def test_without_the_zstd_package_zstd_is_neither_advertised_nor_decoded() -> No
     is a clear error, not raw bytes handed to the JSON parser."""
     code = (
         "import sys; sys.modules['zstandard'] = None\n"
-        "from perplexed._decode import accept_encoding, decoder_for\n"
+        "from perplexed.net._decode import accept_encoding, decoder_for\n"
         "from perplexed._errors import ContentDecodingError\n"
         "assert 'zstd' not in accept_encoding(), accept_encoding()\n"
         "try:\n    decoder_for('zstd', 1024)\nexcept ContentDecodingError as exc:\n    print('refused', exc.encoding)\n"

@@ -118,7 +118,7 @@ def test_a_piece_of_a_key_is_redacted_anywhere() -> None:
 
 def test_clip_redacts_before_it_cuts() -> None:
     from perplexed._errors import register_secret
-    from perplexed._wire import clip
+    from perplexed.policy._wire import clip
 
     register_secret(KEY)
     text = "y" * 290 + KEY

@@ -19,7 +19,7 @@ from pathlib import Path
 import perplexed
 import pytest
 from perplexed import CorruptIndexError, Outcome
-from perplexed._index import build_index, check_index, query_index, rebuild_index
+from perplexed.index import build_index, check_index, query_index, rebuild_index
 from perplexed.providers import Local
 
 COUNT = 400
@@ -216,7 +216,7 @@ def test_a_damaged_index_is_one_line_and_verbose_shows_sqlites_report(
 
 
 def test_the_one_line_summarises_a_long_sqlite_report() -> None:
-    from perplexed._index._db import corrupt
+    from perplexed.index._db import corrupt
 
     report = "*** in database main ***\n" + "\n".join(f"Page {n}: btree cell {n} extends past the end" for n in range(150))
     exc = corrupt(Path("i.db"), report)

@@ -17,7 +17,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from perplexed._index import build_index, check_index, query_index
+from perplexed.index import build_index, check_index, query_index
 
 COUNT = 300
 
@@ -93,7 +93,7 @@ def test_a_killed_indexer_leaves_a_consistent_index_and_a_rerun_converges(tmp_pa
     child = textwrap.dedent(
         f"""
         import os, signal, sys
-        from perplexed._index import build_index
+        from perplexed.index import build_index
 
         def progress(done, total, path):
             if done == {kill_at}:

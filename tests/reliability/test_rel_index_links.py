@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from perplexed._index import build_index, query_index
+from perplexed.index import build_index, query_index
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="symbolic links need privileges on Windows")
 

@@ -25,11 +25,11 @@ from typing import Any
 
 import httpx
 import perplexed
-import perplexed._http
+import perplexed.net._http
 import psutil
 import pytest
 from perplexed import Attempt, Outcome, Result, UpstreamError
-from perplexed._http import DEFAULT_LIMITS, aclose_clients
+from perplexed.net._http import DEFAULT_LIMITS, aclose_clients
 from perplexed.providers import SearXNG
 from rel_faults import FAULTS, Fault
 from testkit.fault_process import fault_servers
@@ -253,7 +253,7 @@ def test_sync_search_under_threads_leaks_no_thread_and_no_portal_task() -> None:
     """500 sync runs from 16 caller threads: the portal is one thread, reused; nothing stays pending on it."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from perplexed import _portal
+    from perplexed.net import _portal
 
     with _servers() as urls:
         perplexed.search("warm", SearXNG(base_url=urls["good"]))  # start the portal before the baseline
@@ -312,7 +312,7 @@ async def test_hung_providers_release_their_connections(mode: str) -> None:
 
 
 async def test_cancelled_requests_do_not_leak_pool_slots() -> None:
-    """Regression for the two pool leaks the load test found (see ``perplexed._http._Transport``): requests
+    """Regression for the two pool leaks the load test found (see ``perplexed.net._http._Transport``): requests
     cancelled by their budget at every stage (queued for a slot, connecting, waiting for headers, closing
     the response) leave no connection and no request behind in the pooled client."""
 
@@ -347,7 +347,7 @@ async def test_cancelled_requests_do_not_leak_pool_slots() -> None:
             )
             assert all(isinstance(r, Result | UpstreamError) for r in results)
         await asyncio.sleep(0.2)
-        pool = perplexed._http.get_client()._transport._pool  # type: ignore[attr-defined]
+        pool = perplexed.net._http.get_client()._transport._pool  # type: ignore[attr-defined]
         busy = [c for c in pool.connections if not c.is_idle()]
         assert busy == [], busy
         assert len(pool._requests) == 0, pool
@@ -380,7 +380,7 @@ async def test_a_cancellation_at_any_step_of_a_request_leaks_nothing() -> None:
 
     server = await asyncio.start_server(handle, "127.0.0.1", 0)
     url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/"
-    client = perplexed._http.get_client()
+    client = perplexed.net._http.get_client()
     try:
         for steps in range(40):
             for _ in range(3):
@@ -388,7 +388,7 @@ async def test_a_cancellation_at_any_step_of_a_request_leaks_nothing() -> None:
                 async def one() -> None:
                     response = await client.send(client.build_request("GET", url), stream=True)
                     try:
-                        await perplexed._http.read_capped(response)
+                        await perplexed.net._http.read_capped(response)
                     finally:
                         await response.aclose()
 

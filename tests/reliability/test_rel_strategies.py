@@ -11,9 +11,10 @@ from typing import Any
 
 import httpx
 import perplexed
-import perplexed._http
+import perplexed.net._http
 import pytest
-from perplexed import Outcome, Result, _portal
+from perplexed import Outcome, Result
+from perplexed.net import _portal
 from perplexed.providers import SearXNG
 from testkit.loopback import Hang, Json, searxng_json, serve
 
@@ -37,7 +38,7 @@ async def _settle(predicate: Any, within: float = 10.0) -> bool:
 
 
 def _pool_is_clean() -> bool:
-    pool = perplexed._http.get_client()._transport._pool  # type: ignore[attr-defined]
+    pool = perplexed.net._http.get_client()._transport._pool  # type: ignore[attr-defined]
     return not [c for c in pool.connections if not c.is_idle()] and len(pool._requests) == 0
 
 

@@ -1,5 +1,5 @@
 """The adaptive strategy's per-member record, on every store (memory, SQLite, Redis/Valkey when available):
-each store applies ``perplexed._policy.member_update`` atomically, so every store ends with the same figures
+each store applies ``perplexed.policy._policy.member_update`` atomically, so every store ends with the same figures
 as the pure rule, concurrent calls included."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from perplexed._policy import MEMBER_DECAY, MemberStats, member_update
+from perplexed.policy._policy import MEMBER_DECAY, MemberStats, member_update
 
 
 async def test_unseen_members_have_no_record(store) -> None:

@@ -24,7 +24,7 @@ Layout: ``_client`` (AsyncAgentClient) -> ``_stream`` -> ``_outcome``/``_policy`
 ``_sync`` is the facade; ``sonar`` translates Sonar chat-completions calls.
 """
 
-from .._errors import (
+from perplexed._errors import (
     APIConnectionError,
     APIError,
     APIStatusError,
@@ -44,8 +44,8 @@ from .._errors import (
     ServerError,
     StreamError,
 )
-from ._client import AsyncAgentClient
-from ._request import (
+from perplexed.agent._client import AsyncAgentClient
+from perplexed.agent._request import (
     AgentRequest,
     FetchUrl,
     FinanceSearch,
@@ -65,7 +65,7 @@ from ._request import (
     UserLocation,
     WebSearch,
 )
-from ._response import (
+from perplexed.agent._response import (
     CancelResult,
     FunctionCallItem,
     MessageItem,
@@ -78,9 +78,9 @@ from ._response import (
     UnknownOutputItem,
     Usage,
 )
-from ._stream import AsyncAgentStream
-from ._sync import AgentClient, AgentStream
-from .sonar import MigrationWarning, from_sonar
+from perplexed.agent._stream import AsyncAgentStream
+from perplexed.agent._sync import AgentClient, AgentStream
+from perplexed.agent.sonar import MigrationWarning, from_sonar
 
 __all__ = [
     "APIConnectionError",

@@ -10,8 +10,8 @@ from collections.abc import Mapping
 import httpx
 from pydantic import SecretStr
 
-from .._errors import ConfigError, register_secret
-from .._wire import check_key as _wire_check_key
+from perplexed._errors import ConfigError, register_secret
+from perplexed.policy._wire import check_key as _wire_check_key
 
 __all__ = ["check_base_url", "check_count", "check_headers", "check_key", "check_key_text", "check_seconds"]
 

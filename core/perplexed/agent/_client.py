@@ -19,8 +19,7 @@ from urllib.parse import quote
 import httpx
 from pydantic import SecretStr
 
-from .._decode import accept_encoding
-from .._errors import (
+from perplexed._errors import (
     APIConnectionError,
     APIError,
     APITimeoutError,
@@ -31,10 +30,8 @@ from .._errors import (
     ResponseBodyError,
     register_secret,
 )
-from .._failures import classify_exception
-from .._http import get_client, read_capped, warm_up
-from .._logs import get_logger
-from ._args import (
+from perplexed._logs import get_logger
+from perplexed.agent._args import (
     DEFAULT_BASE_URL,
     check_base_url,
     check_count,
@@ -43,7 +40,7 @@ from ._args import (
     check_key_text,
     check_seconds,
 )
-from ._outcome import (
+from perplexed.agent._outcome import (
     body_error,
     error_from_response,
     explain_unknown_field,
@@ -53,7 +50,7 @@ from ._outcome import (
     redirect_error,
     with_note,
 )
-from ._policy import (
+from perplexed.agent._policy import (
     CONNECT_TIMEOUT,
     CONTROL_TIMEOUT,
     DEFAULT_MAX_RETRIES,
@@ -65,9 +62,12 @@ from ._policy import (
     retry_delay,
     stream_timeouts,
 )
-from ._request import AgentRequest, RequestParams, build_request, encode_body
-from ._response import CancelResult, Response
-from ._stream import AsyncAgentStream
+from perplexed.agent._request import AgentRequest, RequestParams, build_request, encode_body
+from perplexed.agent._response import CancelResult, Response
+from perplexed.agent._stream import AsyncAgentStream
+from perplexed.net._decode import accept_encoding
+from perplexed.net._http import get_client, read_capped, warm_up
+from perplexed.policy._failures import classify_exception
 
 __all__ = ["DEFAULT_API_PATH", "DEFAULT_BASE_URL", "ENV_API_KEY", "AsyncAgentClient", "CreateParams"]
 

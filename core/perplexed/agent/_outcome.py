@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 from pydantic import ValidationError
 
-from .._errors import (
+from perplexed._errors import (
     APIError,
     APIStatusError,
     BadRequestError,
@@ -26,12 +26,9 @@ from .._errors import (
     ResponseFailedError,
     ResponseIncompleteError,
 )
-from .._failures import status_error
-from .._http import redirect_origin
-from .._models import Attempt, Outcome
-from .._wire import clip, parse_error_envelope, parse_retry_after, scrub
-from ._request import AgentRequest
-from ._response import (
+from perplexed._models import Attempt, Outcome
+from perplexed.agent._request import AgentRequest
+from perplexed.agent._response import (
     FAILED_STATUSES,
     Response,
     ResponseCancelledEvent,
@@ -40,6 +37,9 @@ from ._response import (
     ResponseIncompleteEvent,
     StreamEvent,
 )
+from perplexed.net._http import redirect_origin
+from perplexed.policy._failures import status_error
+from perplexed.policy._wire import clip, parse_error_envelope, parse_retry_after, scrub
 
 __all__ = [
     "body_error",
@@ -61,7 +61,7 @@ def error_from_response(
 ) -> APIStatusError:
     """The typed exception for an HTTP error response.
 
-    The body is read by :func:`perplexed._wire.parse_error_envelope` (the ``{"error": {message, type, code,
+    The body is read by :func:`perplexed.policy._wire.parse_error_envelope` (the ``{"error": {message, type, code,
     param}}`` envelope, FastAPI's ``{"detail": [...]}``, ...); the API's message becomes the exception
     message. Credentials are redacted before anything is cut: a body that is not JSON is kept as its first
     500 characters, after redaction.

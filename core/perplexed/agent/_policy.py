@@ -12,9 +12,9 @@ from collections.abc import Mapping
 
 import httpx
 
-from .._status import ROWS, lookup
-from .._wire import parse_retry_after
-from ._request import AgentRequest
+from perplexed.agent._request import AgentRequest
+from perplexed.policy._status import ROWS, lookup
+from perplexed.policy._wire import parse_retry_after
 
 __all__ = [
     "BACKGROUND_CREATE_TIMEOUT",
@@ -75,7 +75,7 @@ def should_retry(status: int | None, headers: Mapping[str, str] | None = None) -
     """Whether a failed attempt is worth retrying.
 
     ``status=None`` is a connection error or timeout (retried). Otherwise the status table decides
-    (:mod:`perplexed._status`, an API's answer: 408, 409, 429 and 5xx are retried), unless the server says
+    (:mod:`perplexed.policy._status`, an API's answer: 408, 409, 429 and 5xx are retried), unless the server says
     ``x-should-retry: false`` (and ``true`` forces a retry).
     """
     flag = _lower(headers).get("x-should-retry", "").strip().lower()

@@ -28,18 +28,18 @@ from pydantic import (
     model_validator,
 )
 
-from .._errors import InvalidRequest
-from ._request_base import MAX_DOMAIN_FILTER as MAX_DOMAIN_FILTER
-from ._request_base import MAX_DOMAIN_LENGTH as MAX_DOMAIN_LENGTH
-from ._request_base import MAX_IMAGE_URL_LENGTH as MAX_IMAGE_URL_LENGTH
-from ._request_base import REASONING_EFFORTS, _Model
-from ._request_base import RESERVED_FUNCTION_NAMES as RESERVED_FUNCTION_NAMES
-from ._request_base import invalid_request as invalid_request
-from ._request_input import _ITEM_TYPES as _ITEM_TYPES
-from ._request_input import _PART_TYPES as _PART_TYPES
-from ._request_input import Content as Content
-from ._request_input import ContentPart as ContentPart
-from ._request_input import (
+from perplexed._errors import InvalidRequest
+from perplexed.agent._request_base import MAX_DOMAIN_FILTER as MAX_DOMAIN_FILTER
+from perplexed.agent._request_base import MAX_DOMAIN_LENGTH as MAX_DOMAIN_LENGTH
+from perplexed.agent._request_base import MAX_IMAGE_URL_LENGTH as MAX_IMAGE_URL_LENGTH
+from perplexed.agent._request_base import REASONING_EFFORTS, _Model
+from perplexed.agent._request_base import RESERVED_FUNCTION_NAMES as RESERVED_FUNCTION_NAMES
+from perplexed.agent._request_base import invalid_request as invalid_request
+from perplexed.agent._request_input import _ITEM_TYPES as _ITEM_TYPES
+from perplexed.agent._request_input import _PART_TYPES as _PART_TYPES
+from perplexed.agent._request_input import Content as Content
+from perplexed.agent._request_input import ContentPart as ContentPart
+from perplexed.agent._request_input import (
     FunctionCallInput,
     FunctionCallOutput,
     InputFile,
@@ -49,17 +49,17 @@ from ._request_input import (
     InputText,
     _coerce_input,
 )
-from ._request_input import _coerce_item as _coerce_item
-from ._request_input import _coerce_part as _coerce_part
-from ._request_input import _coerce_parts as _coerce_parts
-from ._request_input import _wire_content as _wire_content
-from ._request_tools import _FILTER_FIELDS as _FILTER_FIELDS
-from ._request_tools import _FN_NAME as _FN_NAME
-from ._request_tools import _ISO as _ISO
-from ._request_tools import _MDY as _MDY
-from ._request_tools import _TOOL_TYPES as _TOOL_TYPES
-from ._request_tools import DateFilter as DateFilter
-from ._request_tools import (
+from perplexed.agent._request_input import _coerce_item as _coerce_item
+from perplexed.agent._request_input import _coerce_part as _coerce_part
+from perplexed.agent._request_input import _coerce_parts as _coerce_parts
+from perplexed.agent._request_input import _wire_content as _wire_content
+from perplexed.agent._request_tools import _FILTER_FIELDS as _FILTER_FIELDS
+from perplexed.agent._request_tools import _FN_NAME as _FN_NAME
+from perplexed.agent._request_tools import _ISO as _ISO
+from perplexed.agent._request_tools import _MDY as _MDY
+from perplexed.agent._request_tools import _TOOL_TYPES as _TOOL_TYPES
+from perplexed.agent._request_tools import DateFilter as DateFilter
+from perplexed.agent._request_tools import (
     FetchUrl,
     FinanceSearch,
     FunctionTool,
@@ -73,11 +73,11 @@ from ._request_tools import (
     _coerce_tool,
     to_mdy,
 )
-from ._request_tools import ImageSearchFilters as ImageSearchFilters
-from ._request_tools import _check_domain as _check_domain
-from ._request_tools import _mdy_to_date as _mdy_to_date
-from ._request_tools import _ToolBase as _ToolBase
-from ._request_tools import check_domain_filter as check_domain_filter
+from perplexed.agent._request_tools import ImageSearchFilters as ImageSearchFilters
+from perplexed.agent._request_tools import _check_domain as _check_domain
+from perplexed.agent._request_tools import _mdy_to_date as _mdy_to_date
+from perplexed.agent._request_tools import _ToolBase as _ToolBase
+from perplexed.agent._request_tools import check_domain_filter as check_domain_filter
 
 __all__ = [
     "AgentRequest",

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from .._errors import InvalidRequest
+from perplexed._errors import InvalidRequest
 
 __all__ = [
     "MAX_DOMAIN_FILTER",

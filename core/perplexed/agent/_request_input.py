@@ -8,8 +8,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, PlainValidator, field_validator
 
-from .._errors import InvalidRequest
-from ._request_base import MAX_IMAGE_URL_LENGTH, _Model
+from perplexed._errors import InvalidRequest
+from perplexed.agent._request_base import MAX_IMAGE_URL_LENGTH, _Model
 
 __all__ = [
     "Content",

@@ -10,8 +10,13 @@ from typing import Any, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 
-from .._errors import InvalidRequest, register_secret
-from ._request_base import MAX_DOMAIN_FILTER, MAX_DOMAIN_LENGTH, RESERVED_FUNCTION_NAMES, _Model
+from perplexed._errors import InvalidRequest, register_secret
+from perplexed.agent._request_base import (
+    MAX_DOMAIN_FILTER,
+    MAX_DOMAIN_LENGTH,
+    RESERVED_FUNCTION_NAMES,
+    _Model,
+)
 
 __all__ = [
     "DateFilter",

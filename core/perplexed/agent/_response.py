@@ -22,10 +22,10 @@ from pydantic import (
     ValidationError,
 )
 
-from .._logs import get_logger
+from perplexed._logs import get_logger
 
 if TYPE_CHECKING:
-    from ..citations import Citations
+    from perplexed.citations import Citations
 
 __all__ = [
     "TERMINAL_EVENTS",
@@ -372,7 +372,7 @@ class Response(_Wire):
     @property
     def citations(self) -> Citations[SearchResult]:
         """The ``[n]`` markers of :attr:`output_text` resolved to :attr:`search_results` by ``id``."""
-        from ..citations import parse_citations
+        from perplexed.citations import parse_citations
 
         return parse_citations(self.output_text, self.search_results)
 

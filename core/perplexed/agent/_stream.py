@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 import httpx
 
-from .._errors import (
+from perplexed._errors import (
     APIConnectionError,
     APIError,
     APITimeoutError,
@@ -30,12 +30,9 @@ from .._errors import (
     ServerError,
     StreamError,
 )
-from .._failures import classify_exception
-from .._http import aiter_decoded
-from .._logs import get_logger
-from .._wire import scrub
-from ._elide import StringElider, restore
-from ._outcome import (
+from perplexed._logs import get_logger
+from perplexed.agent._elide import StringElider, restore
+from perplexed.agent._outcome import (
     body_error,
     explain_unknown_field,
     parse_json,
@@ -43,9 +40,9 @@ from ._outcome import (
     raise_for_status,
     terminal_event_for,
 )
-from ._policy import MAX_STREAM_BYTES, backoff_delay
-from ._request import AgentRequest, encode_body
-from ._response import (
+from perplexed.agent._policy import MAX_STREAM_BYTES, backoff_delay
+from perplexed.agent._request import AgentRequest, encode_body
+from perplexed.agent._response import (
     TERMINAL_EVENTS,
     ErrorEvent,
     Response,
@@ -55,7 +52,10 @@ from ._response import (
     UnknownEvent,
     parse_event,
 )
-from .sse import SSEDecoder
+from perplexed.agent.sse import SSEDecoder
+from perplexed.net._http import aiter_decoded
+from perplexed.policy._failures import classify_exception
+from perplexed.policy._wire import scrub
 
 __all__ = ["AsyncAgentStream", "Decision", "Step", "StreamIO", "after_drop"]
 

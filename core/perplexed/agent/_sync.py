@@ -9,13 +9,13 @@ from typing import Unpack
 import httpx
 from pydantic import SecretStr
 
-from .. import _portal
-from .._errors import StreamError
-from ._client import DEFAULT_API_PATH, AsyncAgentClient, CreateParams
-from ._policy import CONNECT_TIMEOUT, DEFAULT_MAX_RETRIES, MAX_RETRY_AFTER
-from ._request import AgentRequest
-from ._response import CancelResult, Response, StreamEvent
-from ._stream import AsyncAgentStream
+from perplexed._errors import StreamError
+from perplexed.agent._client import DEFAULT_API_PATH, AsyncAgentClient, CreateParams
+from perplexed.agent._policy import CONNECT_TIMEOUT, DEFAULT_MAX_RETRIES, MAX_RETRY_AFTER
+from perplexed.agent._request import AgentRequest
+from perplexed.agent._response import CancelResult, Response, StreamEvent
+from perplexed.agent._stream import AsyncAgentStream
+from perplexed.net import _portal
 
 __all__ = ["AgentClient", "AgentStream"]
 

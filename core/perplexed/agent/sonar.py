@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from .._errors import InvalidRequest
-from ._request import (
+from perplexed._errors import InvalidRequest
+from perplexed.agent._request import (
     AgentRequest,
     FinanceSearch,
     FunctionTool,

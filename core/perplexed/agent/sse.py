@@ -24,7 +24,7 @@ import json
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
 from typing import Any, NamedTuple, Protocol
 
-from .._errors import StreamError
+from perplexed._errors import StreamError
 
 __all__ = ["DEFAULT_MAX_EVENT_BYTES", "DataFilter", "SSEDecoder", "ServerSentEvent", "aiter_sse", "iter_sse"]
 

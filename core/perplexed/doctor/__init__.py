@@ -23,9 +23,9 @@ documented in docs/doctor.md); the rest is the package's own.
 
 from __future__ import annotations
 
-from ._live import LiveReport, LiveRow, acheck_live, check_live, estimate
-from ._offline import Check, Diagnosis, adiagnose, diagnose
-from ._shapes import SHAPES
+from perplexed.doctor._live import LiveReport, LiveRow, acheck_live, check_live, estimate
+from perplexed.doctor._offline import Check, Diagnosis, adiagnose, diagnose
+from perplexed.doctor._shapes import SHAPES
 
 __all__ = [
     "SHAPES",

@@ -19,8 +19,8 @@ from typing import Any
 
 import httpx
 
-from .._errors import redact
-from .._http import read_capped, ssl_context
+from perplexed._errors import redact
+from perplexed.net._http import read_capped, ssl_context
 
 __all__ = ["Exchange", "Recorder", "cassette_dict", "record_exchanges", "write_cassette"]
 

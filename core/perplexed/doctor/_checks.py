@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ._shapes import KEY_FORMATS, Shape
+from perplexed.doctor._shapes import KEY_FORMATS, Shape
 
 __all__ = ["ShapeCheck", "check_key_format", "check_shape", "compare_cost", "reported_cost"]
 

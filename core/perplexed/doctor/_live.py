@@ -16,17 +16,25 @@ from typing import Any
 
 import httpx
 
-from .. import _portal
-from .._errors import InvalidRequest, PerplexedError, ProviderError, redact
-from .._failures import classify_exception
-from .._models import ProviderAnswer
-from .._options import SearchOptions
-from ..chain import drive_flow
-from ..providers import CallableProvider, Provider, get
-from ..providers._table import WEB_PROVIDERS
-from ._cassettes import Exchange, Recorder, record_exchanges
-from ._checks import DRIFT, ERROR, OK, ShapeCheck, check_shape, compare_cost, reported_cost
-from ._shapes import SHAPES, Shape
+from perplexed._errors import InvalidRequest, PerplexedError, ProviderError, redact
+from perplexed._models import ProviderAnswer
+from perplexed.doctor._cassettes import Exchange, Recorder, record_exchanges
+from perplexed.doctor._checks import (
+    DRIFT,
+    ERROR,
+    OK,
+    ShapeCheck,
+    check_shape,
+    compare_cost,
+    reported_cost,
+)
+from perplexed.doctor._shapes import SHAPES, Shape
+from perplexed.engine.chain import drive_flow
+from perplexed.net import _portal
+from perplexed.policy._failures import classify_exception
+from perplexed.policy._options import SearchOptions
+from perplexed.providers import CallableProvider, Provider, get
+from perplexed.providers._table import WEB_PROVIDERS
 
 __all__ = [
     "AGENT_ESTIMATE_USD",
@@ -277,7 +285,7 @@ async def _check_provider(provider: Provider, query: str, record: Path | None,
 
 async def _check_agent(record: Path | None, transport: httpx.AsyncBaseTransport | None,
                        timeout_s: float = LIVE_TIMEOUT_S) -> LiveRow:
-    from ..agent import AsyncAgentClient
+    from perplexed.agent import AsyncAgentClient
 
     row = LiveRow(provider="agent", status=ERROR)
     recorder = Recorder(transport, 8 * 1024 * 1024)
@@ -319,7 +327,7 @@ async def acheck_live(
     if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) or not 0 < timeout_s <= 600:
         raise InvalidRequest(f"timeout_s must be a number of seconds in (0, 600], got {timeout_s!r}",
                              param="timeout_s")
-    from .._governance import arecord_spend
+    from perplexed.engine._governance import arecord_spend
 
     folder = None if record is None else Path(record)
     rows = []

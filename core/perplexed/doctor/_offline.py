@@ -18,8 +18,7 @@ from typing import Any
 
 import httpx
 
-from .. import _portal
-from .._errors import (
+from perplexed._errors import (
     ConfigError,
     PerplexedError,
     ResponseBodyError,
@@ -27,11 +26,21 @@ from .._errors import (
     redact,
     register_url_secret,
 )
-from .._http import get_client, read_capped, redirect_origin
-from ..providers import CallableProvider, Provider, available, get
-from ..providers._table import WEB_PROVIDERS
-from ._checks import ERROR, FAILING, INFO, MISSING, OK, WARN, check_key_format, check_shape
-from ._shapes import SHAPES
+from perplexed.doctor._checks import (
+    ERROR,
+    FAILING,
+    INFO,
+    MISSING,
+    OK,
+    WARN,
+    check_key_format,
+    check_shape,
+)
+from perplexed.doctor._shapes import SHAPES
+from perplexed.net import _portal
+from perplexed.net._http import get_client, read_capped, redirect_origin
+from perplexed.providers import CallableProvider, Provider, available, get
+from perplexed.providers._table import WEB_PROVIDERS
 
 __all__ = ["Check", "Diagnosis", "Member", "adiagnose", "diagnose", "split_names"]
 
@@ -118,7 +127,7 @@ def split_names(text: str) -> list[str]:
 def _chain_spec(provider: str | None) -> tuple[list[str], str, dict[str, Provider], list[str]]:
     """The chain to check (registry names), where it came from, the configured Provider objects by name, and
     the labels of configured members the doctor cannot check offline (functions, unregistered classes)."""
-    from .. import _settings
+    from perplexed.policy import _settings
 
     if provider is not None:
         names, source = split_names(provider), "--provider"
@@ -307,8 +316,8 @@ async def _provider_checks(
 def _check_index(needed: bool, index: str | os.PathLike[str] | None = None) -> Check:
     """The local index in use (``index``, else the one :func:`perplexed.providers.local.locate_index` finds):
     missing, empty (not ready: a search would fail), damaged, or how many documents it holds."""
-    from .._index import check_index, locate_index
-    from .._index._location import index_option
+    from perplexed.index import check_index, locate_index
+    from perplexed.index._location import index_option
 
     path = locate_index(index).path
     run = f"run `perplexed index FOLDER{index_option(path)}`"
@@ -374,7 +383,7 @@ def _members(chain: Sequence[str], known: set[str], checks: Sequence[Check], opa
 
 def _store_spec() -> Any:
     """The configured store: ``configure(store=...)``'s (a Store), else ``PERPLEXED_STORE`` (a spec), else None."""
-    governance = sys.modules.get("perplexed._governance")
+    governance = sys.modules.get("perplexed.engine._governance")
     configured = getattr(getattr(governance, "_settings", None), "store", None)
     if configured is not None:
         return configured
@@ -454,7 +463,7 @@ def _extras_checks() -> list[Check]:
 
 def _price_checks(chain: Sequence[str]) -> list[Check]:
     """An unreadable ``PERPLEXED_PRICE_<NAME>`` fails every search that prices that provider."""
-    from .._settings import price_override
+    from perplexed.policy._settings import price_override
 
     out = []
     for name in available():
@@ -479,7 +488,7 @@ async def adiagnose(
     chain. Members of an explicit chain are needed; members of the default chain only when configured.
     ``index``: the local index to check (as ``--index``), else the one a search would use. Ready only when
     at least one member of the chain can answer now."""
-    from .._index import locate_index
+    from perplexed.index import locate_index
 
     chain, source, instances, opaque = _chain_spec(provider)
     explicit = source != "default"

@@ -7,12 +7,19 @@ import os
 import sys
 from typing import Any
 
-from .._cli_options import cli_words
-from .._cli_output import print_json  # the CLI's one JSON writer (escapes for a narrow console)
-from .._errors import UsageError
-from ._checks import DRIFT, ERROR, INFO, MISSING, OK, WARN
-from ._live import LiveReport, LiveRow, check_live, estimate, live_targets, setup_variables
-from ._offline import Diagnosis, diagnose, split_names
+from perplexed._cli_options import cli_words
+from perplexed._cli_output import print_json  # the CLI's one JSON writer (escapes for a narrow console)
+from perplexed._errors import UsageError
+from perplexed.doctor._checks import DRIFT, ERROR, INFO, MISSING, OK, WARN
+from perplexed.doctor._live import (
+    LiveReport,
+    LiveRow,
+    check_live,
+    estimate,
+    live_targets,
+    setup_variables,
+)
+from perplexed.doctor._offline import Diagnosis, diagnose, split_names
 
 __all__ = ["command"]
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._errors import ConfigError
-from ..providers import _registry
-from ..providers._fetching import (
+from perplexed._errors import ConfigError
+from perplexed.providers import _registry
+from perplexed.providers._fetching import (
     FetchAnswer,
     FetchOptions,
     FetchProvider,
@@ -23,7 +23,7 @@ from ..providers._fetching import (
     page_failure,
     status_reason,
 )
-from ..providers._registry import DEFAULT_FETCH_CHAIN
+from perplexed.providers._registry import DEFAULT_FETCH_CHAIN
 
 __all__ = [
     "DEFAULT_CHAIN",

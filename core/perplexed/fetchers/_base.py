@@ -3,8 +3,8 @@ its earlier import path."""
 
 from __future__ import annotations
 
-from .._status import reason_from_text
-from ..providers._fetching import (
+from perplexed.policy._status import reason_from_text
+from perplexed.providers._fetching import (
     FetchAnswer,
     FetchFlow,
     FetchOptions,

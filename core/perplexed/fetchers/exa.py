@@ -3,7 +3,7 @@ and fetches). ``ExaContents`` is kept as its earlier name."""
 
 from __future__ import annotations
 
-from ..providers.exa import Exa
+from perplexed.providers.exa import Exa
 
 __all__ = ["ExaContents"]
 

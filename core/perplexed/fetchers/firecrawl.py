@@ -3,7 +3,7 @@ both searches and fetches). ``FirecrawlScrape`` is kept as its earlier name."""
 
 from __future__ import annotations
 
-from ..providers.firecrawl import Firecrawl
+from perplexed.providers.firecrawl import Firecrawl
 
 __all__ = ["FirecrawlScrape"]
 

@@ -3,6 +3,6 @@ keeps its earlier import path."""
 
 from __future__ import annotations
 
-from ..providers.http import DEFAULT_USER_AGENT, MAX_REDIRECTS, ROBOTS_TOKEN, Http
+from perplexed.providers.http import DEFAULT_USER_AGENT, MAX_REDIRECTS, ROBOTS_TOKEN, Http
 
 __all__ = ["DEFAULT_USER_AGENT", "MAX_REDIRECTS", "ROBOTS_TOKEN", "Http"]

@@ -3,6 +3,6 @@ module keeps its earlier import path."""
 
 from __future__ import annotations
 
-from ..providers.jina import Jina
+from perplexed.providers.jina import Jina
 
 __all__ = ["Jina"]

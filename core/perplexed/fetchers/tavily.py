@@ -3,7 +3,7 @@ searches and fetches). ``TavilyExtract`` is kept as its earlier name."""
 
 from __future__ import annotations
 
-from ..providers.tavily import Tavily
+from perplexed.providers.tavily import Tavily
 
 __all__ = ["TavilyExtract"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._base import (
+from perplexed.providers._base import (
     OPERATIONS,
     CallableProvider,
     FunctionProvider,
@@ -20,24 +20,24 @@ from ._base import (
     parse_published,
     parse_retry_after,
 )
-from ._credentials import describe, with_credentials
-from ._fetching import FetchAnswer, FetchOptions, FetchProvider, FunctionFetcher
-from ._registry import _CLASS_NAMES, available, check_operation, get, register, resolve
-from ._registry import unregister as unregister  # tests and plug-ins undo a register()
-from ._table import support_table
+from perplexed.providers._credentials import describe, with_credentials
+from perplexed.providers._fetching import FetchAnswer, FetchOptions, FetchProvider, FunctionFetcher
+from perplexed.providers._registry import _CLASS_NAMES, available, check_operation, get, register, resolve
+from perplexed.providers._registry import unregister as unregister  # tests and plug-ins undo a register()
+from perplexed.providers._table import support_table
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .brave import Brave
-    from .ceramic import Ceramic
-    from .exa import Exa
-    from .firecrawl import Firecrawl
-    from .http import Http
-    from .jina import Jina
-    from .linkup import Linkup
-    from .local import Local
-    from .perplexity import PerplexitySearch
-    from .searxng import SearXNG
-    from .tavily import Tavily
+    from perplexed.providers.brave import Brave
+    from perplexed.providers.ceramic import Ceramic
+    from perplexed.providers.exa import Exa
+    from perplexed.providers.firecrawl import Firecrawl
+    from perplexed.providers.http import Http
+    from perplexed.providers.jina import Jina
+    from perplexed.providers.linkup import Linkup
+    from perplexed.providers.local import Local
+    from perplexed.providers.perplexity import PerplexitySearch
+    from perplexed.providers.searxng import SearXNG
+    from perplexed.providers.tavily import Tavily
 
 __all__ = [
     "OPERATIONS",

@@ -18,17 +18,24 @@ from typing import Any, ClassVar, Literal
 import httpx
 from pydantic import SecretStr
 
-from .._bounds import check_usd
-from .._errors import ConfigError, ProviderError, Reason, mask_url, register_secret, register_url_secret
-from .._failures import StatusRule, match_rule
-from .._http import DEFAULT_MAX_BODY_BYTES
-from .._logs import get_logger
-from .._models import Hit, ProviderAnswer
-from .._options import SearchOptions
-from .._policy import check_provider_settings
-from .._settings import env_secret, env_str, price_override
-from .._status import Context, StatusRow, lookup, reason_from_text
-from .._wire import check_key, clip, parse_error_envelope, parse_retry_after
+from perplexed._errors import (
+    ConfigError,
+    ProviderError,
+    Reason,
+    mask_url,
+    register_secret,
+    register_url_secret,
+)
+from perplexed._logs import get_logger
+from perplexed._models import Hit, ProviderAnswer
+from perplexed.net._http import DEFAULT_MAX_BODY_BYTES
+from perplexed.policy._bounds import check_usd
+from perplexed.policy._failures import StatusRule, match_rule
+from perplexed.policy._options import SearchOptions
+from perplexed.policy._policy import check_provider_settings
+from perplexed.policy._settings import env_secret, env_str, price_override
+from perplexed.policy._status import Context, StatusRow, lookup, reason_from_text
+from perplexed.policy._wire import check_key, clip, parse_error_envelope, parse_retry_after
 
 __all__ = [
     "OPERATIONS",
@@ -266,7 +273,7 @@ class Provider:
         )
 
     def status_row(self, response: httpx.Response, context: Context = "api") -> StatusRow:
-        """The status table's row for ``response`` (:mod:`perplexed._status`): this provider's own rows first."""
+        """The status table's row for ``response`` (:mod:`perplexed.policy._status`): this provider's own rows first."""
         return lookup(response.status_code, context, vendor=self.name, body=response.content)
 
     def error_message(self, response: httpx.Response) -> str:

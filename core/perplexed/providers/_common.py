@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from .._options import SearchOptions
+from perplexed.policy._options import SearchOptions
 
 __all__ = [
     "RECENCY_DAYS",

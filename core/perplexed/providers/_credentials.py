@@ -26,10 +26,10 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from .._errors import ConfigError
-from .._logs import get_logger
-from ._base import CallableProvider, Provider
-from ._registry import masked, resolve
+from perplexed._errors import ConfigError
+from perplexed._logs import get_logger
+from perplexed.providers._base import CallableProvider, Provider
+from perplexed.providers._registry import masked, resolve
 
 __all__ = ["describe", "missing_setup", "with_credentials"]
 

@@ -9,7 +9,7 @@ class that subclasses :class:`FetchProvider` and declares both operations (``ope
 
 A page-level failure, whether the page's own status came back directly or inside a successful API reply
 (Firecrawl's ``metadata.statusCode``, Exa's ``statuses``), maps to the same reasons: :func:`page_failure`, which
-reads the status table (:mod:`perplexed._status`, contexts ``page`` and ``reported``).
+reads the status table (:mod:`perplexed.policy._status`, contexts ``page`` and ``reported``).
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from typing import Any, ClassVar, Literal
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
-from .._errors import ProviderError, Reason
-from .._models import PageType
-from .._ssrf import NOTHING, Allowed
-from .._status import Context, lookup, reason_from_text
-from ._base import Operation, Provider
+from perplexed._errors import ProviderError, Reason
+from perplexed._models import PageType
+from perplexed.net._ssrf import NOTHING, Allowed
+from perplexed.policy._status import Context, lookup, reason_from_text
+from perplexed.providers._base import Operation, Provider
 
 __all__ = [
     "FetchAnswer",
@@ -35,7 +35,7 @@ __all__ = [
     "FetchProvider",
     "FunctionFetcher",
     "page_failure",
-    "reason_from_text",  # from the status table (perplexed._status), here for its earlier importers
+    "reason_from_text",  # from the status table (perplexed.policy._status), here for its earlier importers
     "reported_page_failure",
     "status_reason",
 ]
@@ -90,7 +90,7 @@ FetchFlow = Generator[httpx.Request, httpx.Response, FetchAnswer]
 def status_reason(status: int) -> Reason | None:
     """The failure reason of a page's own HTTP status (None for a success): what a page answered, not an API.
 
-    Read from the status table (:mod:`perplexed._status`, context ``page``): 404/410 ``not_found``; 401, 402, 403,
+    Read from the status table (:mod:`perplexed.policy._status`, context ``page``): 404/410 ``not_found``; 401, 402, 403,
     451 ``blocked``; 429 ``rate_limited``; 408 ``timeout``; 415 ``unsupported_type``; other 4xx and 5xx
     ``upstream``."""
     return lookup(status, "page").reason

@@ -11,11 +11,11 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .._errors import ConfigError, install_hint
-from .._keywords import suggestion
-from .._settings import default_chain, default_chain_origin
-from ._base import OPERATIONS, FunctionProvider, Operation, Provider
-from ._fetching import FunctionFetcher
+from perplexed._errors import ConfigError, install_hint
+from perplexed.policy._keywords import suggestion
+from perplexed.policy._settings import default_chain, default_chain_origin
+from perplexed.providers._base import OPERATIONS, FunctionProvider, Operation, Provider
+from perplexed.providers._fetching import FunctionFetcher
 
 __all__ = [
     "DEFAULT_FETCH_CHAIN", "available", "check_operation", "get", "get_for", "masked", "register", "resolve",

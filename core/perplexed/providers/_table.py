@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._options import COMMON_OPTIONS
-from ._registry import get
+from perplexed.policy._options import COMMON_OPTIONS
+from perplexed.providers._registry import get
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ._base import Provider
+    from perplexed.providers._base import Provider
 
 __all__ = ["PRICE_SOURCES", "WEB_PROVIDERS", "price_table", "provider_table", "support_table"]
 

@@ -13,10 +13,10 @@ from typing import Any, ClassVar
 
 import httpx
 
-from .._models import Hit, ProviderAnswer
-from .._options import SearchOptions
-from ._base import Provider, parse_published
-from ._common import (
+from perplexed._models import Hit, ProviderAnswer
+from perplexed.policy._options import SearchOptions
+from perplexed.providers._base import Provider, parse_published
+from perplexed.providers._common import (
     as_float,
     as_str,
     country_code,

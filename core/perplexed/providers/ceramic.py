@@ -12,10 +12,10 @@ from typing import Any, ClassVar
 
 import httpx
 
-from .._models import Hit, ProviderAnswer
-from .._options import SearchOptions
-from ._base import Provider
-from ._common import as_float, as_str, body_retry_after, merged_extra
+from perplexed._models import Hit, ProviderAnswer
+from perplexed.policy._options import SearchOptions
+from perplexed.providers._base import Provider
+from perplexed.providers._common import as_float, as_str, body_retry_after, merged_extra
 
 __all__ = ["Ceramic"]
 

@@ -21,12 +21,12 @@ from typing import Any, ClassVar
 
 import httpx
 
-from .._errors import Reason
-from .._models import Hit, ProviderAnswer
-from .._options import SearchOptions
-from ._base import Operation, parse_published
-from ._common import as_float, as_str, country_code, date_window, merged_extra
-from ._fetching import FetchAnswer, FetchOptions, FetchProvider, reported_page_failure
+from perplexed._errors import Reason
+from perplexed._models import Hit, ProviderAnswer
+from perplexed.policy._options import SearchOptions
+from perplexed.providers._base import Operation, parse_published
+from perplexed.providers._common import as_float, as_str, country_code, date_window, merged_extra
+from perplexed.providers._fetching import FetchAnswer, FetchOptions, FetchProvider, reported_page_failure
 
 __all__ = ["Exa"]
 

@@ -25,15 +25,21 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from .._errors import ConfigError
-from .._extract import markdown_to_text
-from .._models import Hit, ProviderAnswer
-from .._options import SearchOptions
-from .._status import reason_from_text
-from .._wire import clip
-from ._base import Operation, parse_published
-from ._common import as_float, as_str, country_code, date_window, merged_extra
-from ._fetching import FetchAnswer, FetchOptions, FetchProvider, credits_cost, reported_page_failure
+from perplexed._errors import ConfigError
+from perplexed._models import Hit, ProviderAnswer
+from perplexed.extract._extract import markdown_to_text
+from perplexed.policy._options import SearchOptions
+from perplexed.policy._status import reason_from_text
+from perplexed.policy._wire import clip
+from perplexed.providers._base import Operation, parse_published
+from perplexed.providers._common import as_float, as_str, country_code, date_window, merged_extra
+from perplexed.providers._fetching import (
+    FetchAnswer,
+    FetchOptions,
+    FetchProvider,
+    credits_cost,
+    reported_page_failure,
+)
 
 __all__ = ["Firecrawl"]
 

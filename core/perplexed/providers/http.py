@@ -7,7 +7,7 @@ robots.txt (``protego``, cached per origin) unless ``respect_robots=False``, the
 ``text/markdown`` as they are. Other content types are ``unsupported_type``; a bot challenge or "enable
 JavaScript" page is ``blocked``.
 
-The network part is driven by the engine (:mod:`perplexed._fetch`); this module holds the pure parts: the request,
+The network part is driven by the engine (:mod:`perplexed.operations._fetch`); this module holds the pure parts: the request,
 the response checks and the extraction.
 """
 
@@ -18,11 +18,24 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import httpx
 
-from .._errors import ConfigError, DocumentError, ExtractionMemoryError, ProviderError, Reason, WorkerCrashed
-from ._fetching import FetchAnswer, FetchOptions, FetchProvider, page_failure, status_reason
+from perplexed._errors import (
+    ConfigError,
+    DocumentError,
+    ExtractionMemoryError,
+    ProviderError,
+    Reason,
+    WorkerCrashed,
+)
+from perplexed.providers._fetching import (
+    FetchAnswer,
+    FetchOptions,
+    FetchProvider,
+    page_failure,
+    status_reason,
+)
 
 if TYPE_CHECKING:  # extraction loads with the first page fetched, not with `import perplexed`
-    from .._extract import Extracted
+    from perplexed.extract._extract import Extracted
 
 __all__ = ["DEFAULT_USER_AGENT", "MAX_REDIRECTS", "Http"]
 
@@ -80,7 +93,7 @@ class Http(FetchProvider):
         return {"User-Agent": self.user_agent, "Accept": _ACCEPT, **self.extra_headers}
 
     def page_request(self, url: str | httpx.URL) -> httpx.Request:
-        from .._extract_worker import prewarm
+        from perplexed.extract._worker import prewarm
 
         prewarm()  # an extraction worker starts while the page is on the network
         return httpx.Request("GET", url, headers=self.request_headers())
@@ -88,7 +101,7 @@ class Http(FetchProvider):
     def check_page(self, response: httpx.Response) -> None:
         """Refuse before reading the body: an error status, or a content type that is not read."""
         # extraction loads with the first page, not with `import perplexed`
-        from .._extract import body_kind, media_type
+        from perplexed.extract._extract import body_kind, media_type
 
         if status_reason(response.status_code) is not None:  # the status table, context "page"
             raise page_failure(self, response.status_code, response.reason_phrase or "", response)
@@ -101,7 +114,7 @@ class Http(FetchProvider):
     def parse_page(self, response: httpx.Response, body: bytes, url: str, options: FetchOptions) -> FetchAnswer:
         """Extract a fully read page in this thread (CPU only). The engine calls :meth:`extract`, which runs the
         same extraction in a worker process bounded by the fetch's deadline."""
-        from .._extract import extract_page
+        from perplexed.extract._extract import extract_page
 
         ctype, final_url = self._readable(response, body)
         try:
@@ -113,8 +126,8 @@ class Http(FetchProvider):
     async def extract(self, response: httpx.Response, body: bytes, url: str, options: FetchOptions) -> FetchAnswer:
         """:meth:`parse_page` in a worker process: killed when the caller's deadline passes (nothing goes on
         after the fetch returns), its memory capped (a page that needs more is ``body_too_large``)."""
-        from .._extract import body_kind, check_fetch_extra
-        from .._extract_worker import extract_in_worker
+        from perplexed.extract._extract import body_kind, check_fetch_extra
+        from perplexed.extract._worker import extract_in_worker
 
         ctype, final_url = self._readable(response, body)
         if body_kind(ctype, body) == "html":
@@ -130,7 +143,7 @@ class Http(FetchProvider):
         return self._answer(response, extracted, why)
 
     def _readable(self, response: httpx.Response, body: bytes) -> tuple[str | None, str]:
-        from .._extract import body_kind, media_type
+        from perplexed.extract._extract import body_kind, media_type
 
         ctype = response.headers.get("content-type")
         if body_kind(ctype, body) is None:
@@ -142,7 +155,7 @@ class Http(FetchProvider):
         return self.fail(reason, f"PDF: {exc}", response)
 
     def _answer(self, response: httpx.Response, extracted: Extracted, why: str | None) -> FetchAnswer:
-        from .._extract import media_type
+        from perplexed.extract._extract import media_type
 
         final_url = str(response.url)
         if why is not None:

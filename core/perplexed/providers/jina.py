@@ -14,9 +14,15 @@ from typing import Any, ClassVar
 
 import httpx
 
-from .._errors import ConfigError
-from ._base import parse_published
-from ._fetching import FetchAnswer, FetchOptions, FetchProvider, page_failure, status_reason
+from perplexed._errors import ConfigError
+from perplexed.providers._base import parse_published
+from perplexed.providers._fetching import (
+    FetchAnswer,
+    FetchOptions,
+    FetchProvider,
+    page_failure,
+    status_reason,
+)
 
 __all__ = ["Jina"]
 

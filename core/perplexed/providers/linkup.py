@@ -12,11 +12,11 @@ from typing import Any, ClassVar
 
 import httpx
 
-from .._models import Hit, ProviderAnswer
-from .._options import SearchOptions
-from .._status import LINKUP_CREDIT_WORDS, LINKUP_NO_RESULT_CODES
-from ._base import Provider
-from ._common import as_str, date_window, merged_extra
+from perplexed._models import Hit, ProviderAnswer
+from perplexed.policy._options import SearchOptions
+from perplexed.policy._status import LINKUP_CREDIT_WORDS, LINKUP_NO_RESULT_CODES
+from perplexed.providers._base import Provider
+from perplexed.providers._common import as_str, date_window, merged_extra
 
 __all__ = ["Linkup"]
 
@@ -38,7 +38,7 @@ class Linkup(Provider):
     no_result_codes: ClassVar[tuple[str, ...]] = LINKUP_NO_RESULT_CODES
     credit_code_words: ClassVar[tuple[str, ...]] = LINKUP_CREDIT_WORDS
     # a 429 whose code names credit or budget is ``payment``, a 400 "no result" an unbilled empty answer: rows of
-    # the status table (perplexed._status)
+    # the status table (perplexed.policy._status)
     native_options: ClassVar[frozenset[str]] = frozenset(
         {
             "max_results",

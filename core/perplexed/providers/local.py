@@ -23,8 +23,9 @@ import sqlite3
 from pathlib import Path
 from typing import Any, ClassVar
 
-from .._errors import ConfigError, ProviderError
-from .._index import (
+from perplexed._errors import ConfigError, ProviderError
+from perplexed._models import Hit, ProviderAnswer
+from perplexed.index import (
     FileProblem,
     IndexCheck,
     IndexListing,
@@ -43,10 +44,9 @@ from .._index import (
     remove_from_index,
     reset_index,
 )
-from .._models import Hit, ProviderAnswer
-from .._options import SearchOptions
-from ._base import CallableProvider
-from ._common import date_window
+from perplexed.policy._options import SearchOptions
+from perplexed.providers._base import CallableProvider
+from perplexed.providers._common import date_window
 
 __all__ = [
     "FileProblem",

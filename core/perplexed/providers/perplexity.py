@@ -12,11 +12,11 @@ from typing import Any, ClassVar
 
 import httpx
 
-from .._models import Hit, ProviderAnswer
-from .._options import SearchOptions
-from .._status import KEY_PREDATES_SEARCH_API
-from ._base import Provider, parse_published
-from ._common import as_str, country_code, date_window, language_code, merged_extra
+from perplexed._models import Hit, ProviderAnswer
+from perplexed.policy._options import SearchOptions
+from perplexed.policy._status import KEY_PREDATES_SEARCH_API
+from perplexed.providers._base import Provider, parse_published
+from perplexed.providers._common import as_str, country_code, date_window, language_code, merged_extra
 
 __all__ = ["KEY_PREDATES_SEARCH_API", "PerplexitySearch"]
 
@@ -63,7 +63,7 @@ class PerplexitySearch(Provider):
     )
     extra_options: ClassVar[tuple[str, ...]] = _PASS_THROUGH
     # HTTP 451 api_key_created_before_search_api_cutoff (a key older than the Search API) is ``auth``: a row of
-    # the status table (perplexed._status)
+    # the status table (perplexed.policy._status)
 
     def build_request(self, query: str, options: SearchOptions) -> httpx.Request:
         """``POST {base}/search`` with the options mapped to Perplexity's filters."""

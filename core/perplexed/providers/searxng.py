@@ -17,9 +17,9 @@ from typing import Any, ClassVar
 
 import httpx
 
-from .._models import Hit, ProviderAnswer
-from .._options import SearchOptions
-from ._base import Provider, parse_published
+from perplexed._models import Hit, ProviderAnswer
+from perplexed.policy._options import SearchOptions
+from perplexed.providers._base import Provider, parse_published
 
 __all__ = ["SearXNG"]
 

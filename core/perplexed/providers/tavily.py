@@ -17,12 +17,12 @@ from typing import Any, ClassVar
 
 import httpx
 
-from .._errors import ConfigError
-from .._models import Hit, ProviderAnswer
-from .._options import SearchOptions
-from .._status import reason_from_text
-from ._base import Operation, parse_published
-from ._common import (
+from perplexed._errors import ConfigError
+from perplexed._models import Hit, ProviderAnswer
+from perplexed.policy._options import SearchOptions
+from perplexed.policy._status import reason_from_text
+from perplexed.providers._base import Operation, parse_published
+from perplexed.providers._common import (
     as_float,
     as_str,
     body_retry_after,
@@ -31,7 +31,7 @@ from ._common import (
     language_code,
     merged_extra,
 )
-from ._fetching import FetchAnswer, FetchOptions, FetchProvider, credits_cost
+from perplexed.providers._fetching import FetchAnswer, FetchOptions, FetchProvider, credits_cost
 
 __all__ = ["Tavily"]
 
@@ -129,7 +129,7 @@ class Tavily(FetchProvider):
     default_base_url = "https://api.tavily.com"
     #: pay-as-you-go USD per credit (tavily.com pricing, reference checked 2026-11; plans $0.005-0.0075)
     default_usd_per_credit: ClassVar[float] = 0.008
-    # Tavily's credit limits (HTTP 432/433) are ``payment``: rows of the status table (perplexed._status)
+    # Tavily's credit limits (HTTP 432/433) are ``payment``: rows of the status table (perplexed.policy._status)
     # USD per basic search (1 credit) at the default usd_per_credit; advanced searches cost 2 credits.
     default_price = 0.008
     native_options: ClassVar[frozenset[str]] = frozenset(

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._errors import ConfigError, mask_url, register_url_secret
-from ._base import (
+from perplexed._errors import ConfigError, mask_url, register_url_secret
+from perplexed.store._base import (
     Admission,
     CachedAnswer,
     Decision,
@@ -26,10 +26,10 @@ from ._base import (
     decode_answer,
     encode_answer,
 )
-from .memory import MemoryStore
+from perplexed.store.memory import MemoryStore
 
 if TYPE_CHECKING:
-    from .sqlite import SQLiteStore
+    from perplexed.store.sqlite import SQLiteStore
 
 __all__ = [
     "Admission",
@@ -59,7 +59,7 @@ _SCHEMES: dict[str, str | Callable[[str], Store]] = {
 def __getattr__(name: str) -> Any:
     # the Redis store needs the optional redis extra: import it only when asked for
     if name == "SQLiteStore":  # sqlite3 is imported only when a SQLite store is wanted
-        from .sqlite import SQLiteStore
+        from perplexed.store.sqlite import SQLiteStore
 
         return SQLiteStore
     if name == "RedisStore":
@@ -125,7 +125,7 @@ def _open(text: str) -> Store:
     scheme, sep, _ = text.partition("://")
     scheme = scheme.lower()
     if sep and scheme == "sqlite":
-        from .sqlite import SQLiteStore
+        from perplexed.store.sqlite import SQLiteStore
 
         return SQLiteStore(_sqlite_path(text))
     factory = _SCHEMES.get(scheme) if sep else None

@@ -14,7 +14,7 @@ Everything a store receives is already hashed or public: ``provider`` is a hashe
 (never a key), ``cache_key`` a hash. ``label`` is the name attempts show (used only to report spend).
 
 The policy itself (window counting, cool-down transitions, spend arithmetic) is the pure functions of
-``perplexed._policy``; a store applies them atomically. A Redis store runs the same rules in Lua.
+``perplexed.policy._policy``; a store applies them atomically. A Redis store runs the same rules in Lua.
 
 Errors: a store may raise anything; the chain logs it and carries on as if the store were absent (a store
 failure never fails a search).
@@ -33,10 +33,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from .._errors import _SECRETS, StoreError
-from .._models import Hit
-from .._policy import MemberStats, member_update
-from ._ledger import DEFAULT_RETENTION_S, MemoryLedger, UsageRecord
+from perplexed._errors import _SECRETS, StoreError
+from perplexed._models import Hit
+from perplexed.policy._policy import MemberStats, member_update
+from perplexed.store._ledger import DEFAULT_RETENTION_S, MemoryLedger, UsageRecord
 
 __all__ = [
     "Admission",
@@ -143,7 +143,7 @@ class Record:
 
     * ``provider`` / ``label``: as in :class:`Admission` (``provider`` may be ``""`` for a spend-only
       record such as the Agent API's cost under ``"perplexity-agent"``).
-    * ``health``: ``answer`` / ``failure`` / ``neutral`` (``perplexed._policy.health_of``); drives the
+    * ``health``: ``answer`` / ``failure`` / ``neutral`` (``perplexed.policy._policy.health_of``); drives the
       cool-down when ``cooldown_after`` is set.
     * ``trial``: the call held the trial lease (``Decision.trial``).
     * ``retry_after_s``: a 429/503's ``Retry-After``: with ``cooldown_after`` set, cool down exactly that long.
@@ -235,7 +235,7 @@ class Store(abc.ABC):
         if cost > 0:
             await self.record(Record(provider="", label=label, cost=cost))
 
-    # -- strategy="adaptive": one decayed counter record per chain member (see perplexed._policy.member_update)
+    # -- strategy="adaptive": one decayed counter record per chain member (see perplexed.policy._policy.member_update)
 
     async def member_stats(self, providers: Sequence[str]) -> dict[str, MemberStats]:
         """What the store has seen of each of ``providers`` (hashed identities; those never seen are left

@@ -8,7 +8,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ._ledger import DEFAULT_RETENTION_S, UsageRecord, encode_record, records_of
+from perplexed.store._ledger import DEFAULT_RETENTION_S, UsageRecord, encode_record, records_of
 
 __all__ = ["RedisLedger"]
 

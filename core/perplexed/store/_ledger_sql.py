@@ -10,8 +10,8 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
-from .._logs import get_logger
-from ._ledger import DEFAULT_RETENTION_S, UsageRecord
+from perplexed._logs import get_logger
+from perplexed.store._ledger import DEFAULT_RETENTION_S, UsageRecord
 
 logger = get_logger("perplexed.usage")
 

@@ -1,5 +1,5 @@
 """The adaptive strategy's per-member record in SQL (the SQLite store): one row per chain member, updated by
-one statement that applies :func:`perplexed._policy.member_update` (so concurrent processes never lose a
+one statement that applies :func:`perplexed.policy._policy.member_update` (so concurrent processes never lose a
 call)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from .._policy import MEMBER_DECAY, MemberStats
+from perplexed.policy._policy import MEMBER_DECAY, MemberStats
 
 __all__ = ["MEMBERS_SCHEMA", "read_members", "record_member"]
 

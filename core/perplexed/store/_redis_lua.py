@@ -1,6 +1,6 @@
 """The Redis store's server-side logic: Lua scripts, each one atomic step (run through EVALSHA).
 
-The rules are those of :mod:`perplexed._policy` (``cool_admit``, ``cool_record``, ``window_admit``,
+The rules are those of :mod:`perplexed.policy._policy` (``cool_admit``, ``cool_record``, ``window_admit``,
 ``spend_allows``), written again in Lua so that each decision runs on the server in one step; the tests run
 both on the same tables of cases and compare.
 
@@ -63,7 +63,7 @@ local function cool_save(key, s)
   redis.call('HSET', key, unpack(args))
   redis.call('PEXPIRE', key, KEEP_MS)
 end
--- perplexed._policy.cool_admit: returns verdict ('call' | 'trial' | 'cooling_down'), wait; mutates s on trial
+-- perplexed.policy._policy.cool_admit: returns verdict ('call' | 'trial' | 'cooling_down'), wait; mutates s on trial
 local function cool_admit(s, now, lease, early)
   if s.o == nil then return 'call', 0 end
   if s.t ~= nil and s.t > now then return 'cooling_down', math.max(0, s.o - now) end
@@ -73,7 +73,7 @@ local function cool_admit(s, now, lease, early)
   end
   return 'cooling_down', s.o - now
 end
--- perplexed._policy.cool_record (cooldown_after is set): the new state
+-- perplexed.policy._policy.cool_record (cooldown_after is set): the new state
 local function cool_record(s, now, health, trial, after, cds, ra)
   if health == 'answer' then return {f = 0, o = nil, p = 0, t = nil} end
   if health ~= 'failure' then
@@ -99,7 +99,7 @@ local function cool_record(s, now, health, trial, after, cds, ra)
   return s
 end
 
--- rolling window (perplexed._policy.window_admit) ------------------------------------------------------
+-- rolling window (perplexed.policy._policy.window_admit) ------------------------------------------------------
 local function window_now(key, now)
   -- time never goes back inside one window: an admission whose clock read is older than the newest stamp
   -- (another worker's script ran in between, or its host's clock is behind) counts from that stamp
@@ -409,7 +409,7 @@ return 1
 """)
 
 MEMBER_RECORD = _script("member_record", r"""
--- strategy="adaptive": perplexed._policy.member_update on the member's hash (o ok, c calls, l latency, x cost,
+-- strategy="adaptive": perplexed.policy._policy.member_update on the member's hash (o ok, c calls, l latency, x cost,
 -- n total). KEYS: 1 member hash. ARGV: 1 ok ('1'/'0') 2 latency_ms ('' = none) 3 cost 4 decay
 local v = redis.call('HMGET', KEYS[1], 'o', 'c', 'l', 'x', 'n')
 local d = tonumber(ARGV[4])

@@ -14,7 +14,7 @@ unreachable, slow or answering errors:
   after a failover, ``LOADING``, ``MASTERDOWN``) keeps it going, so an outage never flaps;
 * degraded, but still safe: while the remote is up, a member of a fleet (``fleet_size`` > 1) leases one of
   its slots (``remote.claim_slot``, with a rate-limited admission); during an outage the members holding one
-  take turns at each rate limit (:func:`perplexed._policy.slot_admit`: no rolling window above the limit,
+  take turns at each rate limit (:func:`perplexed.policy._policy.slot_admit`: no rolling window above the limit,
   nothing in the window the outage began in), and for one window after it, while the calls they made
   in-process go back into the shared window (``remote.replay_window``). A process without a slot allows N
   calls per ``window x fleet_size``, from a window that does not start empty: it holds the admissions this
@@ -40,14 +40,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import Any, Final, TypeVar
 
-from .. import telemetry
-from .._errors import StoreError, redact
-from .._logs import get_logger
-from .._policy import MemberStats, RateLimit, slot_admit
-from ._base import Admission, CachedAnswer, Decision, ProviderState, Record, Store
-from ._ledger import DEFAULT_RETENTION_S, UsageRecord
-from ._resp import ClientClosed, NoScript
-from .memory import MemoryStore
+from perplexed import telemetry
+from perplexed._errors import StoreError, redact
+from perplexed._logs import get_logger
+from perplexed.policy._policy import MemberStats, RateLimit, slot_admit
+from perplexed.store._base import Admission, CachedAnswer, Decision, ProviderState, Record, Store
+from perplexed.store._ledger import DEFAULT_RETENTION_S, UsageRecord
+from perplexed.store._resp import ClientClosed, NoScript
+from perplexed.store.memory import MemoryStore
 
 __all__ = ["RETRY_S", "ResilientStore"]
 

@@ -38,7 +38,7 @@ from collections.abc import AsyncIterator, Callable
 from contextvars import ContextVar
 from typing import Any, Final
 
-from .._errors import StoreError, StoreProtocolError, StoreScriptMissing
+from perplexed._errors import StoreError, StoreProtocolError, StoreScriptMissing
 
 __all__ = [
     "CLOSE_ON",

@@ -9,7 +9,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._policy import (
+from perplexed.policy._policy import (
     LATENCY_SAMPLES,
     SPEND_WINDOWS,
     CoolState,
@@ -22,7 +22,7 @@ from .._policy import (
     spend_allows,
     window_admit,
 )
-from ._base import (
+from perplexed.store._base import (
     CALL,
     Admission,
     CachedAnswer,

@@ -34,9 +34,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .. import telemetry
-from .._logs import get_logger
-from .._policy import (
+from perplexed import telemetry
+from perplexed._logs import get_logger
+from perplexed.policy._policy import (
     LATENCY_SAMPLES,
     SPEND_WINDOWS,
     CoolState,
@@ -46,7 +46,7 @@ from .._policy import (
     p95,
     spend_allows,
 )
-from ._base import (
+from perplexed.store._base import (
     CALL,
     Admission,
     CachedAnswer,
@@ -57,9 +57,9 @@ from ._base import (
     decode_answer,
     encode_answer,
 )
-from ._ledger_sql import SQLiteLedger
-from ._members import MEMBERS_SCHEMA, read_members, record_member
-from .memory import MemoryStore
+from perplexed.store._ledger_sql import SQLiteLedger
+from perplexed.store._members import read_members, record_member
+from perplexed.store.memory import MemoryStore
 
 __all__ = ["SQLiteStore"]
 
@@ -75,25 +75,7 @@ _PRUNE_EVERY = 256
 _CHECKPOINT_EVERY = 200
 _FILL_POLL_S = 0.02
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS cache (key TEXT PRIMARY KEY, expires REAL NOT NULL, value BLOB NOT NULL);
-CREATE TABLE IF NOT EXISTS fills (key TEXT PRIMARY KEY, until REAL NOT NULL) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS rate_window (provider TEXT NOT NULL, ts REAL NOT NULL);
-DROP INDEX IF EXISTS rate_window_idx;
-CREATE INDEX IF NOT EXISTS rate_window_order_idx ON rate_window (provider);
-CREATE TABLE IF NOT EXISTS rate_state (provider TEXT NOT NULL, window_s REAL NOT NULL, count INTEGER NOT NULL,
-                                       cursor INTEGER NOT NULL, PRIMARY KEY (provider, window_s));
-CREATE TABLE IF NOT EXISTS cooldown (
-    provider TEXT PRIMARY KEY, failures INTEGER NOT NULL, open_until REAL, period REAL NOT NULL,
-    trial_until REAL
-);
-CREATE TABLE IF NOT EXISTS spend (id INTEGER PRIMARY KEY, ts REAL NOT NULL, label TEXT NOT NULL,
-                                  amount REAL NOT NULL);
-CREATE INDEX IF NOT EXISTS spend_ts_idx ON spend (ts);
-CREATE TABLE IF NOT EXISTS spend_window (window_s REAL PRIMARY KEY, total REAL NOT NULL, cursor INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS latency (id INTEGER PRIMARY KEY, provider TEXT NOT NULL, ms REAL NOT NULL);
-CREATE INDEX IF NOT EXISTS latency_idx ON latency (provider, id);
-""" + MEMBERS_SCHEMA
+from ._sqlite_schema import _SCHEMA  # noqa: E402 - the tables, in a module of their own
 
 
 class _Busy(Exception):

@@ -1,0 +1,408 @@
+"""Search: validation, the search operation the engine runs, and the provider-flow driver.
+
+The run loop, timing, cancellation, cost accounting, governance and telemetry live in the engine
+(``_engine``), once, for every operation; this module says what a search is (:class:`SearchOperation`) and
+drives a provider's sans-io flow over HTTP (:func:`drive_flow`). The sync API runs the same coroutine on the
+portal loop (see ``_portal``), so sync and async behave identically.
+
+Rules (README, "Chain rules"):
+
+1. A single provider (not a list) is a plain call: one attempt.
+2. Providers are tried in order; the first ``ok`` answer ends the chain.
+3. ``fallback_on`` (default ``error`` and ``empty``) says which outcomes move on; ``timeout`` counts as
+   ``error``.
+4. Each provider gets ``provider_timeout_ms``, capped by what is left of ``deadline_ms``; an overrun is
+   cancelled (connection closed) and recorded as ``timeout``.
+5. Once the deadline has passed, the providers left are recorded as ``deadline`` and not called.
+6. Every attempt carries its cost; ``Result.cost`` is the sum; an empty answer from a paid provider bills.
+7. When every provider fails, an empty answer is still the result; with no answer at all,
+   ``UpstreamError("all_providers_failed", attempts)``.
+8. Each provider call is a span, and each attempt emits ``("perplexed", "search", "attempt")``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+import json
+import logging
+import threading
+from collections.abc import Callable, Generator, Sequence
+from typing import Any, TypeVar
+
+import httpx
+
+from perplexed._errors import BodyTooLargeError, ContentDecodingError
+from perplexed._logs import get_logger
+from perplexed._models import Attempt, Hit, ProviderAnswer, Result
+from perplexed.engine import _engine
+from perplexed.engine._engine import AttemptCallback
+from perplexed.engine._hits import _finalize, _norm_url, finalize_hits, fuse
+from perplexed.engine._strategies import check_floor, judge
+from perplexed.net import _portal
+from perplexed.net._http import get_client, origin, read_capped, redirect_origin
+from perplexed.policy._keywords import check_names, check_search_options
+from perplexed.policy._options import (
+    _DEFAULT_SEARCH_OPTIONS,
+    ChainOptions,
+    SearchOptions,
+    clean_query,
+    split_options,
+)
+from perplexed.policy._policy import Purse
+from perplexed.providers import CallableProvider, Provider, resolve
+from perplexed.providers._base import to_answer
+
+__all__ = [
+    "ATTEMPT_EVENT",
+    "AttemptCallback",
+    "Search",
+    "SearchOperation",
+    "asearch",
+    "check_names",
+    "check_options",
+    "drive_flow",
+    "finalize_hits",
+    "prepare",
+    "search",
+]
+
+_providers_logger = get_logger("perplexed.providers")
+
+ATTEMPT_EVENT = ("perplexed", "search", "attempt")
+T = TypeVar("T")
+_ = _norm_url  # the de-duplication key, importable from here as before
+
+
+class Search:
+    """A validated search: query, providers, chain options and search options (built by :func:`prepare`)."""
+
+    __slots__ = ("chain", "is_chain", "options", "providers", "query")
+
+    def __init__(
+        self,
+        query: str,
+        providers: list[Provider],
+        is_chain: bool,
+        chain: ChainOptions,
+        options: SearchOptions,
+    ) -> None:
+        self.query = query
+        self.providers = providers
+        self.is_chain = is_chain
+        self.chain = chain
+        self.options = options
+
+
+def prepare(query: object, provider: Any = None, **options: Any) -> Search:
+    """Validate everything before any call: query, provider spec, chain and search options.
+
+    A keyword that is neither a search nor a chain option, nor one a chain member declares, is an
+    :class:`~perplexed.InvalidRequest` naming the closest valid one. Raises
+    :class:`~perplexed.InvalidRequest` or :class:`~perplexed.ConfigError`.
+    """
+    return prepare_with(clean_query(query), provider, options)
+
+
+def prepare_with(query: str, provider: Any, options: dict[str, Any], also: tuple[str, ...] = ()) -> Search:
+    """:func:`prepare` for a cleaned query; ``also`` are other keywords valid where the call was made
+    (offered as "did you mean" suggestions)."""
+    chain_kw, search_kw = split_options(dict(options))
+    chain = ChainOptions.build(**chain_kw)
+    opts = SearchOptions.build(**search_kw)
+    providers, is_chain = resolve(provider)
+    check_search_options(opts, providers, also=also)
+    check_floor(chain.min_hits, opts.max_results)
+    return Search(query, providers, is_chain, chain, opts)
+
+
+def check_options(provider: Any = None, *, suggest: tuple[str, ...] = (), **options: Any) -> None:
+    """Validate a provider spec and its chain and search options without a query (what :func:`prepare`
+    checks): for components that are configured once and queried later (the framework adapters).
+    ``suggest``: other names valid where the options were given, offered in "did you mean" errors."""
+    prepare_with("", provider, options, also=tuple(suggest))
+
+
+def _prepare_plain(query: object, provider: Any) -> Search:
+    """:func:`prepare` for a call that sets no option (the common case): the shared default options."""
+    cleaned = clean_query(query)
+    chain, opts = ChainOptions.build(), SearchOptions.build()
+    providers, is_chain = resolve(provider)
+    return Search(cleaned, providers, is_chain, chain, opts)
+
+
+def _prepared(
+    query: object,
+    provider: Any,
+    provider_timeout_ms: int | None,
+    deadline_ms: int | None,
+    fallback_on: Any,
+    max_results: int | None,
+    options: dict[str, Any],
+) -> Search:
+    """The argument dispatch of :func:`search` and :func:`asearch`: a call that sets no option (the common
+    case) shares the default options; any other is validated in full by :func:`prepare`."""
+    if (
+        not options
+        and provider_timeout_ms is None
+        and deadline_ms is None
+        and fallback_on is None
+        and max_results is None
+    ):
+        return _prepare_plain(query, provider)
+    return prepare(
+        query,
+        provider,
+        provider_timeout_ms=provider_timeout_ms,
+        deadline_ms=deadline_ms,
+        fallback_on=fallback_on,
+        max_results=max_results,
+        **options,
+    )
+
+
+async def asearch(
+    query: str,
+    provider: Any = None,
+    *,
+    provider_timeout_ms: int | None = None,
+    deadline_ms: int | None = None,
+    fallback_on: Any = None,
+    max_results: int | None = None,
+    on_attempt: AttemptCallback | None = None,
+    **options: Any,
+) -> Result:
+    """Search ``query`` through ``provider`` (a name, dict, Provider, function, or a list of them = a chain).
+
+    ``provider=None`` uses the default chain (``PERPLEXED_PROVIDER``). Chain options: ``provider_timeout_ms``
+    (default 15000), ``deadline_ms`` (default 30000), ``fallback_on`` (default ``("error", "empty")``);
+    ``strategy`` (``"sequential"``, ``"hedged"`` with ``hedge_after_ms``, ``"merge"`` with
+    ``merge_providers``) and the quality floor ``min_hits`` / ``accept`` (see docs/strategies.md).
+    Search options (``max_results``, ``include_domains``, ``exclude_domains``, ``recency``,
+    ``published_after``, ``published_before``, ``language``, ``country``, ``safe_search``, and any
+    provider-specific option) go to every provider. ``on_attempt`` is called with each :class:`Attempt` as it
+    ends. Raises :class:`~perplexed.UpstreamError` (``reason="all_providers_failed"``) when no provider
+    answered, :class:`~perplexed.InvalidRequest` / :class:`~perplexed.ConfigError` for bad input.
+    """
+    prepared = _prepared(query, provider, provider_timeout_ms, deadline_ms, fallback_on, max_results, options)
+    return await run(prepared, on_attempt=on_attempt)
+
+
+def search(
+    query: str,
+    provider: Any = None,
+    *,
+    provider_timeout_ms: int | None = None,
+    deadline_ms: int | None = None,
+    fallback_on: Any = None,
+    max_results: int | None = None,
+    on_attempt: AttemptCallback | None = None,
+    **options: Any,
+) -> Result:
+    """Synchronous :func:`asearch`: same arguments, same rules, same budgets (it runs the same coroutine)."""
+    prepared = _prepared(query, provider, provider_timeout_ms, deadline_ms, fallback_on, max_results, options)
+    return _portal.run(run, prepared, on_attempt=on_attempt)
+
+
+async def run(prepared: Search, *, on_attempt: AttemptCallback | None = None, deadline: float | None = None,
+              purse: Purse | None = None) -> Result:
+    """Run a prepared search down its providers (through the engine). ``deadline`` (absolute, the loop's
+    clock) and ``purse`` (the call's ``budget_usd``) when the search is one step of a larger call."""
+    return await _engine.run(SearchOperation(prepared), on_attempt, deadline=deadline, purse=purse)
+
+
+class SearchOperation:
+    """Search as an operation of the engine (see ``_engine``): query and options -> hits."""
+
+    __slots__ = ("_options_key", "chain", "members", "options", "prepared", "subject")
+
+    name = "search"
+    subject_key = "query"
+    nothing: list[Hit] = []  # never modified: Result copies its hit list
+
+    def __init__(self, prepared: Search) -> None:
+        self.prepared = prepared
+        self.subject = prepared.query
+        self.members = prepared.providers
+        self.chain = prepared.chain
+        self.options = prepared.options
+        self._options_key: str | None = None
+
+    def client(self, member: Provider) -> httpx.AsyncClient | None:
+        return None if isinstance(member, CallableProvider) else get_client(member.transport)
+
+    async def call(self, member: Provider, client: httpx.AsyncClient | None) -> tuple[ProviderAnswer, bool]:
+        return await _call(member, self.subject, self.options, client)
+
+    def finish(self, member: Provider, raw: tuple[ProviderAnswer, bool]) -> tuple[list[Hit], float, str | None]:
+        answer, owned = raw
+        hits = _finalize(answer.hits, member.label, self.options, owned)
+        charged = answer.cost if answer.cost is not None else member.price(self.options)
+        return hits, charged, answer.detail
+
+    def is_empty(self, answer: list[Hit]) -> bool:
+        return not answer
+
+    def size(self, answer: list[Hit]) -> int:
+        return len(answer)
+
+    def insufficient(self, label: str, answer: list[Hit], attempts: Callable[[], list[Attempt]]) -> str | None:
+        chain = self.chain
+        if chain.min_hits is None and chain.accept is None:
+            return None
+        query = self.subject
+
+        def as_result() -> Result:
+            return Result(query=query, provider=label, hits=list(answer), attempts=attempts())
+
+        return judge(answer, chain.min_hits, chain.accept, as_result)
+
+    def price(self, member: Provider) -> float:
+        return member.price(self.options)
+
+    def cache_parts(self, member: Provider) -> tuple[str, ...] | None:
+        if member.name == "local":  # the embedded index answers in milliseconds and changes when rebuilt
+            return None
+        if self._options_key is None:
+            self._options_key = search_options_key(self.options)
+        extra = ""
+        if member.options:
+            extra = json.dumps(member.options, sort_keys=True, default=repr, separators=(",", ":"))
+        return ("cache", self.subject, self._options_key, extra)
+
+    def to_cache(self, answer: list[Hit]) -> list[Hit]:
+        return answer
+
+    def from_cache(self, stored: Sequence[Hit]) -> list[Hit]:
+        return list(stored)
+
+    def combine(self, answers: Sequence[tuple[str, list[Hit]]]) -> list[Hit]:
+        own = {m.label: m.url_schemes for m in self.members if m.url_schemes}  # file:// from local, ...
+        return fuse(answers, self.options.max_results, own_schemes=own)
+
+    def result(self, provider: str, answer: list[Hit], attempts: list[Attempt]) -> Result:
+        # validated: pydantic's compiled validator is faster here than model_construct (a Python loop)
+        return Result(query=self.subject, provider=provider, hits=answer, attempts=attempts)
+
+
+def search_options_key(options: SearchOptions) -> str:
+    """The search options that change an answer, as a stable string ("" for the defaults)."""
+    if options is _DEFAULT_SEARCH_OPTIONS:
+        return ""
+    return json.dumps(options.model_dump(mode="json"), sort_keys=True, default=repr, separators=(",", ":"))
+
+
+async def _call(
+    provider: Provider, query: str, options: SearchOptions, client: httpx.AsyncClient | None = None
+) -> tuple[ProviderAnswer, bool]:
+    """One provider call. Returns the answer and whether its hits are fresh objects the engine may modify."""
+    if isinstance(provider, CallableProvider):
+        if provider.is_async:
+            value: Any = await provider.asearch(query, options)
+        else:
+            value = await _in_thread(provider.search, query, options)
+        if inspect.isawaitable(value):  # a sync callable that returned a coroutine (a lambda around an async fn)
+            value = await value
+        return to_answer(value, provider.label), False
+    if _providers_logger.isEnabledFor(logging.DEBUG):
+        provider.log_ignored(options)
+    answer: ProviderAnswer = await drive_flow(provider, provider.flow(query, options), client)
+    return answer, True
+
+
+async def read_body(provider: Provider, response: httpx.Response) -> bytes:
+    """A streamed response's body, decoded and capped at ``provider.max_body_bytes``: a body past the cap is a
+    ``body_too_large`` ProviderError, a corrupt or undecodable one ``malformed``."""
+    try:
+        return await read_capped(response, provider.max_body_bytes)
+    except BodyTooLargeError as exc:
+        raise provider.fail("body_too_large", exc.message, response) from None
+    except ContentDecodingError as exc:
+        raise provider.fail("malformed", exc.message, response) from None
+
+
+async def drive_flow(
+    provider: Provider, flow: Generator[httpx.Request, httpx.Response, T], client: httpx.AsyncClient | None = None
+) -> T:
+    """Drive a provider's sans-io flow over HTTP: send each request it yields, read the response (capped at
+    ``provider.max_body_bytes``, redirects only as :func:`_redirect` allows), send it back, until the flow
+    returns its value. The one driver of provider flows (the chain; ``doctor --live`` records through a
+    transport). Raises the flow's failures, ``ProviderError`` for a body too large, malformed or redirected."""
+    try:
+        request = next(flow)
+        if client is None:
+            client = get_client(provider.transport)
+        hops = 0
+        while True:
+            response = await client.send(request, stream=True)
+            try:
+                target = redirect_origin(response)
+                if target is not None:  # never followed blindly: a key must not reach another origin
+                    request = _redirect(provider, request, response, target, hops)
+                    hops += 1
+                    continue
+                await read_body(provider, response)
+            finally:
+                await response.aclose()
+            try:
+                request = flow.send(response)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+    finally:
+        flow.close()
+
+
+def _redirect(
+    provider: Provider, request: httpx.Request, response: httpx.Response, target: str, hops: int
+) -> httpx.Request:
+    """The request to send for a redirect, or a ``redirect`` ProviderError: only a provider that sends no
+    credential may follow one (``Provider.max_redirects``), only to its own origin, and only so many times."""
+    here = origin(request.url)
+    if target == here and hops < provider.max_redirects and response.next_request is not None:
+        return response.next_request
+    if not provider.max_redirects:
+        why = f"{provider.label} sends a credential and follows no redirect"
+    elif target != here:
+        why = f"another origin than {here}"
+    else:
+        why = f"more than {provider.max_redirects} redirects"
+    raise provider.fail("redirect", f"HTTP {response.status_code} redirect to {target} not followed ({why})", response)
+
+
+async def _in_thread(fn: Callable[..., T], /, *args: Any) -> T:
+    """Run a blocking provider function in its own daemon thread and await its result.
+
+    Unlike ``asyncio.to_thread`` (a bounded pool whose threads are joined at exit), a sync provider that
+    hangs past its budget neither starves the next calls nor keeps the interpreter from exiting: on
+    timeout the await is cancelled and the thread's eventual result is dropped.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+    ctx = contextvars.copy_context()
+
+    def _deliver(ok: bool, value: Any) -> None:
+        if future.done():
+            return
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
+
+    def _work() -> None:
+        ok = False
+        result: Any
+        try:
+            result = ctx.run(fn, *args)
+            ok = True
+        except BaseException as exc:  # delivered to the awaiting coroutine, not raised in this thread
+            result = exc
+        try:
+            loop.call_soon_threadsafe(_deliver, ok, result)
+        except RuntimeError:  # the loop closed while the function ran (its caller timed out long ago)
+            pass
+
+    threading.Thread(target=_work, name="perplexed-provider", daemon=True).start()
+    return await future
+
+
