@@ -14,6 +14,8 @@
 - :mod:`testkit.searxng`: the real SearXNG started on loopback once per session (fixtures ``searxng``,
   ``searxng_no_json``, ``searxng_upstream``...), launched by :mod:`testkit.searxng_launcher` from the venv that
   :mod:`testkit.searxng_env` builds.
+- :mod:`testkit.mcp1_env`: the second venv (``.mcp1/venv``) with an ``mcp`` 1.x client and
+  ``langchain-mcp-adapters``, from which ``tests/mcp/test_mcp_client_v1.py`` talks to ``perplexed mcp``.
 
 Fixtures are registered through ``pytest_plugins`` in ``tests/conftest.py``; import helpers as
 ``from testkit.loopback import Json, serve``.
