@@ -29,6 +29,7 @@ def _no_idle_workers() -> Iterator[None]:
         yield
         return
     _pool.close()
+    _pool.retry_at = 0.0  # a worker that could not start in an earlier test of this process is tried again
     yield
     _pool.close()
 

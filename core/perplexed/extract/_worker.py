@@ -33,6 +33,7 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from datetime import date
 from typing import IO, Any
@@ -170,6 +171,10 @@ def _started() -> _Worker:
     return _spawner.start()
 
 
+#: after a worker could not start, extraction runs in threads this long before a worker is tried again
+UNAVAILABLE_RETRY_S = 60.0
+
+
 class _Pool:
     """Warm workers of this process (at most ``_MAX_WORKERS`` working at once, as many kept idle)."""
 
@@ -179,7 +184,8 @@ class _Pool:
         self.idle: list[_Worker] = []
         self.live: set[_Worker] = set()  # idle and working: killed at exit
         self.pid = os.getpid()
-        self.disabled = os.environ.get("PERPLEXED_EXTRACT_WORKERS", "").strip() == "0"
+        self.turned_off = os.environ.get("PERPLEXED_EXTRACT_WORKERS", "").strip() == "0"
+        self.retry_at = 0.0  # after a worker could not start: threads until then, then a worker is tried again
         self.warned = False
 
     def _forked(self) -> None:
@@ -251,8 +257,14 @@ class _Pool:
             for worker in live:
                 worker.kill()
 
+    @property
+    def disabled(self) -> bool:
+        return self.turned_off or time.monotonic() < self.retry_at
+
     def unavailable(self, why: str) -> None:
-        self.disabled = True
+        # a worker could not start (a sandbox, too many open files, a fork failing under load): threads for a
+        # minute, then a worker is tried again, so a passing failure does not lose the bounds for good
+        self.retry_at = time.monotonic() + UNAVAILABLE_RETRY_S
         if not self.warned:
             self.warned = True
             logger.warning("page extraction runs in threads (no deadline, no memory cap): %s", why)
