@@ -173,10 +173,18 @@ async def test_a_page_that_needs_more_memory_than_a_worker_may_take_is_body_too_
     assert workers == []  # a worker that ran out of memory is not reused
 
 
+# Run in the serial phase: in the parallel suite (-n 3, 6 000 tests) this test has found no worker at all after its
+# first fetch (provider http, pool enabled, none live or idle), which it never does alone or with tests/fetch;
+# the cause is not found yet (see the closing note of this session).
+@pytest.mark.timing
 async def test_a_warm_worker_is_reused_between_fetches(loopback: LoopbackServer) -> None:
     url = _serve(loopback, "/a", article_html().encode(), "text/html")
-    await perplexed.afetch(url, allow_private=LOOP)
+    page = await perplexed.afetch(url, allow_private=LOOP)
     first = {p.pid for p in _workers()}
+    from perplexed.extract._worker import _pool
+
+    assert first, (page.provider, _pool.disabled, _pool.turned_off, len(_pool.live), len(_pool.idle),
+                   [" ".join(c.cmdline())[:80] for c in psutil.Process().children(recursive=True)])
     await asyncio.to_thread(perplexed.fetch, url + "?again", allow_private=LOOP)  # another thread, another loop
     assert first and {p.pid for p in _workers()} == first
 
