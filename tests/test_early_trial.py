@@ -7,6 +7,7 @@ budgets are hard: a member skipped for those alone is never called. Sync and asy
 from __future__ import annotations
 
 import asyncio
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -36,9 +37,15 @@ def _hits(name: str) -> list[dict[str, str]]:
     return [{"url": f"https://example.org/{name}", "title": name}]
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "redis"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
-    chosen = MemoryStore() if request.param == "memory" else SQLiteStore(tmp_path / "state.db")
+    if request.param == "redis":
+        from perplexed.store import RedisStore
+
+        server = request.getfixturevalue("valkey")
+        chosen: Any = RedisStore(server.url, prefix=f"trial{uuid.uuid4().hex[:8]}:", timeout_ms=5000)
+    else:
+        chosen = MemoryStore() if request.param == "memory" else SQLiteStore(tmp_path / "state.db")
     perplexed.configure(store=chosen)
     return chosen
 
