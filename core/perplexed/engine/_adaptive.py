@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from perplexed._models import Attempt, Outcome, Result, RouteStep
-from perplexed.engine import _governance
+from perplexed.engine import _gov_settings, _governance
 from perplexed.policy import _ledger
 from perplexed.policy._policy import MemberStats
 from perplexed.providers import CallableProvider, Provider
@@ -105,8 +105,8 @@ def _success(view: MemberView) -> tuple[float, float]:
     return (stats.ok + base * PRIOR_CALLS) / (stats.calls + PRIOR_CALLS), base
 
 
-def _key(view: MemberView, best: float, success: float, base: float) -> tuple[bool, bool, float, int, float]:
-    """The sort key: (unhealthy, below the quality floor, -score bucket, chain position, score)."""
+def _key(view: MemberView, best: float, success: float, base: float) -> tuple[bool, bool, float, int, float, str]:
+    """The sort key: (unhealthy, below the quality floor, -score bucket, chain position, score, label)."""
     prior = view.prior
     stats = view.stats
     quality = 1.0 if prior is None or prior.quality is None else prior.quality
@@ -128,7 +128,7 @@ def _key(view: MemberView, best: float, success: float, base: float) -> tuple[bo
              and expected < view.min_quality - 1e-12)
     # scores within a few per cent are a tie (the chain's order decides): latency jitter does not reorder
     bucket = math.floor(math.log(score) / _SCORE_BUCKET) if score > 0 else -math.inf
-    return success < best - HEALTH_MARGIN, below, -bucket, view.position, score
+    return success < best - HEALTH_MARGIN, below, -bucket, view.position, score, view.label
 
 
 def adaptive_order(views: Sequence[MemberView], draw: float, pick: float, explore: float) -> list[Ranked]:
@@ -138,9 +138,9 @@ def adaptive_order(views: Sequence[MemberView], draw: float, pick: float, explor
         return []
     measured = [_success(v) for v in views]
     best = max([m[0] for m in measured])
-    keyed = [(_key(v, best, m[0], m[1]), v) for v, m in zip(views, measured)]  # noqa: B905 - same length
-    keyed.sort()  # the keys end in the (unique) chain position: the views themselves are never compared
-    ranked = [Ranked(v.position, v.label, k[4]) for k, v in keyed]
+    # the keys end in the (unique) chain position: the views themselves are never compared
+    keyed = sorted([_key(v, best, m[0], m[1]) for v, m in zip(views, measured)])  # noqa: B905
+    ranked = [Ranked(k[3], k[5], k[4]) for k in keyed]
     if draw < explore and len(ranked) > 1:
         explorable = {v.position for v in views if v.explorable}
         others = [i for i, r in enumerate(ranked[1:], start=1) if r.position in explorable]
@@ -170,7 +170,7 @@ async def plan(members: Sequence[Provider], chain: Any, price: Callable[[Provide
     store: Any = None
     stats: dict[str, MemberStats] = {}
     try:
-        store = _governance.current_store()
+        store = _gov_settings.current_store()
         if type(store) is MemoryStore:
             stats = store.member_stats_now(identities)
         else:
@@ -181,14 +181,17 @@ async def plan(members: Sequence[Provider], chain: Any, price: Callable[[Provide
     priors = routing.providers if routing is not None else None
     floor = routing.min_quality if routing is not None else None
     budget = chain.budget_usd
-    spend_limited = bool(_governance._settings.spend_limits)
+    spend_limited = bool(_gov_settings._settings.spend_limits)
     run_cap = _ledger.current()  # perplexed.evaluate's budget_usd, when this search runs inside one
     priced = budget is not None or spend_limited or run_cap is not None  # the list price matters for everyone
     views = []
     now = time.monotonic()
-    position = 0
-    for member in members:
-        record = stats.get(identities[position])
+    get = stats.get
+    for position, member in enumerate(members):
+        record = get(identities[position])
+        if priors is None and not priced and record is not None:  # the common case: nothing else to look up
+            views.append(MemberView(position, member.label, record))
+            continue
         prior = None
         if priors is not None:
             prior = priors.get(member.label) or priors.get(member.name)
@@ -199,7 +202,6 @@ async def plan(members: Sequence[Provider], chain: Any, price: Callable[[Provide
             explorable = not (spend_limited or (budget is not None and max(listed, 1e-12) > budget)
                               or (run_cap is not None and not run_cap.fits(max(listed, 1e-12), run_cap.spent)))
         views.append(MemberView(position, member.label, record, prior, floor, listed, explorable))
-        position += 1
     if chain.seed is None:
         draw, pick = random.random(), random.random()
     else:
