@@ -18,11 +18,10 @@ from perplexed import (
     InvalidRequest,
     NoSourcesError,
     PerplexedError,
-    RateLimitError,
-    ResponseFailedError,
     UpstreamError,
     telemetry,
 )
+from perplexed.agent import RateLimitError, ResponseFailedError
 from perplexed.grounding._grounding import CITATION_INSTRUCTION, NO_SOURCES_INSTRUCTION
 from test_answer_fakes import (
     ANSWER_TEXT,

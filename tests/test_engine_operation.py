@@ -9,9 +9,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
-from perplexed import Attempt, Hit, Outcome, UpstreamError, telemetry
+from perplexed import Attempt, ChainOptions, Hit, Outcome, UpstreamError, telemetry
 from perplexed.engine import _engine, _governance
-from perplexed.policy._options import ChainOptions
 from perplexed.providers import CallableProvider, Provider
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import perplexed
 import pytest
 from perplexed.catalogue import OPTIONS, TOOLS, option, options_table
+from perplexed.integration import prepare_fetch
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -75,9 +76,9 @@ def test_core_validation_reads_the_catalogue() -> None:
         (lambda: perplexed.ChainOptions.build(strategy="fast"), "(strategy takes 'sequential', 'hedged', 'merge', 'adaptive')"),
         (lambda: perplexed.ChainOptions.build(fallback_on=["never"]), "(fallback_on takes 'error', 'empty', 'timeout', 'insufficient')"),
         (lambda: perplexed.ChainOptions.build(cache_single_flight=1), "cache_single_flight must be True or False"),
-        (lambda: perplexed.prepare_fetch("https://example.com/", format="html"), "format must be 'markdown' or 'text', got 'html'"),
-        (lambda: perplexed.prepare_fetch("https://example.com/", max_chars=0), "max_chars must be an integer >= 1, got 0"),
-        (lambda: perplexed.prepare_fetch("https://example.com/", max_age_s=-1), "max_age_s must be a non-negative number of seconds, got -1"),
+        (lambda: prepare_fetch("https://example.com/", format="html"), "format must be 'markdown' or 'text', got 'html'"),
+        (lambda: prepare_fetch("https://example.com/", max_chars=0), "max_chars must be an integer >= 1, got 0"),
+        (lambda: prepare_fetch("https://example.com/", max_age_s=-1), "max_age_s must be a non-negative number of seconds, got -1"),
     ],
 )
 def test_the_error_texts_are_the_declared_words(call: typing.Callable[[], object], words: str) -> None:

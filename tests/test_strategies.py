@@ -19,7 +19,7 @@ from perplexed import Attempt, Hit, Outcome, ProviderAnswer, Result, UpstreamErr
 from perplexed.engine import _governance
 from perplexed.engine._strategies import observed_p95
 from perplexed.providers import FunctionProvider, SearXNG
-from perplexed.store._base import Record
+from perplexed.store import Record
 from testkit.loopback import HEALTHY_MS, Hang, Json, LoopbackServer, SearchAPI, searxng_json
 
 LONG = 60_000  # a budget nothing here reaches

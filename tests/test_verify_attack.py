@@ -322,8 +322,8 @@ def test_a_callable_checker_evidence_per_cited_hit_and_none_for_an_unsupported_s
 
 def _rows_as_indexed() -> str:
     """The zoning table as the local index's hit gives it (pipes and rules dropped: one line a row)."""
-    from perplexed.index import build_index
     from perplexed.providers import Local
+    from perplexed.providers.local import build_index
 
     return _local_hit_text(build_index, Local)
 
