@@ -183,9 +183,11 @@ def test_answer_rejects_unknown_keywords_including_its_own_typos(api: FakeAgentA
 
 
 def test_check_options_validates_without_a_query() -> None:
-    perplexed.engine.chain.check_options("searxng", engines=["wikipedia"], max_results=3)
+    from perplexed.engine.chain import check_options  # private: the option check alone, with no query to run
+
+    check_options("searxng", engines=["wikipedia"], max_results=3)
     with pytest.raises(InvalidRequest, match="did you mean 'engines'"):
-        perplexed.engine.chain.check_options("searxng", engine=["wikipedia"])
+        check_options("searxng", engine=["wikipedia"])
 
 
 # --- who sent a field the API rejects (helper "agent"'s AgentRequest.sent_by) -----------------------------

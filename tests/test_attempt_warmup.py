@@ -8,7 +8,9 @@ from typing import Any
 
 import perplexed
 import pytest
-from perplexed.engine import chain
+from perplexed.engine import (  # private: slows the per-member client set-up, which nothing public reaches
+    chain,
+)
 from testkit.loopback import Json, searxng_json, serve
 
 SLOW_SETUP_S = 2.0

@@ -5,7 +5,10 @@ and for a misspelt command or choice (``serch`` -> ``search``, ``--strategy merj
 from __future__ import annotations
 
 import pytest
-from perplexed.cli import _with_choice_hint, main
+from perplexed.cli import (  # private: both argparse spellings, though one Python shows only one
+    _with_choice_hint,
+    main,
+)
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ from typing import Any
 import perplexed
 import pytest
 from perplexed import doctor
-from perplexed.cli import main
+from perplexed.cli import main  # private: the perplexed command run in-process, not as a subprocess
 from testkit.doctor_answers import KEYS, clean_env
 from testkit.loopback import Html, Json, searxng_json, serve
 

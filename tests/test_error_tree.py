@@ -8,7 +8,9 @@ import inspect
 from pathlib import Path
 
 import perplexed
-from perplexed import _errors
+from perplexed import (  # private: the docs' tree is compared with the module that defines every exception
+    _errors,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = Path(perplexed.__file__).resolve().parent

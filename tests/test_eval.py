@@ -13,8 +13,15 @@ import perplexed
 import pytest
 from evalkit import N_QUERIES, Planned, abc, queries
 from perplexed import EvalQuery, EvalReport, Hit, InvalidRequest
-from perplexed.evaluation._eval import run_eval
-from perplexed.evaluation._eval_report import answer_found, normalize_text, normalize_url, wilson
+from perplexed.evaluation._eval import (  # private: resuming a run with done= and on_row= is not public
+    run_eval,
+)
+from perplexed.evaluation._eval_report import (  # private: URL normalisation and answer matching, table-style
+    answer_found,
+    normalize_text,
+    normalize_url,
+    wilson,
+)
 
 
 @pytest.fixture(scope="module")

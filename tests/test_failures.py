@@ -21,9 +21,18 @@ from perplexed.agent import (
     RateLimitError,
     ServerError,
 )
-from perplexed.policy._failures import StatusRule, classify_exception, classify_status, match_rule
-from perplexed.policy._policy import health_of
-from perplexed.policy._wire import parse_error_envelope
+from perplexed.policy._failures import (  # private: the failure map is the unit under test
+    StatusRule,
+    classify_exception,
+    classify_status,
+    match_rule,
+)
+from perplexed.policy._policy import (  # private: which reasons count against health, for every reason
+    health_of,
+)
+from perplexed.policy._wire import (  # private: the error envelope feeds the classifier, tested directly
+    parse_error_envelope,
+)
 from perplexed.providers import get
 
 REPO = Path(__file__).resolve().parents[1]

@@ -15,7 +15,9 @@ from typing import Any
 import perplexed
 import pytest
 from perplexed import ConfigError, InvalidRequest, Outcome, ProviderAnswer, UpstreamError, telemetry
-from perplexed.engine import _governance
+from perplexed.engine import (  # private: reads the settings, the current store and member identities
+    _governance,
+)
 from perplexed.providers import FunctionProvider, SearXNG
 from perplexed.providers.local import build_index
 from perplexed.store import MemoryStore, SQLiteStore, Store

@@ -11,7 +11,11 @@ from pathlib import Path
 
 import pytest
 from perplexed import ConfigError
-from perplexed.extract._doctext import DocumentError, decode, extract
+from perplexed.extract._doctext import (  # private: the text extraction for each file type, below the index
+    DocumentError,
+    decode,
+    extract,
+)
 from perplexed.index import (  # private: the stored rows and the per-platform data dir, not shown by Local
     INDEX_ENV,
     index_stats,

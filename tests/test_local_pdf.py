@@ -12,7 +12,7 @@ from pathlib import Path
 
 import perplexed
 import pytest
-from perplexed.extract._doctext import DocumentError, extract
+from perplexed.extract._doctext import DocumentError, extract  # private: PDF text extraction, below the index
 from perplexed.index import query_index  # private: the extracted text as stored, row by row
 from perplexed.providers import Local
 from perplexed.providers.local import build_index

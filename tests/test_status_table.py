@@ -15,10 +15,15 @@ import perplexed
 import pytest
 from perplexed import ProviderError, UpstreamError
 from perplexed._errors import REASONS, Reason  # private: the closed reason set is checked
-from perplexed.agent._policy import should_retry
+from perplexed.agent._policy import should_retry  # private: the Agent client's retry reads the same table
 from perplexed.fetchers import status_reason
-from perplexed.policy._failures import classify_status
-from perplexed.policy._status import ROWS, TEXT_ROWS, lookup, reason_from_text
+from perplexed.policy._failures import classify_status  # private: the failure map reads the same table
+from perplexed.policy._status import (  # private: the status table is the unit under test
+    ROWS,
+    TEXT_ROWS,
+    lookup,
+    reason_from_text,
+)
 from perplexed.providers import get
 
 CORE = Path(__file__).resolve().parents[1] / "core" / "perplexed"
