@@ -14,9 +14,7 @@ from perplexed.policy._policy import (  # private: the decayed counter record, s
     MemberStats,
     member_update,
 )
-from perplexed.policy._routing import (  # private: priors built by hand, without an evaluation run
-    ProviderPrior,
-)
+from perplexed.policy._routing import ProviderPrior  # private: priors built by hand, no evaluation
 
 A_PRIOR = ProviderPrior(quality=0.9, cost_per_query_usd=0.01, latency_p50_ms=400)
 B_PRIOR = ProviderPrior(quality=0.7, cost_per_query_usd=0.0, latency_p50_ms=200)

@@ -8,9 +8,7 @@ from typing import Any
 
 import perplexed
 import pytest
-from perplexed.engine import (  # private: slows the per-member client set-up, which nothing public reaches
-    chain,
-)
+from perplexed.engine import chain  # private: slows each member's client set-up, which no public hook can
 from testkit.loopback import Json, searxng_json, serve
 
 SLOW_SETUP_S = 2.0

@@ -166,9 +166,7 @@ def test_every_ok_cassette_has_the_declared_shape(name: str, data: Any) -> None:
 
 
 def test_every_provider_has_a_shape() -> None:
-    from perplexed.providers._table import (  # private: the static provider table, not plug-ins other tests register
-        WEB_PROVIDERS,
-    )
+    from perplexed.providers._table import WEB_PROVIDERS  # private: the static table, not test plug-ins
 
     assert set(WEB_PROVIDERS) | {"agent"} == set(SHAPES)
     assert {"searxng", "ceramic", "firecrawl", "perplexity", "tavily", "exa", "brave", "linkup"} <= {

@@ -27,12 +27,8 @@ from perplexed.policy._failures import (  # private: the failure map is the unit
     classify_status,
     match_rule,
 )
-from perplexed.policy._policy import (  # private: which reasons count against health, for every reason
-    health_of,
-)
-from perplexed.policy._wire import (  # private: the error envelope feeds the classifier, tested directly
-    parse_error_envelope,
-)
+from perplexed.policy._policy import health_of  # private: which reasons hurt health
+from perplexed.policy._wire import parse_error_envelope  # private: the envelope feeds the classifier
 from perplexed.providers import get
 
 REPO = Path(__file__).resolve().parents[1]

@@ -15,9 +15,7 @@ from typing import Any
 import perplexed
 import pytest
 from perplexed import ConfigError, InvalidRequest, Outcome, ProviderAnswer, UpstreamError, telemetry
-from perplexed.engine import (  # private: reads the settings, the current store and member identities
-    _governance,
-)
+from perplexed.engine import _governance  # private: reads settings, the current store, member identities
 from perplexed.providers import FunctionProvider, SearXNG
 from perplexed.providers.local import build_index
 from perplexed.store import MemoryStore, SQLiteStore, Store

@@ -52,9 +52,7 @@ def test_the_docs_table_is_the_catalogues() -> None:
 
 def test_core_validation_reads_the_catalogue() -> None:
     from perplexed.fetchers import FetchOptions
-    from perplexed.operations import (  # private: the fetch entry point's option sets must be the catalogue's
-        _fetch,
-    )
+    from perplexed.operations import _fetch  # private: fetch's option sets vs the catalogue
     from perplexed.policy._options import (  # private: the core's option sets must be the catalogue's
         CHAIN_OPTION_NAMES,
         COMMON_OPTIONS,

@@ -13,9 +13,7 @@ import perplexed
 import pydantic
 import pytest
 from perplexed import Evidence, Hit, InvalidRequest, Result, SentenceCheck, Verification
-from perplexed.grounding._lexical import (  # private: sentence splitting, table-style, with offsets
-    split_sentences,
-)
+from perplexed.grounding._lexical import split_sentences  # private: sentence offsets, table-style
 from perplexed.integration import AnswerPlan, prepare_answer
 from test_answer_fakes import ANSWER_TEXT, FakeAgentAPI, ok, provider, response_json
 
