@@ -40,9 +40,9 @@ def test_the_first_span_is_not_in_the_attempt(monkeypatch: pytest.MonkeyPatch) -
     real = telemetry.span
 
     @contextmanager
-    def slow_span(name: str, attributes: Any = None) -> Any:
+    def slow_span(name: str, attributes: Any = None, kind: str | None = None) -> Any:
         time.sleep(SLOW_SETUP_S)  # the first span imports the tracing API
-        with real(name, attributes) as span:
+        with real(name, attributes, kind) as span:
             yield span
 
     monkeypatch.setattr(telemetry, "span", slow_span)
