@@ -60,7 +60,7 @@ def _fresh_governance() -> Iterator[None]:
     yield
     import sys
 
-    governance = sys.modules.get("perplexed.engine._governance")
+    governance = sys.modules.get("perplexed.engine._governance")  # private: only governance, and only if a test loaded it
     if governance is not None:
         governance.reset()
 

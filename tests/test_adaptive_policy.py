@@ -4,9 +4,17 @@ quality floor, cost, latency, exploration) and ``member_update`` (the decayed co
 from __future__ import annotations
 
 import pytest
-from perplexed.engine._adaptive import HEALTH_MARGIN, MemberView, adaptive_order
-from perplexed.policy._policy import MEMBER_DECAY, MemberStats, member_update
-from perplexed.policy._routing import ProviderPrior
+from perplexed.engine._adaptive import (  # private: the adaptive ordering rule, fed member views directly
+    HEALTH_MARGIN,
+    MemberView,
+    adaptive_order,
+)
+from perplexed.policy._policy import (  # private: the decayed counter record, step by step
+    MEMBER_DECAY,
+    MemberStats,
+    member_update,
+)
+from perplexed.policy._routing import ProviderPrior  # private: priors built by hand, no evaluation
 
 A_PRIOR = ProviderPrior(quality=0.9, cost_per_query_usd=0.01, latency_p50_ms=400)
 B_PRIOR = ProviderPrior(quality=0.7, cost_per_query_usd=0.0, latency_p50_ms=200)

@@ -18,12 +18,14 @@ from perplexed import (
     InvalidRequest,
     NoSourcesError,
     PerplexedError,
-    RateLimitError,
-    ResponseFailedError,
     UpstreamError,
     telemetry,
 )
-from perplexed.grounding._grounding import CITATION_INSTRUCTION, NO_SOURCES_INSTRUCTION
+from perplexed.agent import RateLimitError, ResponseFailedError
+from perplexed.grounding._grounding import (  # private: the instructions sent are compared with their source
+    CITATION_INSTRUCTION,
+    NO_SOURCES_INSTRUCTION,
+)
 from test_answer_fakes import (
     ANSWER_TEXT,
     FAKE_KEY,
@@ -344,7 +346,7 @@ def test_sync_answer_with_an_agent_client(api: FakeAgentAPI) -> None:
 
 
 def test_module_import_does_not_shadow_the_function(api: FakeAgentAPI) -> None:
-    import perplexed.grounding._answer as module
+    import perplexed.grounding._answer as module  # private: importing the module must not shadow perplexed.answer
 
     assert callable(perplexed.answer) and not isinstance(perplexed.answer, type(module))
     ans = perplexed.answer(QUERY, provider=provider(), client=api.client())

@@ -7,7 +7,7 @@ from datetime import date
 import perplexed
 import pytest
 from perplexed import Answer, ConfigError, InvalidRequest
-from perplexed.grounding._grounding import AGENT_CITATION_INSTRUCTION
+from perplexed.grounding._grounding import AGENT_CITATION_INSTRUCTION  # private: the exact prompt text sent
 from test_answer_fakes import FakeAgentAPI, ok, response_json
 
 QUERY = "What changed in the EU AI Act this month?"

@@ -14,8 +14,8 @@ from typing import Any
 import perplexed
 import pytest
 import vcr
-from perplexed import Answer, Hit, RateLimitError, ResponseFailedError
-from perplexed.agent import AsyncAgentClient
+from perplexed import Answer, Hit
+from perplexed.agent import AsyncAgentClient, RateLimitError, ResponseFailedError
 from test_answer_fakes import FAKE_KEY, provider
 
 CASSETTES = Path(__file__).resolve().parent.parent / "cassettes" / "synthesized" / "answer"

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from perplexed import Hit, InvalidRequest, SearchOptions
-from perplexed.grounding._grounding import (
+from perplexed.grounding._grounding import (  # private: the pure grounding helpers are the unit under test
     AGENT_PROVIDER,
     SEARCH_OFF,
     TRUNCATION_MARK,

@@ -1,4 +1,4 @@
-"""One answer plan (issue 18 §2): perplexed.prepare_answer() -> a frozen perplexed.AnswerPlan that every
+"""One answer plan (issue 18 §2): perplexed.integration.prepare_answer() -> a frozen AnswerPlan that every
 entry point runs; typed errors for bad answer() arguments (issue 12 §4); unknown keywords (issue 17 §2)."""
 
 from __future__ import annotations
@@ -8,7 +8,9 @@ from typing import Any
 
 import perplexed
 import pytest
-from perplexed import AnswerPlan, ConfigError, Hit, InvalidRequest
+from perplexed import ConfigError, Hit, InvalidRequest
+from perplexed.agent import BadRequestError
+from perplexed.integration import AnswerPlan, prepare_answer
 from perplexed.providers import FunctionProvider, SearXNG
 from test_answer_fakes import ANSWER_TEXT, FakeAgentAPI, provider
 
@@ -21,7 +23,7 @@ def api() -> FakeAgentAPI:
 
 
 def test_prepare_answer_returns_a_frozen_plan(api: FakeAgentAPI) -> None:
-    plan = perplexed.prepare_answer(QUERY, provider(), client=api.client(), preset="low", max_results=3)
+    plan = prepare_answer(QUERY, provider(), client=api.client(), preset="low", max_results=3)
     assert isinstance(plan, AnswerPlan)
     assert plan.query == QUERY
     assert not plan.agent_mode
@@ -38,7 +40,7 @@ def test_prepare_answer_returns_a_frozen_plan(api: FakeAgentAPI) -> None:
 
 @pytest.mark.parametrize("run", ["answer", "stream_answer"])
 def test_every_sync_entry_point_runs_a_plan(api: FakeAgentAPI, run: str) -> None:
-    plan = perplexed.prepare_answer(QUERY, provider(), client=api.client())
+    plan = prepare_answer(QUERY, provider(), client=api.client())
     if run == "answer":
         ans = perplexed.answer(plan)
     else:
@@ -49,7 +51,7 @@ def test_every_sync_entry_point_runs_a_plan(api: FakeAgentAPI, run: str) -> None
 
 
 async def test_every_async_entry_point_runs_a_plan(api: FakeAgentAPI) -> None:
-    plan = perplexed.prepare_answer(QUERY, provider(), async_client=api.async_client())
+    plan = prepare_answer(QUERY, provider(), async_client=api.async_client())
     ans = await perplexed.aanswer(plan)
     items = [item async for item in perplexed.astream_answer(plan)]
     assert ans.text == items[-1].text == ANSWER_TEXT
@@ -57,7 +59,7 @@ async def test_every_async_entry_point_runs_a_plan(api: FakeAgentAPI) -> None:
 
 
 def test_a_plan_is_complete(api: FakeAgentAPI) -> None:
-    plan = perplexed.prepare_answer(QUERY, provider(), client=api.client())
+    plan = prepare_answer(QUERY, provider(), client=api.client())
     with pytest.raises(InvalidRequest, match="pass it alone") as info:
         perplexed.answer(plan, preset="high")
     assert info.value.param == "preset"
@@ -85,7 +87,7 @@ def test_agent_mode_inside_a_chain_is_a_config_error() -> None:
 
 
 def test_agent_mode_plan_has_no_search(api: FakeAgentAPI) -> None:
-    plan = perplexed.prepare_answer(QUERY, ["Perplexity-Agent"], client=api.client(), recency="week")
+    plan = prepare_answer(QUERY, ["Perplexity-Agent"], client=api.client(), recency="week")
     assert plan.agent_mode and plan.search is None
     assert plan.providers == ["perplexity-agent"]
     assert plan.params["tools"][0]["filters"] == {"search_recency_filter": "week"}
@@ -181,9 +183,11 @@ def test_answer_rejects_unknown_keywords_including_its_own_typos(api: FakeAgentA
 
 
 def test_check_options_validates_without_a_query() -> None:
-    perplexed.engine.chain.check_options("searxng", engines=["wikipedia"], max_results=3)
+    from perplexed.engine.chain import check_options  # private: the option check alone, with no query to run
+
+    check_options("searxng", engines=["wikipedia"], max_results=3)
     with pytest.raises(InvalidRequest, match="did you mean 'engines'"):
-        perplexed.engine.chain.check_options("searxng", engine=["wikipedia"])
+        check_options("searxng", engine=["wikipedia"])
 
 
 # --- who sent a field the API rejects (helper "agent"'s AgentRequest.sent_by) -----------------------------
@@ -194,7 +198,7 @@ def test_an_unknown_field_400_names_the_perplexed_option_behind_it() -> None:
 
     api = FakeAgentAPI(reply=status(400, "invalid_request_error",
                                     'invalid request body: json: unknown field "max_tool_calls"'))
-    with pytest.raises(perplexed.BadRequestError) as info:
+    with pytest.raises(BadRequestError) as info:
         perplexed.answer(QUERY, provider(cost=0.001), client=api.client(), preset="low")
     assert info.value.param == "max_tool_calls"
     assert "grounding with a preset sends max_tool_calls=0" in str(info.value)
@@ -205,15 +209,15 @@ def test_an_unknown_field_400_names_the_perplexed_option_behind_it() -> None:
 
 def test_the_default_preset_is_noted_as_answers_own() -> None:
     api = FakeAgentAPI()
-    plan = perplexed.prepare_answer(QUERY, provider(), client=api.client())
+    plan = prepare_answer(QUERY, provider(), client=api.client())
     assert plan.params["preset"] == "fast"
     assert "default" in plan.params["sent_by"]["preset"]
-    named = perplexed.prepare_answer(QUERY, provider(), client=api.client(), preset="fast")
+    named = prepare_answer(QUERY, provider(), client=api.client(), preset="fast")
     assert "preset" not in named.params["sent_by"]
 
 
 def test_a_plan_is_hashable_and_its_repr_shows_no_client(api: FakeAgentAPI) -> None:
-    plan = perplexed.prepare_answer(QUERY, provider(), client=api.client())
+    plan = prepare_answer(QUERY, provider(), client=api.client())
     assert {plan: 1}[plan] == 1
     text = repr(plan)
     assert "AnswerPlan(query=" in text and "client" not in text and "pplx-" not in text

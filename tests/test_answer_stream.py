@@ -7,7 +7,8 @@ from typing import Any
 import httpx
 import perplexed
 import pytest
-from perplexed import Answer, NoSourcesError, RateLimitError, ResponseFailedError, UpstreamError, telemetry
+from perplexed import Answer, NoSourcesError, UpstreamError, telemetry
+from perplexed.agent import RateLimitError, ResponseFailedError, StreamError
 from test_answer_fakes import (
     ANSWER_TEXT,
     FakeAgentAPI,
@@ -127,6 +128,6 @@ async def test_stream_cut_before_the_terminal_event_is_a_stream_error() -> None:
         )
 
     api = FakeAgentAPI(reply=cut)
-    with pytest.raises(perplexed.StreamError) as info:
+    with pytest.raises(StreamError) as info:
         await _collect(perplexed.astream_answer(QUERY, provider=provider(cost=0.002), client=api.async_client()))
     assert info.value.cost == pytest.approx(0.002)

@@ -8,7 +8,7 @@ from typing import Any
 
 import perplexed
 import pytest
-from perplexed.engine import chain
+from perplexed.engine import chain  # private: slows each member's client set-up, which no public hook can
 from testkit.loopback import Json, searxng_json, serve
 
 SLOW_SETUP_S = 2.0
@@ -40,9 +40,9 @@ def test_the_first_span_is_not_in_the_attempt(monkeypatch: pytest.MonkeyPatch) -
     real = telemetry.span
 
     @contextmanager
-    def slow_span(name: str, attributes: Any = None) -> Any:
+    def slow_span(name: str, attributes: Any = None, kind: str | None = None) -> Any:
         time.sleep(SLOW_SETUP_S)  # the first span imports the tracing API
-        with real(name, attributes) as span:
+        with real(name, attributes, kind) as span:
             yield span
 
     monkeypatch.setattr(telemetry, "span", slow_span)

@@ -222,7 +222,7 @@ async def test_a_hung_async_function_provider_is_cancelled_and_its_task_is_gone(
 
 async def test_the_sync_api_cancels_on_the_portal_loop_too(loopback: LoopbackServer) -> None:
     import perplexed
-    from perplexed.net import _portal
+    from perplexed.net import _portal  # private: the sync API's portal loop must hold no leftover task
 
     finished = threading.Event()
 

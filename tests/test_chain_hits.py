@@ -10,7 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from perplexed import Hit, Outcome, SearchOptions, UpstreamError
-from perplexed.engine.chain import _norm_url, finalize_hits
+from perplexed.engine.chain import (  # private: hit normalisation table-style, before the engine runs it
+    _norm_url,
+    finalize_hits,
+)
 from perplexed.providers import FunctionProvider, SearXNG
 from testkit.loopback import Json, LoopbackServer, SearchAPI, searxng_json
 

@@ -5,7 +5,10 @@ and for a misspelt command or choice (``serch`` -> ``search``, ``--strategy merj
 from __future__ import annotations
 
 import pytest
-from perplexed.cli import _with_choice_hint, main
+from perplexed.cli import (  # private: both argparse spellings, though one Python shows only one
+    _with_choice_hint,
+    main,
+)
 
 
 @pytest.mark.parametrize(
@@ -43,10 +46,10 @@ def test_both_argparse_spellings_of_invalid_choice(message: str) -> None:
 
 @pytest.mark.parametrize(("window", "closest"), [("dya", "day"), ("Day", "day"), ("weekly", "week"), ("hours", "hour")])
 def test_a_misspelt_spend_window_names_the_closest(window: str, closest: str, capsys: pytest.CaptureFixture[str]) -> None:
+    import perplexed
     from perplexed import ConfigError
-    from perplexed.policy._policy import parse_spend_limits
 
-    with pytest.raises(ConfigError, match=f"did you mean '{closest}'"):
-        parse_spend_limits({window: 5})
+    with pytest.raises(ConfigError, match=f"did you mean '{closest}'"):  # validated before anything is set
+        perplexed.configure(spend_limits={window: 5})
     assert main(["search", "q", "-p", "local", "--spend-limit", f"{window}=5"]) == 2
     assert f"did you mean '{closest}'" in capsys.readouterr().err

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from perplexed import cli
+from perplexed import cli  # private: the perplexed command run in-process, not as a subprocess
 from perplexed.providers.local import build_index
 from testkit.loopback import Status, serve
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import perplexed
 import pytest
-from perplexed import cli
+from perplexed import cli  # private: the perplexed command run in-process, not as a subprocess
 from perplexed.store import SQLiteStore
-from perplexed.store._ledger import UsageRecord
+from perplexed.store._ledger import UsageRecord  # private: seeds the ledger with past days' rows
 
 DAY = 86400.0
 

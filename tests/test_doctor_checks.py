@@ -11,8 +11,13 @@ from typing import Any
 import pytest
 import yaml
 from perplexed.doctor import SHAPES
-from perplexed.doctor._checks import check_key_format, check_shape, compare_cost, reported_cost
-from perplexed.doctor._shapes import CostField, Field, Shape
+from perplexed.doctor._checks import (  # private: doctor's pure checks, table-style, without a live call
+    check_key_format,
+    check_shape,
+    compare_cost,
+    reported_cost,
+)
+from perplexed.doctor._shapes import CostField, Field, Shape  # private: made-up shapes to show drift is found
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -161,7 +166,7 @@ def test_every_ok_cassette_has_the_declared_shape(name: str, data: Any) -> None:
 
 
 def test_every_provider_has_a_shape() -> None:
-    from perplexed.providers._table import WEB_PROVIDERS
+    from perplexed.providers._table import WEB_PROVIDERS  # private: the static table, not test plug-ins
 
     assert set(WEB_PROVIDERS) | {"agent"} == set(SHAPES)
     assert {"searxng", "ceramic", "firecrawl", "perplexity", "tavily", "exa", "brave", "linkup"} <= {

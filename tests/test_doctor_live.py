@@ -14,10 +14,14 @@ import pytest
 import vcr
 import yaml
 from perplexed import InvalidRequest, doctor
-from perplexed.cli import main
+from perplexed.cli import main  # private: the perplexed command run in-process, not as a subprocess
 from perplexed.doctor import SHAPES, acheck_live
-from perplexed.doctor._checks import check_shape
-from perplexed.doctor._live import AGENT_INPUT, AGENT_PRESET, LIVE_QUERY
+from perplexed.doctor._checks import check_shape  # private: cassettes against the declared shape
+from perplexed.doctor._live import (  # private: the live check's request must be the declared one
+    AGENT_INPUT,
+    AGENT_PRESET,
+    LIVE_QUERY,
+)
 from perplexed.providers import Provider, get
 from testkit.doctor_answers import (
     KEYS,

@@ -4,7 +4,7 @@ configure a provider; with a misspelt provider name, the closest one."""
 from __future__ import annotations
 
 import pytest
-from perplexed.cli import main
+from perplexed.cli import main  # private: the perplexed command run in-process, not as a subprocess
 from perplexed.providers import available, get
 
 

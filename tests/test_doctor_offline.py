@@ -10,7 +10,7 @@ from typing import Any
 import perplexed
 import pytest
 from perplexed import doctor
-from perplexed.cli import main
+from perplexed.cli import main  # private: the perplexed command run in-process, not as a subprocess
 from testkit.doctor_answers import KEYS, clean_env
 from testkit.loopback import Html, Json, searxng_json, serve
 
@@ -52,7 +52,7 @@ def test_nothing_configured_is_not_ready_and_says_what_to_set(capsys: pytest.Cap
 
 def test_one_member_that_can_answer_is_ready(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
                                             tmp_path: Path) -> None:
-    from perplexed.index import build_index
+    from perplexed.providers.local import build_index
 
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -69,7 +69,7 @@ def test_one_member_that_can_answer_is_ready(monkeypatch: pytest.MonkeyPatch, ca
 
 def test_an_empty_index_is_not_ready(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
                                      tmp_path: Path) -> None:
-    from perplexed.index import build_index
+    from perplexed.providers.local import build_index
 
     (tmp_path / "empty").mkdir()
     build_index(tmp_path / "empty", tmp_path / "empty.db")
@@ -182,7 +182,7 @@ def test_local_index_missing_ok_and_corrupt(monkeypatch: pytest.MonkeyPatch, tmp
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "setbacks.md").write_text("# Setbacks\n\nFront yard setbacks are 20 feet.\n", encoding="utf-8")
-    from perplexed.index import build_index
+    from perplexed.providers.local import build_index
 
     build_index(docs, index)
     good = doctor.diagnose("local")

@@ -9,9 +9,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
-from perplexed import Attempt, Hit, Outcome, UpstreamError, telemetry
-from perplexed.engine import _engine, _governance
-from perplexed.policy._options import ChainOptions
+from perplexed import Attempt, ChainOptions, Hit, Outcome, UpstreamError, reset, telemetry
+from perplexed.engine import _engine  # private: runs a made-up operation through the engine's run loop
 from perplexed.providers import CallableProvider, Provider
 
 
@@ -93,9 +92,9 @@ class Definitions:
 
 @pytest.fixture(autouse=True)
 def _fresh_governance() -> Any:
-    _governance.reset()
+    reset()
     yield
-    _governance.reset()
+    reset()
 
 
 async def test_falls_back_past_an_error_and_an_empty_answer() -> None:

@@ -8,7 +8,7 @@ import inspect
 from pathlib import Path
 
 import perplexed
-from perplexed import _errors
+from perplexed import _errors  # private: the docs' tree against the defining module
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = Path(perplexed.__file__).resolve().parent

@@ -13,8 +13,13 @@ import perplexed
 import pytest
 from evalkit import N_QUERIES, Planned, abc, queries
 from perplexed import EvalQuery, EvalReport, Hit, InvalidRequest
-from perplexed.evaluation._eval import run_eval
-from perplexed.evaluation._eval_report import answer_found, normalize_text, normalize_url, wilson
+from perplexed.evaluation._eval import run_eval  # private: resuming a run (done=, on_row=)
+from perplexed.evaluation._eval_report import (  # private: URL normalisation and answer matching, table-style
+    answer_found,
+    normalize_text,
+    normalize_url,
+    wilson,
+)
 
 
 @pytest.fixture(scope="module")

@@ -127,7 +127,7 @@ def test_the_figures_live_in_the_store_and_a_fleet_learns_together(tmp_path: Pat
     assert result.route[0].provider == "a"
     import asyncio
 
-    from perplexed.engine._governance import provider_identity
+    from perplexed.engine._governance import provider_identity  # private: one member's stats by identity
     stats = asyncio.run(other.member_stats([provider_identity(b.provider)]))
     assert next(iter(stats.values())).ok == 0.0
 

@@ -9,30 +9,33 @@ from typing import get_args
 
 import httpx
 import pytest
-from perplexed import _errors
-from perplexed._errors import (
-    REASONS,
-    UNHEALTHY_REASONS,
+from perplexed import ConfigError, InvalidRequest, Outcome, ProviderError
+from perplexed._errors import REASONS, UNHEALTHY_REASONS, Reason  # private: the closed reason set is the unit
+from perplexed.agent import (
     APIStatusError,
     AuthenticationError,
-    ConfigError,
-    InvalidRequest,
+    BadRequestError,
+    ConflictError,
     NotFoundError,
-    ProviderError,
+    PermissionDeniedError,
     RateLimitError,
     ServerError,
 )
-from perplexed._models import Outcome
-from perplexed.policy._failures import StatusRule, classify_exception, classify_status, match_rule
-from perplexed.policy._policy import health_of
-from perplexed.policy._wire import parse_error_envelope
+from perplexed.policy._failures import (  # private: the failure map is the unit under test
+    StatusRule,
+    classify_exception,
+    classify_status,
+    match_rule,
+)
+from perplexed.policy._policy import health_of  # private: which reasons hurt health
+from perplexed.policy._wire import parse_error_envelope  # private: the envelope feeds the classifier
 from perplexed.providers import get
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def test_every_reason_is_described_and_the_fetch_reasons_are_in_the_set() -> None:
-    assert set(REASONS) == set(get_args(_errors.Reason))
+    assert set(REASONS) == set(get_args(Reason))
     assert {"not_found", "blocked", "unsupported_type", "robots", "private_address"} <= set(REASONS)
     assert UNHEALTHY_REASONS <= set(REASONS)
 
@@ -59,14 +62,14 @@ def test_health_policy_reads_the_failure_map() -> None:
 @pytest.mark.parametrize(
     ("status", "reason", "error"),
     [
-        (400, "bad_request", _errors.BadRequestError),
+        (400, "bad_request", BadRequestError),
         (401, "auth", AuthenticationError),
         (402, "payment", APIStatusError),
-        (403, "auth", _errors.PermissionDeniedError),
+        (403, "auth", PermissionDeniedError),
         (404, "not_found", NotFoundError),
-        (409, "bad_request", _errors.ConflictError),
+        (409, "bad_request", ConflictError),
         (418, "bad_request", APIStatusError),
-        (422, "bad_request", _errors.BadRequestError),
+        (422, "bad_request", BadRequestError),
         (429, "rate_limited", RateLimitError),
         (500, "upstream", ServerError),
         (503, "upstream", ServerError),

@@ -15,9 +15,9 @@ from typing import Any
 import perplexed
 import pytest
 from perplexed import ConfigError, InvalidRequest, Outcome, ProviderAnswer, UpstreamError, telemetry
-from perplexed.engine import _governance
-from perplexed.index import build_index
+from perplexed.engine import _governance  # private: reads settings, the current store, member identities
 from perplexed.providers import FunctionProvider, SearXNG
+from perplexed.providers.local import build_index
 from perplexed.store import MemoryStore, SQLiteStore, Store
 from testkit.loopback import Json, LoopbackServer, Status, searxng_json, sequence, serve
 

@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from perplexed.index._check import check_index
+from perplexed.providers.local import check_index
 
 
 @pytest.mark.parametrize("kind", ["text", "another sqlite database"])

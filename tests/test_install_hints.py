@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 import pytest
-from perplexed._errors import install_hint
-from perplexed.extract._doctext import PDF_HINT
-from perplexed.extract._extract import FETCH_HINT
+from perplexed._errors import install_hint  # private: every missing-extra message comes from one helper
+from perplexed.extract._doctext import PDF_HINT  # private: the message text without uninstalling pypdf
+from perplexed.extract._extract import FETCH_HINT  # private: the fetch extra's message, not uninstalled
 
 
 @pytest.mark.parametrize(("message", "extra"), [(PDF_HINT, "pdf"), (FETCH_HINT, "fetch"), (install_hint("mcp"), "mcp")])

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import perplexed
 import pytest
-from perplexed.extract._doctext import cjk_terms
-from perplexed.index import build_index, fts_query, query_index
+from perplexed.extract._doctext import cjk_terms  # private: the CJK term splitter, table-style
+from perplexed.index import fts_query, query_index  # private: ranks and FTS syntax, below the provider
 from perplexed.providers import Local
+from perplexed.providers.local import build_index
 
 
 @pytest.fixture

@@ -11,15 +11,18 @@ from pathlib import Path
 
 import pytest
 from perplexed import ConfigError
-from perplexed.extract._doctext import DocumentError, decode, extract
-from perplexed.index import (
+from perplexed.extract._doctext import (  # private: the text extraction for each file type, below the index
+    DocumentError,
+    decode,
+    extract,
+)
+from perplexed.index import (  # private: the stored rows and the per-platform data dir, not shown by Local
     INDEX_ENV,
-    build_index,
-    default_index_path,
     index_stats,
     platform_data_dir,
     query_index,
 )
+from perplexed.providers.local import build_index, default_index_path
 
 SAMPLE = Path(__file__).resolve().parent.parent / "examples" / "corpus"
 

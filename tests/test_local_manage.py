@@ -14,16 +14,16 @@ from pathlib import Path
 import perplexed
 import pytest
 from perplexed import ConfigError
-from perplexed.index import (
+from perplexed.index import query_index  # private: what the index holds, row by row, after each change
+from perplexed.providers import Local
+from perplexed.providers.local import (
     build_index,
     check_index,
     list_index,
-    query_index,
     rebuild_index,
     remove_from_index,
     reset_index,
 )
-from perplexed.providers import Local
 
 SAMPLE = Path(__file__).resolve().parent.parent / "examples" / "corpus"
 

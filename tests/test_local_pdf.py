@@ -12,9 +12,10 @@ from pathlib import Path
 
 import perplexed
 import pytest
-from perplexed.extract._doctext import DocumentError, extract
-from perplexed.index import build_index, query_index
+from perplexed.extract._doctext import DocumentError, extract  # private: PDF text extraction, below the index
+from perplexed.index import query_index  # private: the extracted text as stored, row by row
 from perplexed.providers import Local
+from perplexed.providers.local import build_index
 
 pytest.importorskip("pypdf")
 

@@ -14,8 +14,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from perplexed import ConfigError, Outcome, ProviderError, Result, SearchOptions, UpstreamError, telemetry
-from perplexed.index import INDEX_ENV, Interrupt, build_index, fts_query, query_index
+from perplexed.index import (  # private: query interruption and FTS syntax
+    INDEX_ENV,
+    Interrupt,
+    fts_query,
+    query_index,
+)
 from perplexed.providers import Local, get
+from perplexed.providers.local import build_index
 
 SAMPLE = Path(__file__).resolve().parent.parent / "examples" / "corpus"
 

@@ -12,8 +12,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from perplexed._errors import register_secret
-from perplexed._logs import RedactingFilter, get_logger
+from perplexed._errors import register_secret  # private: registers a made-up key to be redacted
+from perplexed._logs import (  # private: the filters on the loggers are what is tested
+    RedactingFilter,
+    get_logger,
+)
 
 CORE = Path(__file__).resolve().parents[1] / "core"
 SECRET = "lg7Filtered9KeyValue"

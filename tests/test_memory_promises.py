@@ -520,7 +520,7 @@ async def test_merge_keeps_the_trusted_url_and_attributes_filled_fields(mode: st
 
 def test_local_file_urls_survive_a_merge_and_nobody_else_s() -> None:
     from perplexed import Hit
-    from perplexed.engine._hits import fuse
+    from perplexed.engine._hits import fuse  # private: only local may keep file URLs in a merge
 
     local = [Hit(url="file:///docs/setbacks.md", title="Setbacks")]
     other = [Hit(url="file:///etc/passwd", title="x"), Hit(url="https://a.example/", title="A")]

@@ -14,8 +14,8 @@ from typing import Any
 import perplexed
 import pytest
 from perplexed import doctor
-from perplexed._errors import redact, register_secret
-from perplexed.cli import main
+from perplexed._errors import redact, register_secret  # private: the redaction helper, table-style on URLs
+from perplexed.cli import main  # private: the perplexed command run in-process, not as a subprocess
 from perplexed.providers import FunctionProvider, SearXNG
 from perplexed.store import RedisStore, SQLiteStore
 from testkit.loopback import Json, searxng_json, serve

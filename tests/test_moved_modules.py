@@ -9,7 +9,7 @@ import sys
 from unittest import mock
 
 import pytest
-from perplexed import _moved
+from perplexed import _moved  # private: the old module paths are what this tests
 
 
 @pytest.mark.parametrize("old", sorted(_moved.MOVED))
@@ -18,9 +18,9 @@ def test_an_old_path_is_the_module_at_its_new_one(old: str) -> None:
 
 
 def test_a_submodule_of_a_moved_package_and_a_patch_through_the_old_path() -> None:
-    assert importlib.import_module("perplexed._index._db") is importlib.import_module("perplexed.index._db")
-    new = importlib.import_module("perplexed.policy._policy")
-    with mock.patch("perplexed._policy.MEMBER_DECAY", 0.5):
+    assert importlib.import_module("perplexed._index._db") is importlib.import_module("perplexed.index._db")  # private: the old module paths are what this tests
+    new = importlib.import_module("perplexed.policy._policy")  # private: the old module paths are what this tests
+    with mock.patch("perplexed._policy.MEMBER_DECAY", 0.5):  # private: the old module paths are what this tests
         assert new.MEMBER_DECAY == 0.5
     assert new.MEMBER_DECAY != 0.5
     assert new.__name__ == "perplexed.policy._policy" and new.__spec__ is not None

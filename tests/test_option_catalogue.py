@@ -12,7 +12,13 @@ from pathlib import Path
 
 import perplexed
 import pytest
-from perplexed.catalogue import OPTIONS, TOOLS, option, options_table
+from perplexed.catalogue import (  # private: the catalogue everything derives from, named in docs/chain.md's prose
+    OPTIONS,
+    TOOLS,
+    option,
+    options_table,
+)
+from perplexed.integration import prepare_fetch
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -46,12 +52,17 @@ def test_the_docs_table_is_the_catalogues() -> None:
 
 def test_core_validation_reads_the_catalogue() -> None:
     from perplexed.fetchers import FetchOptions
-    from perplexed.policy._options import CHAIN_OPTION_NAMES, COMMON_OPTIONS, FETCH_OPTION_NAMES
+    from perplexed.operations import _fetch  # private: fetch's option sets vs the catalogue
+    from perplexed.policy._options import (  # private: the core's option sets must be the catalogue's
+        CHAIN_OPTION_NAMES,
+        COMMON_OPTIONS,
+        FETCH_OPTION_NAMES,
+    )
 
     assert COMMON_OPTIONS == group("search")
     assert CHAIN_OPTION_NAMES == group("chain")
-    assert FETCH_OPTION_NAMES == group("fetch") == perplexed.operations._fetch.FETCH_OPTION_NAMES
-    assert perplexed.operations._fetch.FETCH_CHAIN_NAMES == tuple(o.name for o in OPTIONS if o.fetch)
+    assert FETCH_OPTION_NAMES == group("fetch") == _fetch.FETCH_OPTION_NAMES
+    assert _fetch.FETCH_CHAIN_NAMES == tuple(o.name for o in OPTIONS if o.fetch)
     for model, names in ((perplexed.SearchOptions, group("search")), (perplexed.ChainOptions, group("chain"))):
         for name in names:
             field = model.model_fields[name]
@@ -75,9 +86,9 @@ def test_core_validation_reads_the_catalogue() -> None:
         (lambda: perplexed.ChainOptions.build(strategy="fast"), "(strategy takes 'sequential', 'hedged', 'merge', 'adaptive')"),
         (lambda: perplexed.ChainOptions.build(fallback_on=["never"]), "(fallback_on takes 'error', 'empty', 'timeout', 'insufficient')"),
         (lambda: perplexed.ChainOptions.build(cache_single_flight=1), "cache_single_flight must be True or False"),
-        (lambda: perplexed.prepare_fetch("https://example.com/", format="html"), "format must be 'markdown' or 'text', got 'html'"),
-        (lambda: perplexed.prepare_fetch("https://example.com/", max_chars=0), "max_chars must be an integer >= 1, got 0"),
-        (lambda: perplexed.prepare_fetch("https://example.com/", max_age_s=-1), "max_age_s must be a non-negative number of seconds, got -1"),
+        (lambda: prepare_fetch("https://example.com/", format="html"), "format must be 'markdown' or 'text', got 'html'"),
+        (lambda: prepare_fetch("https://example.com/", max_chars=0), "max_chars must be an integer >= 1, got 0"),
+        (lambda: prepare_fetch("https://example.com/", max_age_s=-1), "max_age_s must be a non-negative number of seconds, got -1"),
     ],
 )
 def test_the_error_texts_are_the_declared_words(call: typing.Callable[[], object], words: str) -> None:
@@ -87,7 +98,7 @@ def test_the_error_texts_are_the_declared_words(call: typing.Callable[[], object
 
 
 def parser_actions(command: str) -> dict[str, argparse.Action]:
-    from perplexed import cli
+    from perplexed import cli  # private: the CLI parser's flags must be the catalogue's
 
     parser = cli._build_parser()
     return {a.dest: a for a in parser.commands[command]._actions}
@@ -112,7 +123,10 @@ def test_the_cli_flags_are_the_catalogues(command: str) -> None:
 
 
 def test_the_governance_flags_and_message_words_are_the_catalogues() -> None:
-    from perplexed._cli_options import GOVERNANCE_FLAGS, cli_words
+    from perplexed._cli_options import (  # private: the CLI's governance flags must be the catalogue's
+        GOVERNANCE_FLAGS,
+        cli_words,
+    )
 
     assert GOVERNANCE_FLAGS == tuple((o.flag, o.metavar, o.env, o.help) for o in OPTIONS if o.group == "governance")
     assert cli_words("min_hits=5 is too many") == "--min-hits 5 is too many"

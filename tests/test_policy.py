@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from perplexed import ConfigError
-from perplexed.policy._policy import (
+from perplexed.policy._policy import (  # private: the pure governance policy, with explicit times
     CoolState,
     RateLimit,
     check_provider_settings,

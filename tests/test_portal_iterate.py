@@ -7,7 +7,7 @@ import threading
 from collections.abc import AsyncIterator
 
 import pytest
-from perplexed.net import _portal
+from perplexed.net import _portal  # private: the sync-over-async portal is the unit under test
 
 
 @pytest.fixture

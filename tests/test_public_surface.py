@@ -129,7 +129,7 @@ def test_moved_names_live_in_their_new_module() -> None:
     assert set(AGENT_ERRORS) <= set(perplexed.agent.__all__)
     assert set(ADAPTER_HELPERS) == set(perplexed.integration.__all__)
     assert not set(AGENT_ERRORS + ADAPTER_HELPERS) & set(perplexed.__all__)
-    from perplexed import _errors
+    from perplexed import _errors  # private: the moved errors must be the same classes
 
     for name in AGENT_ERRORS:  # still defined once, in _errors.py
         assert getattr(perplexed.agent, name) is getattr(_errors, name)

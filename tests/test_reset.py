@@ -8,7 +8,10 @@ from typing import Any
 import perplexed
 import pytest
 from perplexed import Outcome
-from perplexed.policy._settings import default_chain, price_override
+from perplexed.policy._settings import (  # private: reads the settings without running a search
+    default_chain,
+    price_override,
+)
 from perplexed.providers import FunctionProvider
 from perplexed.store import MemoryStore
 

@@ -13,12 +13,17 @@ from typing import get_args
 import httpx
 import perplexed
 import pytest
-from perplexed import UpstreamError, _errors
-from perplexed._errors import REASONS
-from perplexed.agent._policy import should_retry
+from perplexed import ProviderError, UpstreamError
+from perplexed._errors import REASONS, Reason  # private: the closed reason set is checked
+from perplexed.agent._policy import should_retry  # private: the Agent client's retry reads the same table
 from perplexed.fetchers import status_reason
-from perplexed.policy._failures import classify_status
-from perplexed.policy._status import ROWS, TEXT_ROWS, lookup, reason_from_text
+from perplexed.policy._failures import classify_status  # private: the failure map reads the same table
+from perplexed.policy._status import (  # private: the status table is the unit under test
+    ROWS,
+    TEXT_ROWS,
+    lookup,
+    reason_from_text,
+)
 from perplexed.providers import get
 
 CORE = Path(__file__).resolve().parents[1] / "core" / "perplexed"
@@ -139,18 +144,18 @@ def test_providers_read_statuses_through_the_table() -> None:
         return httpx.Response(status, content=body, request=httpx.Request("POST", "https://api.example/x"))
 
     tavily = get("tavily")(api_key="tvly-test")
-    with pytest.raises(_errors.ProviderError) as info:
+    with pytest.raises(ProviderError) as info:
         tavily.check_status(answer(432))
     assert info.value.reason == "payment" and "credit limit" in info.value.message
     jina = get("jina")()
-    with pytest.raises(_errors.ProviderError) as info:
+    with pytest.raises(ProviderError) as info:
         jina.check_status(answer(451, b'{"readableMessage": "domain blocked"}'), url="https://a.example/",
                           context="fetch")
     assert info.value.reason == "blocked" and "https://a.example/" in info.value.message
-    with pytest.raises(_errors.ProviderError) as info:
+    with pytest.raises(ProviderError) as info:
         jina.check_status(answer(422, b'{"readableMessage": "the page answered 404 not found"}'), context="fetch")
     assert info.value.reason == "not_found"  # the vendor's words decide
-    with pytest.raises(_errors.ProviderError) as info:
+    with pytest.raises(ProviderError) as info:
         get("searxng")(base_url="http://127.0.0.1:9").check_status(answer(503))
     assert info.value.reason == "upstream"
 
@@ -200,7 +205,7 @@ _NOT_REASONS = {"ok", "empty", "error", "skipped", "cooling_down", "over_budget"
 
 
 def test_every_reason_used_in_the_code_and_the_tables_is_in_the_closed_set() -> None:
-    closed = set(get_args(_errors.Reason))
+    closed = set(get_args(Reason))
     assert set(REASONS) == closed
     used = _reasons_in_code()
     used.update({row.reason: ["_status.ROWS"] for row in ROWS if row.reason is not None})

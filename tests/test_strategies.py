@@ -13,13 +13,13 @@ import time
 from typing import Any
 
 import perplexed
-import perplexed.net._http
+import perplexed.net._http  # private: a cancelled hedge must leave the pool with no busy connection
 import pytest
 from perplexed import Attempt, Hit, Outcome, ProviderAnswer, Result, UpstreamError
-from perplexed.engine import _governance
-from perplexed.engine._strategies import observed_p95
+from perplexed.engine import _governance  # private: seeds the store with a member's latency samples
+from perplexed.engine._strategies import observed_p95  # private: the p95 that hedge_after_ms='auto' uses
 from perplexed.providers import FunctionProvider, SearXNG
-from perplexed.store._base import Record
+from perplexed.store import Record
 from testkit.loopback import HEALTHY_MS, Hang, Json, LoopbackServer, SearchAPI, searxng_json
 
 LONG = 60_000  # a budget nothing here reaches
@@ -293,7 +293,7 @@ async def test_hedged_attempt_events_include_the_cancelled_call(api: SearchAPI) 
     events: list[tuple[str, str]] = []
 
     def handler(event: tuple[str, ...], measurements: dict[str, Any], metadata: dict[str, Any]) -> None:
-        if event == perplexed.engine.chain.ATTEMPT_EVENT:
+        if event == ("perplexed", "search", "attempt"):  # the event name docs/production.md documents
             events.append((metadata["provider"], metadata["outcome"]))
 
     handle = perplexed.telemetry.attach(handler)

@@ -8,8 +8,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from perplexed import Hit, Outcome, ProviderAnswer, Result
-from perplexed.engine import _governance
+from perplexed import Hit, Outcome, ProviderAnswer, Result, reset
 from perplexed.providers import FunctionProvider
 from testkit.loopback import SearchAPI
 
@@ -18,9 +17,9 @@ LONG = 60_000
 
 @pytest.fixture(autouse=True)
 def _fresh_store() -> Any:
-    _governance.reset()
+    reset()
     yield
-    _governance.reset()
+    reset()
 
 
 class Counts:

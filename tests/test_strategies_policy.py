@@ -8,7 +8,7 @@ from typing import Any
 import perplexed
 import pytest
 from perplexed import Hit, InvalidRequest, Outcome, Result
-from perplexed.engine._strategies import (
+from perplexed.engine._strategies import (  # private: the strategies' pure ordering and merging rules
     DEFAULT_HEDGE_AFTER_MS,
     RRF_K,
     Candidate,
@@ -17,7 +17,7 @@ from perplexed.engine._strategies import (
     hedge_delay_ms,
     judge,
 )
-from perplexed.engine.chain import prepare
+from perplexed.engine.chain import prepare  # private: the validated options of a prepared search
 
 
 def hits(*urls: str, provider: str = "") -> list[Hit]:

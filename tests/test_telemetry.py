@@ -22,11 +22,11 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 from perplexed import Outcome, UpstreamError, telemetry
-from perplexed.engine.chain import ATTEMPT_EVENT
 from perplexed.providers import FunctionProvider, SearXNG
 from testkit.loopback import Hang, Json, LoopbackServer, SearchAPI, Status, searxng_json
 
 Event = tuple[tuple[str, ...], dict[str, Any], dict[str, Any]]
+ATTEMPT_EVENT = ("perplexed", "search", "attempt")  # the event name that docs/production.md documents
 
 _EXPORTER = InMemorySpanExporter()
 _installed = False

@@ -10,7 +10,14 @@ from typing import Any
 
 import perplexed
 import pytest
-from perplexed.catalogue import ANSWER, TOOLS, WEB_FETCH, WEB_SEARCH, format_hits
+from perplexed.catalogue import (  # private: the tool catalogue the three surfaces are built from
+    ANSWER,
+    TOOLS,
+    WEB_FETCH,
+    WEB_SEARCH,
+    format_hits,
+    tool_named,
+)
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -129,7 +136,7 @@ def test_a_misspelt_argument_gets_the_same_did_you_mean_on_all_three(
     from langchain_core.tools import ToolException
 
     CALLS.clear()
-    declared = perplexed.catalogue.tool_named(tool)
+    declared = tool_named(tool)
     result = mcp_call(declared.mcp_name, arguments)
     assert result.is_error
     mcp_text = result.content[0].text
@@ -179,8 +186,8 @@ def test_one_text_of_the_hits() -> None:
     head, snippet = text.split("\n")
     assert head == "[1] T — https://example.com/t" and snippet.startswith("a b c") and len(snippet) == 400
     assert format_hits([]) == "No results."
-    import langchain_perplexed._documents as lc_documents
-    import llama_index_perplexed.tools as li_tools
+    import langchain_perplexed._documents as lc_documents  # private: format_hits must be one object, not a copy
+    import llama_index_perplexed.tools as li_tools  # private: format_hits must be one object, not a copy
 
     assert lc_documents.format_hits is format_hits and li_tools.format_hits is format_hits
 

@@ -21,10 +21,10 @@ from typing import Any
 import perplexed
 import pytest
 from perplexed import ConfigError, InvalidRequest, Outcome, UpstreamError
-from perplexed._errors import StoreError
+from perplexed._errors import StoreError  # private: the typed error of an unreadable report, not exported
 from perplexed.providers import FunctionProvider, SearXNG
 from perplexed.store import MemoryStore, RedisStore, SQLiteStore
-from perplexed.store._ledger import UsageRecord
+from perplexed.store._ledger import UsageRecord  # private: seeds the ledger with past days' rows
 from testkit import loopback as lb
 from testkit.loopback import Json, LoopbackServer, SearchAPI, Status, searxng_json
 from testkit.valkey_servers import ValkeyServer, closed_port

@@ -13,7 +13,8 @@ import perplexed
 import pydantic
 import pytest
 from perplexed import Evidence, Hit, InvalidRequest, Result, SentenceCheck, Verification
-from perplexed.grounding._lexical import split_sentences
+from perplexed.grounding._lexical import split_sentences  # private: sentence offsets, table-style
+from perplexed.integration import AnswerPlan, prepare_answer
 from test_answer_fakes import ANSWER_TEXT, FakeAgentAPI, ok, provider, response_json
 
 ZONING = Hit(
@@ -398,8 +399,8 @@ def test_answer_verify_must_be_a_bool_and_fails_before_any_call() -> None:
     with pytest.raises(InvalidRequest) as info:
         perplexed.answer(QUERY, provider=provider(calls=calls), client=api.client(), verify="yes")
     assert info.value.param == "verify" and calls == [] and api.requests == []
-    plan = perplexed.prepare_answer(QUERY, provider=provider(), client=api.client(), verify=True)
-    assert plan.verify is True and "verify" in perplexed.AnswerPlan.ARGUMENTS
+    plan = prepare_answer(QUERY, provider=provider(), client=api.client(), verify=True)
+    assert plan.verify is True and "verify" in AnswerPlan.ARGUMENTS
 
 
 def test_chinese_and_japanese_text_is_split_and_matched_by_character_pairs() -> None:

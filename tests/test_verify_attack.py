@@ -20,6 +20,7 @@ from typing import Any
 import perplexed
 import pytest
 from perplexed import Hit, Verification
+from perplexed.grounding import _verify  # private: injects failures into the check, which nothing public can
 from test_answer_fakes import FakeAgentAPI, ok, provider, response_json
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,7 +80,7 @@ def test_answer_verify_returns_the_answer_marked_unchecked_when_the_check_fails(
     def broken(*args: Any, **kwargs: Any) -> Verification:
         raise OverflowError("cannot convert float infinity to integer")
 
-    monkeypatch.setattr(perplexed.grounding._verify, "check", broken)
+    monkeypatch.setattr(_verify, "check", broken)
     api = FakeAgentAPI()
     ans = perplexed.answer("setbacks", provider=provider(), client=api.client(), verify=True)
     assert ans.text and len(api.requests) == 1
@@ -235,13 +236,13 @@ def test_each_sentence_against_a_687_kb_hit_costs_what_its_words_occur() -> None
 
 def test_averify_checks_a_large_input_in_a_worker_thread(monkeypatch: pytest.MonkeyPatch) -> None:
     threads: list[str] = []
-    real = perplexed.grounding._verify.check
+    real = _verify.check
 
     def recording(*args: Any, **kwargs: Any) -> Verification:
         threads.append(threading.current_thread().name)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(perplexed.grounding._verify, "check", recording)
+    monkeypatch.setattr(_verify, "check", recording)
     small = [Hit(id=1, url="https://example.org/s", snippet="Cats sleep twelve hours a day.")]
     large = [Hit(id=1, url="https://example.org/l", snippet="Cats sleep twelve hours a day. " * 3000)]
 
@@ -322,8 +323,8 @@ def test_a_callable_checker_evidence_per_cited_hit_and_none_for_an_unsupported_s
 
 def _rows_as_indexed() -> str:
     """The zoning table as the local index's hit gives it (pipes and rules dropped: one line a row)."""
-    from perplexed.index import build_index
     from perplexed.providers import Local
+    from perplexed.providers.local import build_index
 
     return _local_hit_text(build_index, Local)
 

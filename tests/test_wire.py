@@ -9,8 +9,14 @@ from typing import Any
 import httpx
 import pytest
 from perplexed import ConfigError
-from perplexed._errors import register_secret
-from perplexed.policy._wire import ErrorEnvelope, check_key, clip, parse_error_envelope, parse_retry_after
+from perplexed._errors import register_secret  # private: registers a made-up key to be redacted
+from perplexed.policy._wire import (  # private: the one Retry-After and error-envelope parser, table-style
+    ErrorEnvelope,
+    check_key,
+    clip,
+    parse_error_envelope,
+    parse_retry_after,
+)
 
 NOW = 1_800_000_000.0
 
