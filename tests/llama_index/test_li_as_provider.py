@@ -15,7 +15,9 @@ from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from llama_index.core.vector_stores import MetadataFilter, MetadataFilters
 from llama_index_perplexed import PerplexedRetriever, RetrieverProvider, as_provider
-from llama_index_perplexed.provider import node_to_hit
+from llama_index_perplexed.provider import (  # private: the node-to-hit mapping is checked field by field
+    node_to_hit,
+)
 from perplexed.providers import CallableProvider
 
 EMBED = MockEmbedding(embed_dim=8)
