@@ -12,7 +12,7 @@ import perplexed
 import pytest
 import redis
 from perplexed import ConfigError, Hit
-from perplexed._errors import redact
+from perplexed._errors import redact  # private: checks the URL password is redacted
 from perplexed.store import Admission, CachedAnswer, MemoryStore, Record, RedisStore, open_store
 from perplexed.store.redis import MAX_CACHE_BYTES
 from redis.cluster import RedisCluster
@@ -324,14 +324,14 @@ async def test_lua_window_and_spend_match_the_policy(valkey: ValkeyServer, redis
 
 
 def test_lua_sources_hash_to_their_sha() -> None:
-    from perplexed.store._redis_lua import SCRIPTS
+    from perplexed.store._redis_lua import SCRIPTS  # private: each Lua script hashes to its SHA
 
     assert all(hashlib.sha1(s.source.encode()).hexdigest() == s.sha for s in SCRIPTS)
     assert len({s.sha for s in SCRIPTS}) == len(SCRIPTS)
 
 
 def test_perplexed_store_environment_variable(valkey: ValkeyServer, redis_prefix: str, monkeypatch: Any) -> None:
-    from perplexed.engine import _governance
+    from perplexed.engine import _governance  # private: the store opened from PERPLEXED_STORE
 
     perplexed.reset()
     monkeypatch.setenv("PERPLEXED_STORE", f"{valkey.url}?prefix={redis_prefix}&fleet_size=4&timeout_ms=500")
@@ -345,7 +345,7 @@ def test_perplexed_store_environment_variable(valkey: ValkeyServer, redis_prefix
 
 
 def test_one_round_trip_before_the_provider_call(valkey_factory: Any, monkeypatch: Any) -> None:
-    from perplexed.store._resp import RespClient
+    from perplexed.store._resp import RespClient  # private: counts the RESP round trips made
 
     server: ValkeyServer = valkey_factory()  # fresh: no script loaded yet
     waited: list[tuple[Any, ...]] = []  # commands a caller waited for (round trips)
