@@ -16,16 +16,9 @@ from typing import Any
 
 import httpx
 import pytest
-from perplexed import (
-    APIError,
-    APIStatusError,
-    ConfigError,
-    InvalidRequest,
-    MalformedResponseError,
-    PerplexedError,
-)
-from perplexed._errors import register_secret
-from perplexed.agent import AgentClient, AsyncAgentClient
+from perplexed import APIError, ConfigError, InvalidRequest, PerplexedError
+from perplexed._errors import register_secret  # private: a registered secret must vanish from errors
+from perplexed.agent import AgentClient, APIStatusError, AsyncAgentClient, MalformedResponseError
 from testkit.loopback import Json, Raw, Status, serve
 
 KEY = "pplx-hardening-test-key-0123456789abcdef"
@@ -318,7 +311,10 @@ def test_an_echoed_key_at_the_cut_is_redacted_before_the_cut(offset: int) -> Non
 
 
 def test_the_timeout_note_goes_on_a_copy() -> None:
-    from perplexed.agent._outcome import error_from_response, with_note
+    from perplexed.agent._outcome import (  # private: error mapping of hostile bodies, tested without I/O
+        error_from_response,
+        with_note,
+    )
 
     original = error_from_response(503, b'{"error": {"message": "busy"}}')
     noted = with_note(original, "retrying it ran past the 1s timeout")
@@ -352,7 +348,7 @@ def test_errors_are_documented_perplexed_errors() -> None:
 
 
 def test_accept_encoding_names_only_bounded_decoders_even_with_a_callers_http_client() -> None:
-    from perplexed.net._decode import accept_encoding
+    from perplexed.net._decode import accept_encoding  # private: which encodings this install can decode
 
     seen: list[str] = []
 

@@ -25,9 +25,13 @@ import httpx
 import perplexed
 import pytest
 import rel_bombs
-from perplexed._errors import BodyTooLargeError
-from perplexed.net._decode import accept_encoding
-from perplexed.net._http import DEFAULT_MAX_BODY_BYTES, get_client, read_capped
+from perplexed import BodyTooLargeError
+from perplexed.net._decode import accept_encoding  # private: which encodings this install can decode
+from perplexed.net._http import (  # private: the capped body reader is driven directly
+    DEFAULT_MAX_BODY_BYTES,
+    get_client,
+    read_capped,
+)
 from testkit.loopback import LoopbackServer, Status, searxng_json, serve
 
 HERE = Path(__file__).resolve().parent

@@ -17,7 +17,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from perplexed.index import build_index, check_index, query_index
+from perplexed.index import query_index  # private: the index's rows (paths, urls) are read directly
+from perplexed.providers.local import build_index, check_index
 
 COUNT = 300
 
