@@ -12,7 +12,7 @@ import perplexed
 import pytest
 import redis
 from perplexed import ConfigError, Hit
-from perplexed._errors import redact  # private: checks the URL password is redacted
+from perplexed._errors import redact, register_secret  # private: secrets registered, then checked redacted
 from perplexed.store import Admission, CachedAnswer, MemoryStore, Record, RedisStore, open_store
 from perplexed.store.redis import MAX_CACHE_BYTES
 from redis.cluster import RedisCluster
@@ -89,7 +89,7 @@ def test_password_never_shown(valkey: ValkeyServer) -> None:
 
 async def test_keys_are_prefixed_hashed_and_free_of_secrets(valkey: ValkeyServer, redis_prefix: str) -> None:
     secret = "sk-test-0123456789abcdefSECRET"
-    perplexed._errors.register_secret(secret)
+    register_secret(secret)
     identity = "searxng|https://search.example|" + secret  # an identity that (wrongly) carried a key
     store = RedisStore(valkey.url, prefix=redis_prefix, timeout_ms=2000)
     decision = await store.admit(Admission(identity, "exa", cache_key="ck", rate_limit=(5, 1.0), cooldown=True,
