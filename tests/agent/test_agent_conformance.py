@@ -11,12 +11,8 @@ import pytest
 from agent_helpers import FAKE_KEY, RESPONSE_COMPLETED, Recorder
 from perplexed import InvalidRequest
 from perplexed.agent import AgentClient, AgentRequest, AsyncAgentClient, BadRequestError, Reasoning
-from perplexed.agent._outcome import (  # private: the unknown-field explanation is checked on its own
-    explain_unknown_field,
-)
-from perplexed.agent._request import (  # private: request body merging is checked without a round trip
-    build_request,
-)
+from perplexed.agent._outcome import explain_unknown_field  # private: the unknown-field note, tested alone
+from perplexed.agent._request import build_request  # private: body merging, tested without I/O
 
 
 def _client(rec: Recorder, **kwargs) -> AgentClient:

@@ -59,12 +59,8 @@ def test_internals_are_not_exported_but_stay_importable_privately() -> None:
         retry_delay,
         should_retry,
     )
-    from perplexed.agent._request import (  # private: checks internals stay importable but unexported
-        build_request,
-    )
-    from perplexed.agent._response import (  # private: checks internals stay importable but unexported
-        StreamAssembler,
-    )
+    from perplexed.agent._request import build_request  # private: internals stay importable, unexported
+    from perplexed.agent._response import StreamAssembler  # private: internals stay importable, unexported
     from perplexed.agent.sse import SSEDecoder  # private: checks internals stay importable but unexported
 
     assert all(

@@ -18,9 +18,7 @@ from perplexed.agent import (
     RateLimitError,
     ServerError,
 )
-from perplexed.agent._outcome import (  # private: pure status-to-exception mapping, tested without I/O
-    error_from_response,
-)
+from perplexed.agent._outcome import error_from_response  # private: status-to-error mapping, no I/O
 from perplexed.agent._policy import (  # private: pure retry and backoff decisions, tested without I/O
     backoff_delay,
     retry_delay,

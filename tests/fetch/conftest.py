@@ -12,9 +12,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 @pytest.fixture(autouse=True)
 def _fresh_robots() -> Iterator[None]:
     """robots.txt verdicts are cached per origin: loopback ports are reused across tests."""
-    from perplexed.net._fetch_net import (  # private: robots cache only; reset() clears configuration too
-        forget_robots,
-    )
+    from perplexed.net._fetch_net import forget_robots  # private: robots cache only; reset() clears more
 
     forget_robots()
     yield

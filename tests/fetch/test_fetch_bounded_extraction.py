@@ -24,9 +24,7 @@ DEADLINE_MS = 1500
 def _no_idle_workers() -> Iterator[None]:
     """Every test starts and ends without warm workers, so the children seen are the ones it started."""
     try:
-        from perplexed.extract._worker import (  # private: the extraction worker pool is inspected directly
-            _pool,
-        )
+        from perplexed.extract._worker import _pool  # private: the worker pool, inspected directly
     except ImportError:  # a version without workers: nothing to clean
         yield
         return

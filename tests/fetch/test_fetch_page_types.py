@@ -19,9 +19,7 @@ from perplexed.extract._extract import (  # private: extraction is tested on raw
     extract_html,
     interstitial,
 )
-from perplexed.extract._structured import (  # private: structured-data extraction is tested on raw HTML
-    structured_data,
-)
+from perplexed.extract._structured import structured_data  # private: extraction tested on raw HTML
 from testkit.loopback import Html, LoopbackServer
 
 LOOP = ["127.0.0.0/8"]

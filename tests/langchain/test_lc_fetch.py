@@ -31,9 +31,7 @@ SERVER.route("/gone", Status(404, b"", content_type="text/html"))
 
 @pytest.fixture(autouse=True)
 def _fresh_robots() -> Any:
-    from perplexed.net._fetch_net import (  # private: robots cache only; reset() clears configuration too
-        forget_robots,
-    )
+    from perplexed.net._fetch_net import forget_robots  # private: robots cache only; reset() clears more
 
     forget_robots()
     yield
@@ -147,9 +145,7 @@ def test_retriever_fetch_content_puts_page_content_in_the_documents() -> None:
 def test_documents_carry_the_page_type() -> None:
     """issue 36: a fetched page's type is in its Document's metadata, and in a search hit's when its page was
     fetched."""
-    from langchain_perplexed._documents import (  # private: hit metadata of a fetched page, field by field
-        hit_metadata,
-    )
+    from langchain_perplexed._documents import hit_metadata  # private: a hit's page type, without a search
     from perplexed import Page
 
     docs = PerplexedLoader([SERVER.url_for("/a")], allow_private=LOOP).load()

@@ -9,9 +9,7 @@ import perplexed
 import pytest
 from langchain_core.runnables import RunnableLambda
 from langchain_perplexed import PerplexedAnswerRetriever, PerplexedAnswerTool, VerifyCitations
-from langchain_perplexed._documents import (  # private: builds Documents from a Result without a search
-    result_documents,
-)
+from langchain_perplexed._documents import result_documents  # private: Documents from a Result, no search
 from perplexed import InvalidRequest, Result, Verification
 from test_answer_fakes import ANSWER_TEXT, FakeAgentAPI, ok, provider, response_json
 from testkit.hits import ZONING_HITS

@@ -20,9 +20,7 @@ LOOP = ["127.0.0.0/8"]
 
 @pytest.fixture
 def site(loopback: LoopbackServer) -> LoopbackServer:
-    from perplexed.net._fetch_net import (  # private: robots cache only; reset() clears configuration too
-        forget_robots,
-    )
+    from perplexed.net._fetch_net import forget_robots  # private: robots cache only; reset() clears more
 
     forget_robots()
     loopback.route("/robots.txt", Status(404, b""))
@@ -105,9 +103,7 @@ async def test_tool_spec_has_perplexed_fetch(site: LoopbackServer) -> None:
 def test_documents_and_nodes_carry_the_page_type(site: LoopbackServer) -> None:
     """issue 36: a fetched page's type is in its Document's metadata, and in a hit's node when its page was
     fetched."""
-    from llama_index_perplexed._nodes import (  # private: hit metadata of a fetched page, field by field
-        hit_metadata,
-    )
+    from llama_index_perplexed._nodes import hit_metadata  # private: a hit's page type, without a search
     from perplexed import Hit, Page
 
     docs = PerplexedReader(allow_private=LOOP).load_data([site.url_for("/a")])

@@ -7,9 +7,7 @@ import json
 
 import perplexed
 from llama_index_perplexed import PerplexedQueryEngine
-from llama_index_perplexed._nodes import (  # private: builds nodes from a Result without a search
-    result_to_nodes,
-)
+from llama_index_perplexed._nodes import result_to_nodes  # private: nodes from a Result, no search
 from perplexed import Result
 from test_answer_fakes import ANSWER_TEXT, FakeAgentAPI, provider
 from testkit.hits import ZONING_HITS

@@ -733,9 +733,7 @@ async def test_a_cold_cluster_client_does_not_open_an_outage(valkey_cluster: Val
 
 async def test_the_memory_store_caps_its_cache_in_bytes() -> None:
     from perplexed.store import CachedAnswer, Record
-    from perplexed.store.memory import (  # private: the memory store's default cap, asserted
-        DEFAULT_MAX_CACHE_BYTES,
-    )
+    from perplexed.store.memory import DEFAULT_MAX_CACHE_BYTES  # private: no public reader of the cap
 
     assert DEFAULT_MAX_CACHE_BYTES == 64 * 1024 * 1024
     store = MemoryStore()
