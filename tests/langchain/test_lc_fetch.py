@@ -14,7 +14,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from langchain_perplexed import PerplexedFetchTool, PerplexedLoader, PerplexedRetriever
 from langchain_tests.integration_tests import ToolsIntegrationTests
 from langchain_tests.unit_tests import ToolsUnitTests
-from perplexed import Hit, InvalidRequest, UpstreamError
+from perplexed import Hit, InvalidRequest, UpstreamError, reset
 from perplexed.providers import FunctionProvider
 from testkit.loopback import Html, LoopbackServer, Status
 
@@ -31,9 +31,7 @@ SERVER.route("/gone", Status(404, b"", content_type="text/html"))
 
 @pytest.fixture(autouse=True)
 def _fresh_robots() -> Any:
-    from perplexed.net._fetch_net import forget_robots  # private: robots cache only; reset() clears more
-
-    forget_robots()
+    reset()  # forgets the robots.txt rules too
     yield
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from llama_index_perplexed import PerplexedReader, PerplexedToolSpec
-from perplexed import InvalidRequest, UpstreamError
+from perplexed import InvalidRequest, UpstreamError, reset
 from testkit.loopback import Html, LoopbackServer, Status
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "fetch"))
@@ -20,9 +20,7 @@ LOOP = ["127.0.0.0/8"]
 
 @pytest.fixture
 def site(loopback: LoopbackServer) -> LoopbackServer:
-    from perplexed.net._fetch_net import forget_robots  # private: robots cache only; reset() clears more
-
-    forget_robots()
+    reset()  # forgets the robots.txt rules too
     loopback.route("/robots.txt", Status(404, b""))
     loopback.route("/a", Html(article_html()))
     loopback.route("/b", Html(article_html(title="Second page")))
