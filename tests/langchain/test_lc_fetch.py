@@ -143,14 +143,14 @@ def test_retriever_fetch_content_puts_page_content_in_the_documents() -> None:
 def test_documents_carry_the_page_type() -> None:
     """issue 36: a fetched page's type is in its Document's metadata, and in a search hit's when its page was
     fetched."""
-    from langchain_perplexed._documents import hit_metadata  # private: a hit's page type, without a search
     from perplexed import Page
 
     docs = PerplexedLoader([SERVER.url_for("/a")], allow_private=LOOP).load()
     assert docs[0].metadata["page_type"] == "article" and 0 <= docs[0].metadata["page_type_confidence"] <= 1
     page = Page(url="https://forum.example/t/1", final_url="https://forum.example/t/1", page_type="forum",
                 page_type_confidence=0.9)
-    hit = Hit(id=1, title="A thread", url="https://forum.example/t/1", page=page)
-    assert hit_metadata(hit, answered_by="exa", cost=0.0, attempts=[])["page_type"] == "forum"
-    assert "page_type" not in hit_metadata(Hit(id=1, url="https://a.example"), answered_by="exa", cost=0.0,
-                                           attempts=[])
+    hits = [Hit(id=1, title="A thread", url="https://forum.example/t/1", page=page),
+            Hit(id=2, url="https://a.example")]
+    fetched, plain = PerplexedRetriever(provider=FunctionProvider(lambda query, options: hits, name="exa")).invoke("q")
+    assert fetched.metadata["page_type"] == "forum"
+    assert "page_type" not in plain.metadata
