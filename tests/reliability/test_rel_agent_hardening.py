@@ -17,7 +17,6 @@ from typing import Any
 import httpx
 import pytest
 from perplexed import APIError, ConfigError, InvalidRequest, PerplexedError
-from perplexed._errors import register_secret  # private: a registered secret must vanish from errors
 from perplexed.agent import AgentClient, APIStatusError, AsyncAgentClient, MalformedResponseError
 from testkit.loopback import Json, Raw, Status, serve
 
@@ -293,11 +292,15 @@ def test_reason_defaults_to_none_on_api_errors() -> None:
 @pytest.mark.parametrize("offset", [470, 480, 490, 495, 499])
 def test_an_echoed_key_at_the_cut_is_redacted_before_the_cut(offset: int) -> None:
     key = "Zq7" + "x9K2mP4vR8sT1wY6" * 2  # no recognisable prefix: only the registered secret matches
-    register_secret(key)
     text = "e" * offset + key + " tail"
 
-    client = _mock(
-        lambda r: httpx.Response(500, content=text.encode(), headers={"content-type": "text/plain"})
+    client = AgentClient(  # the client's own key, echoed back by the API: registered as a secret by the client
+        api_key=key,
+        base_url="https://api.test",
+        transport=httpx.MockTransport(
+            lambda r: httpx.Response(500, content=text.encode(), headers={"content-type": "text/plain"})
+        ),
+        max_retries=0,
     )
     with pytest.raises(APIError) as info:
         client.create(preset="fast", input="q")
