@@ -21,7 +21,6 @@ from perplexed.agent import (
     UnknownOutputItem,
     WebSearch,
 )
-from perplexed.agent._response import OutputItemAddedEvent, ReasoningEvent
 
 ISSUE_REQUEST = dict(
     preset="fast",
@@ -93,7 +92,9 @@ async def test_stream_reasoning_async():
     with use_cassette("stream_reasoning"):
         stream = AsyncAgentClient(api_key=FAKE_KEY).stream(preset="fast", input="Explain quantum computing")
         events = [e async for e in stream]
-    reasoning = [e for e in events if isinstance(e, ReasoningEvent)]
+    # every reasoning event is parsed into its typed model (an unparsed one would be an UnknownEvent)
+    reasoning = [e for e in events if e.type.startswith("response.reasoning.")]
+    assert not [e for e in reasoning if isinstance(e, UnknownEvent)]
     assert [e.type.rsplit(".", 1)[-1] for e in reasoning] == [
         "started",
         "search_queries",
@@ -134,7 +135,11 @@ def test_stream_unknown_event_kept():
     assert [e.type for e in unknown] == ["response.future_feature"]
     assert unknown[0].raw["payload"] == {"x": 1}
     added = [
-        e for e in events if isinstance(e, OutputItemAddedEvent) and isinstance(e.item, UnknownOutputItem)
+        e
+        for e in events
+        if e.type == "response.output_item.added"
+        and not isinstance(e, UnknownEvent)
+        and isinstance(e.item, UnknownOutputItem)
     ]
     assert added and added[0].item.type == "hologram_results"
     assert events[-1].type == "response.completed"

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from perplexed import Hit
 from perplexed.agent import SearchResult
-from perplexed.citations import (
+from perplexed.citations import (  # private: the citation parser, documented in prose only, is tested directly
     Citations,
     cited_sources,
     find_markers,

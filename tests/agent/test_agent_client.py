@@ -312,7 +312,7 @@ async def test_wait_times_out():
 
 def test_default_timeouts_sized_by_preset():
     from perplexed.agent import AgentRequest
-    from perplexed.agent._policy import default_timeout
+    from perplexed.agent._policy import default_timeout  # private: no public reader of the preset timeouts
 
     assert default_timeout(AgentRequest(input="x", preset="fast")) < default_timeout(
         AgentRequest(input="x", preset="high")

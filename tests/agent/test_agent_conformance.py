@@ -9,10 +9,10 @@ import json
 import httpx
 import pytest
 from agent_helpers import FAKE_KEY, RESPONSE_COMPLETED, Recorder
-from perplexed import BadRequestError, InvalidRequest
-from perplexed.agent import AgentClient, AgentRequest, AsyncAgentClient, Reasoning
-from perplexed.agent._outcome import explain_unknown_field
-from perplexed.agent._request import build_request
+from perplexed import InvalidRequest
+from perplexed.agent import AgentClient, AgentRequest, AsyncAgentClient, BadRequestError, Reasoning
+from perplexed.agent._outcome import explain_unknown_field  # private: the unknown-field note, tested alone
+from perplexed.agent._request import build_request  # private: body merging, tested without I/O
 
 
 def _client(rec: Recorder, **kwargs) -> AgentClient:

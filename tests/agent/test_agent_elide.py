@@ -16,8 +16,12 @@ from agent_helpers import FAKE_KEY
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from perplexed.agent import AgentClient
-from perplexed.agent._elide import StringElider, _safe_cut, restore
-from perplexed.agent.sse import SSEDecoder
+from perplexed.agent._elide import (  # private: the string elider is unit-tested at its edges
+    StringElider,
+    _safe_cut,
+    restore,
+)
+from perplexed.agent.sse import SSEDecoder  # private: the SSE decoder's data filter is internal
 
 SETTINGS = settings(max_examples=120, deadline=None, database=None)
 

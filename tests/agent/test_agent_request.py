@@ -24,7 +24,10 @@ from perplexed.agent import (
     UserLocation,
     WebSearch,
 )
-from perplexed.agent._request import build_request, to_mdy
+from perplexed.agent._request import (  # private: the request body builder is tested table-style
+    build_request,
+    to_mdy,
+)
 from pydantic import BaseModel
 
 

@@ -12,7 +12,7 @@ from perplexed.agent import (
     UnknownEvent,
     UnknownOutputItem,
 )
-from perplexed.agent._response import (
+from perplexed.agent._response import (  # private: event and output-item parsing is tested per event class
     ErrorEvent,
     OutputItemAddedEvent,
     OutputTextDeltaEvent,

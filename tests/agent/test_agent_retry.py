@@ -7,7 +7,7 @@ import json
 
 import pytest
 from perplexed import PerplexedError
-from perplexed._errors import register_secret
+from perplexed._errors import register_secret  # private: a registered secret must vanish from errors
 from perplexed.agent import (
     APIStatusError,
     AuthenticationError,
@@ -18,9 +18,13 @@ from perplexed.agent import (
     RateLimitError,
     ServerError,
 )
-from perplexed.agent._outcome import error_from_response
-from perplexed.agent._policy import backoff_delay, retry_delay, should_retry
-from perplexed.policy._wire import parse_retry_after
+from perplexed.agent._outcome import error_from_response  # private: status-to-error mapping, no I/O
+from perplexed.agent._policy import (  # private: pure retry and backoff decisions, tested without I/O
+    backoff_delay,
+    retry_delay,
+    should_retry,
+)
+from perplexed.providers import parse_retry_after
 
 
 @pytest.mark.parametrize("status", [408, 409, 429, 500, 502, 503, 504, 599])

@@ -7,8 +7,8 @@ import asyncio
 
 import httpx
 import pytest
-from perplexed import APITimeoutError, ServerError
-from perplexed.agent import AsyncAgentClient
+from perplexed import APITimeoutError
+from perplexed.agent import AsyncAgentClient, ServerError
 
 
 async def test_timeout_during_a_retry_reports_the_last_api_error() -> None:

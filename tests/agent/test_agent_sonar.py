@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from perplexed import InvalidRequest, PerplexedError
 from perplexed.agent import AgentRequest, MigrationWarning, from_sonar
-from perplexed.agent.sonar import SKILL_PRESET_MAP
+from perplexed.agent.sonar import SKILL_PRESET_MAP  # private: every skill in the migration map gets a row
 
 USER = [{"role": "user", "content": "What is new in fusion energy?"}]
 

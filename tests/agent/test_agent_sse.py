@@ -7,7 +7,12 @@ from agent_helpers import cassette_body, chunks_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from perplexed import PerplexedError
-from perplexed.agent.sse import ServerSentEvent, SSEDecoder, aiter_sse, iter_sse
+from perplexed.agent.sse import (  # private: the SSE decoder is tested on raw byte streams
+    ServerSentEvent,
+    SSEDecoder,
+    aiter_sse,
+    iter_sse,
+)
 
 
 def decode(data: bytes, sizes: list[int] | None = None) -> list[ServerSentEvent]:

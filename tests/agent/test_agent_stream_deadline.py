@@ -17,7 +17,7 @@ from agent_helpers import FAKE_KEY
 from agent_sse_server import Reply, serve
 from perplexed import APITimeoutError, ConfigError
 from perplexed.agent import AgentClient, AsyncAgentClient
-from perplexed.agent import _policy as agent_client
+from perplexed.agent import _policy as agent_client  # private: shrinks the preset timeouts (fast tests)
 
 BOUND = 0.5  # seconds: the stream deadline under test
 SLACK = 0.05  # the call raises within BOUND + SLACK

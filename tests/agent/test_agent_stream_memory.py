@@ -9,7 +9,10 @@ import json
 from agent_helpers import FAKE_KEY, cassette_events
 from agent_sse_server import Reply, serve
 from perplexed.agent import AgentClient, UnknownEvent
-from perplexed.agent._response import StreamAssembler, parse_event
+from perplexed.agent._response import (  # private: the stream assembler's memory is measured directly
+    StreamAssembler,
+    parse_event,
+)
 
 
 def _assemble(events: list[dict]) -> StreamAssembler:

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from perplexed.agent._stream import Decision, Step, after_drop
+from perplexed.agent._stream import (  # private: the stream drop policy is a pure state table
+    Decision,
+    Step,
+    after_drop,
+)
 
 BASE = {
     "background": True,

@@ -12,8 +12,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 @pytest.fixture(autouse=True)
 def _fresh_robots() -> Iterator[None]:
     """robots.txt verdicts are cached per origin: loopback ports are reused across tests."""
-    from perplexed.net._fetch_net import forget_robots
+    import perplexed
 
-    forget_robots()
+    perplexed.reset()  # forgets the robots.txt rules too
     yield
-    forget_robots()
+    perplexed.reset()

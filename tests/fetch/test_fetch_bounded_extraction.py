@@ -24,7 +24,7 @@ DEADLINE_MS = 1500
 def _no_idle_workers() -> Iterator[None]:
     """Every test starts and ends without warm workers, so the children seen are the ones it started."""
     try:
-        from perplexed.extract._worker import _pool
+        from perplexed.extract._worker import _pool  # private: the worker pool, inspected directly
     except ImportError:  # a version without workers: nothing to clean
         yield
         return
@@ -181,7 +181,7 @@ async def test_a_warm_worker_is_reused_between_fetches(loopback: LoopbackServer)
     url = _serve(loopback, "/a", article_html().encode(), "text/html")
     page = await perplexed.afetch(url, allow_private=LOOP)
     first = {p.pid for p in _workers()}
-    from perplexed.extract._worker import _pool
+    from perplexed.extract._worker import _pool  # private: the extraction worker pool is inspected directly
 
     assert first, (page.provider, _pool.disabled, _pool.turned_off, len(_pool.live), len(_pool.idle),
                    [" ".join(c.cmdline())[:80] for c in psutil.Process().children(recursive=True)])

@@ -6,7 +6,7 @@ import json
 
 import pytest
 from pages import ARTICLE_TITLE, article_html
-from perplexed.cli import main
+from perplexed.cli import main  # private: runs the CLI entry point in-process
 from testkit.loopback import Html, LoopbackServer, Status
 
 

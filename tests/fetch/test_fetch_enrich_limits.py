@@ -192,7 +192,7 @@ async def test_answer_page_fetches_stay_inside_budget_usd(mode: str, paid_site: 
 @pytest.mark.timing
 async def test_a_file_url_is_fetched_by_the_engine_under_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
     # the one private helper reached: the index lookup, made slow (an index on a network drive, say)
-    import perplexed.index._document as document
+    import perplexed.index._document as document  # private: slows the index lookup to test the deadline
 
     def slow_lookup(url: str) -> None:
         time.sleep(1.0)

@@ -7,7 +7,7 @@ from typing import Any
 
 import perplexed
 import pytest
-from perplexed import ConfigError, InvalidRequest
+from perplexed import ConfigError, InvalidRequest, integration
 
 URL = "https://example.com/"
 
@@ -18,18 +18,18 @@ URL = "https://example.com/"
 )
 def test_core_fetch_option_typos(given: dict[str, Any], closest: str) -> None:
     with pytest.raises(InvalidRequest, match=f"did you mean '{closest}'"):
-        perplexed.prepare_fetch(URL, **given)
+        integration.prepare_fetch(URL, **given)
 
 
 @pytest.mark.parametrize(("given", "closest"), [("Http", "http"), (["http", "Jina"], "jina"), ("jinna", "jina")])
 def test_core_fetch_provider_in_another_case(given: Any, closest: str) -> None:
     with pytest.raises(ConfigError, match=f"unknown fetch provider .*did you mean '{closest}'.*known fetch providers"):
-        perplexed.prepare_fetch(URL, given)
+        integration.prepare_fetch(URL, given)
 
 
 def test_an_unknown_fetch_provider_with_nothing_close_lists_the_known_ones() -> None:
     with pytest.raises(ConfigError) as info:
-        perplexed.prepare_fetch(URL, "zzzz")
+        integration.prepare_fetch(URL, "zzzz")
     assert "did you mean" not in str(info.value) and "known fetch providers: http" in str(info.value)
 
 
@@ -88,7 +88,7 @@ def test_without_the_fetch_extra_the_error_says_to_install_it(
 )
 def test_a_credential_beside_the_url_says_where_it_goes(provider: Any, given: dict[str, str], words: str) -> None:
     with pytest.raises(InvalidRequest) as info:
-        perplexed.prepare_fetch(URL, provider, **given)
+        integration.prepare_fetch(URL, provider, **given)
     assert words in str(info.value) and "secret-1" not in str(info.value)
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import perplexed
 import pytest
 from perplexed import InvalidRequest
-from perplexed.fetchers import FetchAnswer
+from perplexed.providers import FetchAnswer
 from testkit.loopback import Json, LoopbackServer
 
 PRIVATE_PROBES = [

@@ -15,8 +15,11 @@ import pytest
 import typed_pages as tp
 from pages import CLOUDFLARE, article_html
 from perplexed import Outcome, Page, UpstreamError
-from perplexed.extract._extract import extract_html, interstitial
-from perplexed.extract._structured import structured_data
+from perplexed.extract._extract import (  # private: extraction is tested on raw HTML, no server
+    extract_html,
+    interstitial,
+)
+from perplexed.extract._structured import structured_data  # private: extraction tested on raw HTML
 from testkit.loopback import Html, LoopbackServer
 
 LOOP = ["127.0.0.0/8"]

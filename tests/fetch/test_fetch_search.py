@@ -11,7 +11,7 @@ from typing import Any
 import perplexed
 import pytest
 from pages import ARTICLE_TITLE, article_html
-from perplexed import Hit, InvalidRequest, Page
+from perplexed import Hit, InvalidRequest, Page, integration
 from perplexed.providers import FunctionProvider
 from testkit.loopback import Html, LoopbackServer, Status
 
@@ -96,5 +96,5 @@ async def test_answer_grounds_on_page_content(site: LoopbackServer) -> None:
 
 async def test_answer_fetch_options_are_validated_before_anything_runs() -> None:
     with pytest.raises(InvalidRequest) as info:
-        perplexed.prepare_answer("q", provider=searcher(["https://example.com/"]), fetch_content=1, max_chars=-1)
+        integration.prepare_answer("q", provider=searcher(["https://example.com/"]), fetch_content=1, max_chars=-1)
     assert info.value.param == "max_chars"

@@ -45,7 +45,7 @@ async def test_cancelling_one_caller_leaves_the_other_its_page(loopback: Loopbac
 
 
 async def test_every_caller_gone_ends_the_shared_load(loopback: LoopbackServer) -> None:
-    from perplexed.net import _fetch_net
+    from perplexed.net import _fetch_net  # private: checks no robots.txt load is left pending
 
     _slow_robots(loopback, 5.0)
     task = asyncio.ensure_future(perplexed.afetch(loopback.url_for("/a"), allow_private=LOOP, deadline_ms=200))

@@ -12,8 +12,11 @@ import perplexed
 import pytest
 from pages import ARTICLE_TITLE, article_html
 from perplexed import InvalidRequest, Outcome, UpstreamError
-from perplexed.net._fetch_net import GuardedBackend
-from perplexed.net._ssrf import NOTHING, parse_allow_private
+from perplexed.net._fetch_net import GuardedBackend  # private: the guarded transport is tested below fetch
+from perplexed.net._ssrf import (  # private: the allow_private parser is tested table-style
+    NOTHING,
+    parse_allow_private,
+)
 from test_ssrf import SPELLINGS
 from testkit.loopback import Html, LoopbackServer, Status
 

@@ -8,7 +8,7 @@ import socket
 
 import pytest
 from perplexed import InvalidRequest
-from perplexed.net._ssrf import (
+from perplexed.net._ssrf import (  # private: the SSRF address rules are tested table-style
     EVERYTHING,
     NOT_AN_ADDRESS,
     NOTHING,

@@ -31,8 +31,8 @@ from lc_support import (
     mock_searxng,
     searxng_results,
 )
-from perplexed import AuthenticationError, ConfigError, UpstreamError
-from perplexed.agent import AgentClient, AsyncAgentClient
+from perplexed import ConfigError, UpstreamError
+from perplexed.agent import AgentClient, AsyncAgentClient, AuthenticationError
 from perplexed.providers import SearXNG
 
 ANSWER_KEYS = {"type", "citations", "cost", "attempts", "response_id", "model"}

@@ -14,7 +14,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from langchain_perplexed import PerplexedFetchTool, PerplexedLoader, PerplexedRetriever
 from langchain_tests.integration_tests import ToolsIntegrationTests
 from langchain_tests.unit_tests import ToolsUnitTests
-from perplexed import Hit, InvalidRequest, UpstreamError
+from perplexed import Hit, InvalidRequest, UpstreamError, reset
 from perplexed.providers import FunctionProvider
 from testkit.loopback import Html, LoopbackServer, Status
 
@@ -31,9 +31,7 @@ SERVER.route("/gone", Status(404, b"", content_type="text/html"))
 
 @pytest.fixture(autouse=True)
 def _fresh_robots() -> Any:
-    from perplexed.net._fetch_net import forget_robots
-
-    forget_robots()
+    reset()  # forgets the robots.txt rules too
     yield
 
 
@@ -145,14 +143,14 @@ def test_retriever_fetch_content_puts_page_content_in_the_documents() -> None:
 def test_documents_carry_the_page_type() -> None:
     """issue 36: a fetched page's type is in its Document's metadata, and in a search hit's when its page was
     fetched."""
-    from langchain_perplexed._documents import hit_metadata
     from perplexed import Page
 
     docs = PerplexedLoader([SERVER.url_for("/a")], allow_private=LOOP).load()
     assert docs[0].metadata["page_type"] == "article" and 0 <= docs[0].metadata["page_type_confidence"] <= 1
     page = Page(url="https://forum.example/t/1", final_url="https://forum.example/t/1", page_type="forum",
                 page_type_confidence=0.9)
-    hit = Hit(id=1, title="A thread", url="https://forum.example/t/1", page=page)
-    assert hit_metadata(hit, answered_by="exa", cost=0.0, attempts=[])["page_type"] == "forum"
-    assert "page_type" not in hit_metadata(Hit(id=1, url="https://a.example"), answered_by="exa", cost=0.0,
-                                           attempts=[])
+    hits = [Hit(id=1, title="A thread", url="https://forum.example/t/1", page=page),
+            Hit(id=2, url="https://a.example")]
+    fetched, plain = PerplexedRetriever(provider=FunctionProvider(lambda query, options: hits, name="exa")).invoke("q")
+    assert fetched.metadata["page_type"] == "forum"
+    assert "page_type" not in plain.metadata

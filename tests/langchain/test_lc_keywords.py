@@ -148,9 +148,15 @@ def test_answer_tool_bad_arguments_too() -> None:
 
 
 def test_every_core_chain_and_search_option_is_a_field() -> None:
-    from langchain_perplexed._config import SearchConfig
+    from langchain_perplexed import (
+        PerplexedAnswerRetriever,
+        PerplexedAnswerTool,
+        PerplexedRetriever,
+        PerplexedSearchTool,
+    )
     from perplexed import ChainOptions, SearchOptions
 
-    missing = [n for n in (*ChainOptions.model_fields, *SearchOptions.model_fields)
-               if n not in SearchConfig.model_fields and n not in ("max_results", "extra")]
-    assert missing == []
+    for cls in (PerplexedRetriever, PerplexedAnswerRetriever, PerplexedSearchTool, PerplexedAnswerTool):
+        missing = [n for n in (*ChainOptions.model_fields, *SearchOptions.model_fields)
+                   if n not in cls.model_fields and n not in ("max_results", "extra")]
+        assert missing == [], cls.__name__

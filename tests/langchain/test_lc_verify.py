@@ -7,15 +7,28 @@ import json
 
 import perplexed
 import pytest
+from langchain_core.documents import Document
 from langchain_core.runnables import RunnableLambda
-from langchain_perplexed import PerplexedAnswerRetriever, PerplexedAnswerTool, VerifyCitations
-from langchain_perplexed._documents import result_documents
-from perplexed import InvalidRequest, Result, Verification
+from langchain_perplexed import (
+    PerplexedAnswerRetriever,
+    PerplexedAnswerTool,
+    PerplexedRetriever,
+    VerifyCitations,
+)
+from perplexed import InvalidRequest, Verification
+from perplexed.providers import FunctionProvider
 from test_answer_fakes import ANSWER_TEXT, FakeAgentAPI, ok, provider, response_json
 from testkit.hits import ZONING_HITS
 
 QUERY = "What are typical zoning setbacks?"
 HITS = [h.model_copy(update={"id": i}) for i, h in enumerate(ZONING_HITS, start=1)]
+
+
+def retrieved() -> list[Document]:
+    """The Documents a PerplexedRetriever returns when its provider answers with HITS."""
+    docs = PerplexedRetriever(provider=FunctionProvider(lambda query, options: HITS, name="web")).invoke("q")
+    assert [d.metadata["url"] for d in docs] == [h.url for h in HITS]
+    return docs
 
 
 def test_answer_retriever_verify_puts_the_json_in_the_answer_metadata() -> None:
@@ -55,7 +68,7 @@ def test_answer_tool_accepts_verify() -> None:
 
 
 def test_verify_citations_runnable_over_retriever_documents() -> None:
-    docs = result_documents(Result(query="q", provider="web", hits=HITS))
+    docs = retrieved()
     text = "Typical front setbacks are 20 to 25 feet [2]. Front setbacks are always 90 feet [2]. Zoning rules differ between cities."
     v = VerifyCitations().invoke({"text": text, "documents": docs})
     assert isinstance(v, Verification)
@@ -65,7 +78,7 @@ def test_verify_citations_runnable_over_retriever_documents() -> None:
 
 
 async def test_verify_citations_in_an_lcel_chain_and_async() -> None:
-    docs = result_documents(Result(query="q", provider="web", hits=HITS))
+    docs = retrieved()
     my_llm = RunnableLambda(lambda question: "A setback is the minimum distance to the property line [1].")
     chain = {"text": my_llm, "documents": RunnableLambda(lambda _: docs)} | VerifyCitations()
     v = chain.invoke(QUERY)
@@ -81,7 +94,7 @@ def test_verify_citations_takes_an_answer_retrievers_documents() -> None:
 
 
 def test_verify_citations_options_and_bad_input() -> None:
-    docs = result_documents(Result(query="q", provider="web", hits=HITS))
+    docs = retrieved()
 
     def always(claim: str, passage: str) -> float:
         return 1.0

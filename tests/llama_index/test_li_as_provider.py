@@ -15,7 +15,7 @@ from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from llama_index.core.vector_stores import MetadataFilter, MetadataFilters
 from llama_index_perplexed import PerplexedRetriever, RetrieverProvider, as_provider
-from llama_index_perplexed.provider import node_to_hit
+from llama_index_perplexed.provider import node_to_hit  # private: the node-to-hit mapping is not exported
 from perplexed.providers import CallableProvider
 
 EMBED = MockEmbedding(embed_dim=8)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from llama_index_perplexed import PerplexedReader, PerplexedToolSpec
-from perplexed import InvalidRequest, UpstreamError
+from perplexed import InvalidRequest, UpstreamError, reset
 from testkit.loopback import Html, LoopbackServer, Status
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "fetch"))
@@ -20,9 +20,7 @@ LOOP = ["127.0.0.0/8"]
 
 @pytest.fixture
 def site(loopback: LoopbackServer) -> LoopbackServer:
-    from perplexed.net._fetch_net import forget_robots
-
-    forget_robots()
+    reset()  # forgets the robots.txt rules too
     loopback.route("/robots.txt", Status(404, b""))
     loopback.route("/a", Html(article_html()))
     loopback.route("/b", Html(article_html(title="Second page")))
@@ -103,11 +101,14 @@ async def test_tool_spec_has_perplexed_fetch(site: LoopbackServer) -> None:
 def test_documents_and_nodes_carry_the_page_type(site: LoopbackServer) -> None:
     """issue 36: a fetched page's type is in its Document's metadata, and in a hit's node when its page was
     fetched."""
-    from llama_index_perplexed._nodes import hit_metadata
+    from llama_index_perplexed import PerplexedRetriever
     from perplexed import Hit, Page
+    from perplexed.providers import FunctionProvider
 
     docs = PerplexedReader(allow_private=LOOP).load_data([site.url_for("/a")])
     assert docs[0].metadata["page_type"] == "article"
     page = Page(url="https://shop.example/p/1", final_url="https://shop.example/p/1", page_type="product")
-    assert hit_metadata(Hit(id=1, url="https://shop.example/p/1", page=page))["page_type"] == "product"
-    assert "page_type" not in hit_metadata(Hit(id=1, url="https://shop.example/p/1"))
+    hits = [Hit(id=1, url="https://shop.example/p/1", page=page), Hit(id=2, url="https://shop.example/p/2")]
+    fetched, plain = PerplexedRetriever(provider=FunctionProvider(lambda query, options: hits, name="exa")).retrieve("q")
+    assert fetched.node.metadata["page_type"] == "product"
+    assert "page_type" not in plain.node.metadata

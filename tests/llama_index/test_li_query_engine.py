@@ -16,7 +16,7 @@ from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.response.schema import AsyncStreamingResponse, Response, StreamingResponse
 from llama_index_perplexed import PerplexedAgentEvent, PerplexedAttemptEvent, PerplexedQueryEngine
 from perplexed import Answer, NoSourcesError
-from perplexed.agent import AgentClient
+from perplexed.agent import AgentClient, RateLimitError
 from perplexed.providers import FunctionProvider
 
 CASSETTES = Path(__file__).resolve().parents[2] / "cassettes" / "synthesized" / "agent"
@@ -247,7 +247,7 @@ def test_on_empty_answer_answers_without_sources(agent_api: LoopbackAgentAPI) ->
 def test_agent_api_errors_are_typed_and_keep_the_attempts(agent_api: LoopbackAgentAPI) -> None:
     agent_api.status = 429
     paid = FunctionProvider(web, name="paidweb", cost=0.002)
-    with pytest.raises(perplexed.RateLimitError) as info:
+    with pytest.raises(RateLimitError) as info:
         PerplexedQueryEngine(paid, client=agent_api.client()).query("q")
     assert [a.provider for a in info.value.attempts] == ["paidweb"]
     assert info.value.cost == pytest.approx(0.002)

@@ -11,7 +11,10 @@ from llama_fakes import WEB_HITS, aweb, broken, nothing, slow_web, web
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
 from llama_index_perplexed import PerplexedRetriever
-from llama_index_perplexed._nodes import node_id_for_url, score_hits
+from llama_index_perplexed._nodes import (  # private: node ids and score normalisation are tested directly
+    node_id_for_url,
+    score_hits,
+)
 from perplexed import Hit, SearchOptions
 from testkit.loopback import Json, LoopbackServer, searxng_json
 

@@ -19,7 +19,7 @@ from llama_index_perplexed import (
     PerplexedToolSpec,
     as_provider,
 )
-from llama_index_perplexed._nodes import node_id_for_url
+from llama_index_perplexed._nodes import node_id_for_url  # private: node ids are derived from the URL
 from perplexed.providers import SearXNG
 from testkit.hits import searxng_json
 from testkit.searxng import CORPUS, JSON_ENGINE, SQLITE_ENGINE, SearxngServer

@@ -13,6 +13,7 @@ from llama_index.core.tools import FunctionTool
 from llama_index.core.tools.tool_spec.base import BaseToolSpec
 from llama_index_perplexed import PerplexedAgentEvent, PerplexedAttemptEvent, PerplexedToolSpec
 from perplexed import Hit, SearchOptions
+from perplexed.agent import ServerError
 
 SEARCH_OUTPUT = (
     "[1] Web A — https://web.example/a\nalpha snippet\n\n"
@@ -114,7 +115,7 @@ def test_tools_raise_typed_errors_not_strings(agent_api: LoopbackAgentAPI) -> No
 async def test_async_tools_raise_typed_errors(agent_api: LoopbackAgentAPI) -> None:
     agent_api.status = 500
     tools = tools_by_name(PerplexedToolSpec(aweb, async_client=agent_api.async_client()))
-    with pytest.raises(perplexed.ServerError) as info:
+    with pytest.raises(ServerError) as info:
         await tools["answer"].acall(query="q")
     assert [a.provider for a in info.value.attempts] == ["aweb"]
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 import json
 
 import perplexed
-from llama_index_perplexed import PerplexedQueryEngine
-from llama_index_perplexed._nodes import result_to_nodes
-from perplexed import Result
+from llama_index_perplexed import PerplexedQueryEngine, PerplexedRetriever
+from perplexed.providers import FunctionProvider
 from test_answer_fakes import ANSWER_TEXT, FakeAgentAPI, provider
 from testkit.hits import ZONING_HITS
 
@@ -40,7 +39,8 @@ async def test_async_and_streaming_query_engine_verify() -> None:
 
 
 def test_verify_takes_retriever_nodes() -> None:
-    nodes = result_to_nodes(Result(query="q", provider="web", hits=HITS))
+    nodes = PerplexedRetriever(provider=FunctionProvider(lambda query, options: HITS, name="web")).retrieve("q")
+    assert len(nodes) == len(HITS)
     text = "Front setbacks of 20 to 25 feet are typical [2]. Side setbacks are 50 feet [2]."
     v = perplexed.verify(text, nodes)
     assert [s.label for s in v.sentences] == ["supported", "unsupported"]

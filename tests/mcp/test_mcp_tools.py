@@ -304,7 +304,7 @@ async def test_web_fetch_refusals_are_error_results(url: str, words: str) -> Non
 
 
 def test_allowed_hosts_name_the_bound_host_and_port() -> None:
-    from perplexed.mcp_server import _allowed_hosts
+    from perplexed.mcp_server import _allowed_hosts  # private: the host allow-list has no public reader
 
     assert _allowed_hosts("127.0.0.1", 8000) == {"127.0.0.1:8000", "localhost:8000", "[::1]:8000"}
     assert _allowed_hosts("::1", 9000) == {"[::1]:9000", "localhost:9000", "127.0.0.1:9000"}

@@ -15,9 +15,8 @@ import httpx
 import perplexed
 import pytest
 import yaml
-from perplexed import Hit, Outcome, Result
-from perplexed.policy._options import SearchOptions
-from perplexed.providers import Exa, Firecrawl, PerplexitySearch, SearXNG
+from perplexed import Hit, Outcome, Result, SearchOptions
+from perplexed.providers import Exa, Firecrawl, FunctionProvider, PerplexitySearch, SearXNG
 from testkit.cassettes import FAKE_KEYS, SYNTHESIZED, cassette
 
 QUERY = "california rental laws"
@@ -113,13 +112,18 @@ def _result(author: Any) -> Result:
     return Result(query="q", provider="exa", hits=[hit])
 
 
+def _provider(author: Any) -> FunctionProvider:
+    """A search provider answering with the one hit of :func:`_result`, as an adapter's retriever calls it."""
+    return FunctionProvider(lambda query, options: _result(author).hits, name="exa")
+
+
 @pytest.mark.parametrize(("author", "expected"), [("Jane Doe", "Jane Doe"), (None, None), ("", None), (..., None)])
 def test_author_reaches_langchain_documents(author: Any, expected: str | None) -> None:
     pytest.importorskip("langchain_core")
-    from langchain_perplexed._documents import hit_metadata
+    from langchain_perplexed import PerplexedRetriever
 
-    result = _result(author)
-    metadata = hit_metadata(result.hits[0], answered_by="exa", cost=0.0, attempts=[])
+    [doc] = PerplexedRetriever(provider=_provider(author)).invoke("q")
+    metadata = doc.metadata
     if expected is None:
         assert "author" not in metadata  # omitted when null
     else:
@@ -129,9 +133,9 @@ def test_author_reaches_langchain_documents(author: Any, expected: str | None) -
 @pytest.mark.parametrize(("author", "expected"), [("Jane Doe", "Jane Doe"), (None, None), (..., None)])
 def test_author_reaches_llama_index_nodes(author: Any, expected: str | None) -> None:
     pytest.importorskip("llama_index.core")
-    from llama_index_perplexed._nodes import result_to_nodes
+    from llama_index_perplexed import PerplexedRetriever
 
-    [node] = result_to_nodes(_result(author))
+    [node] = PerplexedRetriever(provider=_provider(author)).retrieve("q")
     if expected is None:
         assert "author" not in node.node.metadata
     else:
@@ -140,11 +144,10 @@ def test_author_reaches_llama_index_nodes(author: Any, expected: str | None) -> 
 
 async def test_exa_cassette_author_reaches_a_langchain_retriever() -> None:
     pytest.importorskip("langchain_core")
-    from langchain_perplexed._documents import result_documents
+    from langchain_perplexed import PerplexedRetriever
 
     with cassette("exa/ok.yaml"):
-        result = await perplexed.asearch(QUERY, provider=[Exa(api_key=FAKE_KEYS["exa"])])
-    docs = result_documents(result)
+        docs = await PerplexedRetriever(provider=[Exa(api_key=FAKE_KEYS["exa"])]).ainvoke(QUERY)
     assert docs[0].metadata["author"] == "Jane Doe"
     assert "author" not in docs[1].metadata
 

@@ -11,9 +11,19 @@ import httpx
 import perplexed
 import pytest
 from perplexed import ConfigError, InvalidRequest, providers
-from perplexed import fetchers as fetchers_module
-from perplexed.fetchers import FetchAnswer, FetchOptions, FetchProvider, FunctionFetcher
-from perplexed.providers import Exa, Firecrawl, Http, Jina, SearXNG, Tavily
+from perplexed import fetchers as fetchers_module  # private: the earlier fetch module, kept working
+from perplexed.providers import (
+    Exa,
+    FetchAnswer,
+    FetchOptions,
+    FetchProvider,
+    Firecrawl,
+    FunctionFetcher,
+    Http,
+    Jina,
+    SearXNG,
+    Tavily,
+)
 
 SEARCHERS = ["local", "searxng", "ceramic", "firecrawl", "perplexity", "tavily", "exa", "brave", "linkup"]
 FETCHERS = ["http", "jina", "firecrawl", "tavily", "exa"]
@@ -69,12 +79,12 @@ def test_one_registry_lists_each_operation() -> None:
 
 
 def test_the_earlier_fetch_names_still_import_and_are_the_vendor_classes() -> None:
-    from perplexed.fetchers.exa import ExaContents
-    from perplexed.fetchers.firecrawl import FirecrawlScrape
-    from perplexed.fetchers.http import MAX_REDIRECTS
-    from perplexed.fetchers.http import Http as OldHttp
-    from perplexed.fetchers.jina import Jina as OldJina
-    from perplexed.fetchers.tavily import TavilyExtract
+    from perplexed.fetchers.exa import ExaContents  # private: an earlier path, kept working
+    from perplexed.fetchers.firecrawl import FirecrawlScrape  # private: an earlier path, kept working
+    from perplexed.fetchers.http import MAX_REDIRECTS  # private: an earlier path, kept working
+    from perplexed.fetchers.http import Http as OldHttp  # private: an earlier path, kept working
+    from perplexed.fetchers.jina import Jina as OldJina  # private: an earlier path, kept working
+    from perplexed.fetchers.tavily import TavilyExtract  # private: an earlier path, kept working
 
     assert (TavilyExtract, ExaContents, FirecrawlScrape, OldJina, OldHttp) == (Tavily, Exa, Firecrawl, Jina, Http)
     assert MAX_REDIRECTS == 5

@@ -15,7 +15,7 @@ import vcr
 import yaml
 from perplexed import Outcome, doctor
 from perplexed.doctor import SHAPES
-from perplexed.doctor._checks import check_shape
+from perplexed.doctor._checks import check_shape  # private: recorded bodies match the doctor's shapes
 from perplexed.providers import Provider, get
 from testkit.cassettes import FAKE_KEYS, ROOT
 from testkit.doctor_answers import KEYS, PATHS, good

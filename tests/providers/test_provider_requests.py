@@ -13,7 +13,10 @@ import perplexed
 import pytest
 from perplexed import ConfigError, Outcome, SearchOptions, UpstreamError, providers
 from perplexed.providers import Brave, Ceramic, Exa, Firecrawl, Linkup, PerplexitySearch, Provider, Tavily
-from perplexed.providers._common import RECENCY_DAYS, today
+from perplexed.providers._common import (  # private: recency windows are computed from the same clock
+    RECENCY_DAYS,
+    today,
+)
 from testkit.cassettes import FAKE_KEYS, PROVIDERS
 
 ENV_KEYS = {

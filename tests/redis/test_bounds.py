@@ -17,13 +17,14 @@ from collections.abc import Callable
 from typing import Any
 
 import perplexed
+import perplexed.store._resilient as _resilient  # private: speeds up the outage retry clock
 import pytest
 import redis
 from perplexed import ConfigError, Hit
 from perplexed.providers import FunctionProvider
-from perplexed.store import Admission, MemoryStore, RedisStore, _resilient
-from perplexed.store._resilient import RETRY_S, ResilientStore
-from perplexed.store._resp import (
+from perplexed.store import Admission, MemoryStore, RedisStore
+from perplexed.store._resilient import RETRY_S, ResilientStore  # private: the outage wrapper, driven directly
+from perplexed.store._resp import (  # private: the RESP reader's bounds are tested directly
     MAX_DEPTH,
     MAX_ELEMENTS,
     MAX_REPLY_BYTES,
@@ -395,7 +396,7 @@ def test_every_url_option_is_honoured_or_refused_by_name(url: str, named: str) -
 
 
 def test_tls_url_options_are_honoured() -> None:
-    from perplexed.store._resp import ssl_context
+    from perplexed.store._resp import ssl_context  # private: the TLS context built from the URL
 
     store = RedisStore("rediss://127.0.0.1:6379/0?ssl_min_version=TLSv1_3&ssl_ciphers=ECDHE%2BAESGCM"
                        "&ssl_cert_reqs=none&socket_connect_timeout=7")
@@ -732,7 +733,7 @@ async def test_a_cold_cluster_client_does_not_open_an_outage(valkey_cluster: Val
 
 async def test_the_memory_store_caps_its_cache_in_bytes() -> None:
     from perplexed.store import CachedAnswer, Record
-    from perplexed.store.memory import DEFAULT_MAX_CACHE_BYTES
+    from perplexed.store.memory import DEFAULT_MAX_CACHE_BYTES  # private: no public reader of the cap
 
     assert DEFAULT_MAX_CACHE_BYTES == 64 * 1024 * 1024
     store = MemoryStore()
@@ -760,8 +761,8 @@ async def test_the_memory_store_caps_its_cache_in_bytes() -> None:
     ids=["snippet", "content", "nested raw", "sources", "raw key"],
 )
 def test_the_size_estimate_counts_text_wherever_a_hit_holds_it(where: dict[str, Any]) -> None:
-    from perplexed.store._base import snapshot_hits
-    from perplexed.store.memory import _answer_bytes
+    from perplexed.store._base import snapshot_hits  # private: the cache size estimate, tested directly
+    from perplexed.store.memory import _answer_bytes  # private: the cache size estimate, tested directly
 
     plain = _answer_bytes(snapshot_hits([Hit(id=1, url="https://example.com/a")]), None)
     heavy = _answer_bytes(snapshot_hits([Hit(id=1, url="https://example.com/a", **where)]), None)

@@ -13,7 +13,7 @@ import pytest
 import redis
 from perplexed import Hit
 from perplexed.store import Admission, CachedAnswer, Record, RedisStore
-from perplexed.store._resilient import RETRY_S
+from perplexed.store._resilient import RETRY_S  # private: waits out the store's retry interval
 from testkit import loopback as lb
 from testkit.valkey_servers import TcpProxy, ValkeyServer, closed_port, free_port
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import redis
 from perplexed.store import Admission, RedisStore
-from perplexed.store._resilient import RETRY_S
+from perplexed.store._resilient import RETRY_S  # private: waits out the store's retry interval
 from testkit.valkey_servers import ValkeyServer
 
 

@@ -12,7 +12,7 @@ import perplexed
 import pytest
 import redis
 from perplexed import ConfigError, Hit
-from perplexed._errors import redact
+from perplexed._errors import redact, register_secret  # private: secrets registered, then checked redacted
 from perplexed.store import Admission, CachedAnswer, MemoryStore, Record, RedisStore, open_store
 from perplexed.store.redis import MAX_CACHE_BYTES
 from redis.cluster import RedisCluster
@@ -89,7 +89,7 @@ def test_password_never_shown(valkey: ValkeyServer) -> None:
 
 async def test_keys_are_prefixed_hashed_and_free_of_secrets(valkey: ValkeyServer, redis_prefix: str) -> None:
     secret = "sk-test-0123456789abcdefSECRET"
-    perplexed._errors.register_secret(secret)
+    register_secret(secret)
     identity = "searxng|https://search.example|" + secret  # an identity that (wrongly) carried a key
     store = RedisStore(valkey.url, prefix=redis_prefix, timeout_ms=2000)
     decision = await store.admit(Admission(identity, "exa", cache_key="ck", rate_limit=(5, 1.0), cooldown=True,
@@ -324,14 +324,14 @@ async def test_lua_window_and_spend_match_the_policy(valkey: ValkeyServer, redis
 
 
 def test_lua_sources_hash_to_their_sha() -> None:
-    from perplexed.store._redis_lua import SCRIPTS
+    from perplexed.store._redis_lua import SCRIPTS  # private: each Lua script hashes to its SHA
 
     assert all(hashlib.sha1(s.source.encode()).hexdigest() == s.sha for s in SCRIPTS)
     assert len({s.sha for s in SCRIPTS}) == len(SCRIPTS)
 
 
 def test_perplexed_store_environment_variable(valkey: ValkeyServer, redis_prefix: str, monkeypatch: Any) -> None:
-    from perplexed.engine import _governance
+    from perplexed.engine import _governance  # private: the store opened from PERPLEXED_STORE
 
     perplexed.reset()
     monkeypatch.setenv("PERPLEXED_STORE", f"{valkey.url}?prefix={redis_prefix}&fleet_size=4&timeout_ms=500")
@@ -345,7 +345,7 @@ def test_perplexed_store_environment_variable(valkey: ValkeyServer, redis_prefix
 
 
 def test_one_round_trip_before_the_provider_call(valkey_factory: Any, monkeypatch: Any) -> None:
-    from perplexed.store._resp import RespClient
+    from perplexed.store._resp import RespClient  # private: counts the RESP round trips made
 
     server: ValkeyServer = valkey_factory()  # fresh: no script loaded yet
     waited: list[tuple[Any, ...]] = []  # commands a caller waited for (round trips)

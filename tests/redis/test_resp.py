@@ -8,7 +8,15 @@ from typing import Any
 import pytest
 import redis
 from perplexed.store import Admission, RedisStore
-from perplexed.store._resp import NoScript, ProtocolError, RespClient, RespError, _encode, _Incomplete, _parse
+from perplexed.store._resp import (  # private: the RESP codec is tested on raw bytes
+    NoScript,
+    ProtocolError,
+    RespClient,
+    RespError,
+    _encode,
+    _Incomplete,
+    _parse,
+)
 from redis.asyncio.connection import parse_url
 from testkit.valkey_servers import TcpProxy, ValkeyServer
 

@@ -60,7 +60,7 @@ def _probe(mode: str, warm_url: str, bomb_url: str, timeout: float) -> dict[str,
 
 
 def _skip_unless_decodable(encoding: str) -> None:
-    from perplexed.net._decode import accept_encoding
+    from perplexed.net._decode import accept_encoding  # private: which encodings this install can decode
 
     if encoding == "zstd" and importlib.util.find_spec("zstandard") is None:
         pytest.skip("zstandard is not installed (zstd is then neither advertised nor decoded)")

@@ -16,16 +16,8 @@ from typing import Any
 
 import httpx
 import pytest
-from perplexed import (
-    APIError,
-    APIStatusError,
-    ConfigError,
-    InvalidRequest,
-    MalformedResponseError,
-    PerplexedError,
-)
-from perplexed._errors import register_secret
-from perplexed.agent import AgentClient, AsyncAgentClient
+from perplexed import APIError, ConfigError, InvalidRequest, PerplexedError
+from perplexed.agent import AgentClient, APIStatusError, AsyncAgentClient, MalformedResponseError
 from testkit.loopback import Json, Raw, Status, serve
 
 KEY = "pplx-hardening-test-key-0123456789abcdef"
@@ -300,11 +292,15 @@ def test_reason_defaults_to_none_on_api_errors() -> None:
 @pytest.mark.parametrize("offset", [470, 480, 490, 495, 499])
 def test_an_echoed_key_at_the_cut_is_redacted_before_the_cut(offset: int) -> None:
     key = "Zq7" + "x9K2mP4vR8sT1wY6" * 2  # no recognisable prefix: only the registered secret matches
-    register_secret(key)
     text = "e" * offset + key + " tail"
 
-    client = _mock(
-        lambda r: httpx.Response(500, content=text.encode(), headers={"content-type": "text/plain"})
+    client = AgentClient(  # the client's own key, echoed back by the API: registered as a secret by the client
+        api_key=key,
+        base_url="https://api.test",
+        transport=httpx.MockTransport(
+            lambda r: httpx.Response(500, content=text.encode(), headers={"content-type": "text/plain"})
+        ),
+        max_retries=0,
     )
     with pytest.raises(APIError) as info:
         client.create(preset="fast", input="q")
@@ -318,7 +314,10 @@ def test_an_echoed_key_at_the_cut_is_redacted_before_the_cut(offset: int) -> Non
 
 
 def test_the_timeout_note_goes_on_a_copy() -> None:
-    from perplexed.agent._outcome import error_from_response, with_note
+    from perplexed.agent._outcome import (  # private: error mapping of hostile bodies, tested without I/O
+        error_from_response,
+        with_note,
+    )
 
     original = error_from_response(503, b'{"error": {"message": "busy"}}')
     noted = with_note(original, "retrying it ran past the 1s timeout")
@@ -352,7 +351,7 @@ def test_errors_are_documented_perplexed_errors() -> None:
 
 
 def test_accept_encoding_names_only_bounded_decoders_even_with_a_callers_http_client() -> None:
-    from perplexed.net._decode import accept_encoding
+    from perplexed.net._decode import accept_encoding  # private: which encodings this install can decode
 
     seen: list[str] = []
 

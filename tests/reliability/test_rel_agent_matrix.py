@@ -16,18 +16,16 @@ from typing import Any
 
 import perplexed
 import pytest
-from perplexed import (
+from perplexed import APIError, APITimeoutError, PerplexedError, UpstreamError
+from perplexed.agent import (
+    AgentClient,
     APIConnectionError,
-    APIError,
-    APITimeoutError,
-    PerplexedError,
+    AsyncAgentClient,
     RateLimitError,
     ResponseFailedError,
     ServerError,
     StreamError,
-    UpstreamError,
 )
-from perplexed.agent import AgentClient, AsyncAgentClient
 from perplexed.providers import SearXNG
 from rel_faults import DEADLINE_SLACK_S, ameasure, measure
 from testkit.fault_process import AGENT_FAILED_COST, AGENT_OK_COST, fault_servers

@@ -16,8 +16,8 @@ from typing import Any
 import httpx
 import perplexed
 import pytest
-from perplexed import APIConnectionError, APIError, APITimeoutError, Hit, UpstreamError
-from perplexed.agent import AgentClient, AsyncAgentClient
+from perplexed import APIError, APITimeoutError, Hit, UpstreamError
+from perplexed.agent import AgentClient, APIConnectionError, AsyncAgentClient
 from perplexed.providers import FunctionProvider
 
 SLOW_AGENT_S = 30.0

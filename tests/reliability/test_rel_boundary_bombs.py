@@ -25,9 +25,13 @@ import httpx
 import perplexed
 import pytest
 import rel_bombs
-from perplexed._errors import BodyTooLargeError
-from perplexed.net._decode import accept_encoding
-from perplexed.net._http import DEFAULT_MAX_BODY_BYTES, get_client, read_capped
+from perplexed import BodyTooLargeError
+from perplexed.net._decode import accept_encoding  # private: which encodings this install can decode
+from perplexed.net._http import (  # private: the capped body reader is driven directly
+    DEFAULT_MAX_BODY_BYTES,
+    get_client,
+    read_capped,
+)
 from testkit.loopback import LoopbackServer, Status, searxng_json, serve
 
 HERE = Path(__file__).resolve().parent
@@ -228,10 +232,10 @@ def _compress(token: str, data: bytes) -> bytes:
 def test_without_the_zstd_package_zstd_is_neither_advertised_nor_decoded() -> None:
     """In a process where ``zstandard`` cannot be imported: no zstd in Accept-Encoding, and a zstd body anyway
     is a clear error, not raw bytes handed to the JSON parser."""
-    code = (
+    code = (  # private: a fresh process, asked which encodings it decodes
         "import sys; sys.modules['zstandard'] = None\n"
+        "from perplexed import ContentDecodingError\n"
         "from perplexed.net._decode import accept_encoding, decoder_for\n"
-        "from perplexed._errors import ContentDecodingError\n"
         "assert 'zstd' not in accept_encoding(), accept_encoding()\n"
         "try:\n    decoder_for('zstd', 1024)\nexcept ContentDecodingError as exc:\n    print('refused', exc.encoding)\n"
     )
@@ -245,10 +249,10 @@ def test_without_the_zstd_package_zstd_is_neither_advertised_nor_decoded() -> No
 
 def test_the_pool_patch_applies_to_the_pinned_httpcore() -> None:
     """The installed httpcore (inside the pinned range) has the layout the pool fixes need: no warning."""
-    code = (
+    code = (  # private: the pool patch is checked in a fresh process
         "import asyncio, warnings\n"
         "warnings.simplefilter('error', RuntimeWarning)\n"
-        "from perplexed import _http\n"
+        "from perplexed.net import _http\n"
         "async def serve(reader, writer):\n"
         "    await reader.readuntil(b'\\r\\n\\r\\n')\n"
         "    writer.write(b'HTTP/1.1 200 OK\\r\\nContent-Length: 2\\r\\n\\r\\n{}')\n"
@@ -275,9 +279,9 @@ def test_the_pool_patch_applies_to_the_pinned_httpcore() -> None:
 def test_a_pool_of_another_layout_is_said_once() -> None:
     """When the patch cannot apply (an httpcore outside the range), the client works unpatched and one
     RuntimeWarning says so, however many clients are made."""
-    code = (
+    code = (  # private: fakes an unknown httpcore pool layout
         "import warnings\n"
-        "from perplexed import _http\n"
+        "from perplexed.net import _http\n"
         "assert not _http._pool_layout_ok(object())\n"
         "with warnings.catch_warnings(record=True) as seen:\n"
         "    warnings.simplefilter('always')\n"

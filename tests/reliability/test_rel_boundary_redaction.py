@@ -107,7 +107,10 @@ def test_a_key_echoed_at_the_cut_is_redacted_whole(
 
 
 def test_a_piece_of_a_key_is_redacted_anywhere() -> None:
-    from perplexed._errors import redact, register_secret
+    from perplexed._errors import (  # private: key fragments are redacted, tested directly
+        redact,
+        register_secret,
+    )
 
     register_secret(KEY)
     assert redact(f"the key ends {KEY[-9:]}.") == "the key ends [REDACTED]."
@@ -117,8 +120,8 @@ def test_a_piece_of_a_key_is_redacted_anywhere() -> None:
 
 
 def test_clip_redacts_before_it_cuts() -> None:
-    from perplexed._errors import register_secret
-    from perplexed.policy._wire import clip
+    from perplexed._errors import register_secret  # private: a registered secret must vanish from errors
+    from perplexed.policy._wire import clip  # private: clipping must redact before it cuts
 
     register_secret(KEY)
     text = "y" * 290 + KEY

@@ -19,8 +19,9 @@ from pathlib import Path
 import perplexed
 import pytest
 from perplexed import CorruptIndexError, Outcome
-from perplexed.index import build_index, check_index, query_index, rebuild_index
+from perplexed.index import query_index  # private: the index's rows (paths, urls) are read directly
 from perplexed.providers import Local
+from perplexed.providers.local import build_index, check_index, rebuild_index
 
 COUNT = 400
 
@@ -216,7 +217,7 @@ def test_a_damaged_index_is_one_line_and_verbose_shows_sqlites_report(
 
 
 def test_the_one_line_summarises_a_long_sqlite_report() -> None:
-    from perplexed.index._db import corrupt
+    from perplexed.index._db import corrupt  # private: corrupts the index file on purpose
 
     report = "*** in database main ***\n" + "\n".join(f"Page {n}: btree cell {n} extends past the end" for n in range(150))
     exc = corrupt(Path("i.db"), report)

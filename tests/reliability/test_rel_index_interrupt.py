@@ -17,7 +17,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from perplexed.index import build_index, check_index, query_index
+from perplexed.index import query_index  # private: the index's rows (paths, urls) are read directly
+from perplexed.providers.local import build_index, check_index
 
 COUNT = 300
 
@@ -93,7 +94,7 @@ def test_a_killed_indexer_leaves_a_consistent_index_and_a_rerun_converges(tmp_pa
     child = textwrap.dedent(
         f"""
         import os, signal, sys
-        from perplexed.index import build_index
+        from perplexed.providers.local import build_index
 
         def progress(done, total, path):
             if done == {kill_at}:

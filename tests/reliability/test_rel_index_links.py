@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from perplexed.index import build_index, query_index
+from perplexed.index import query_index  # private: the index's rows (paths, urls) are read directly
+from perplexed.providers.local import build_index
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="symbolic links need privileges on Windows")
 

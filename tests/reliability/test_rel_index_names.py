@@ -15,7 +15,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from perplexed.index import build_index, check_index, query_index
+from perplexed.index import query_index  # private: the index's rows (paths, urls) are read directly
+from perplexed.providers.local import build_index, check_index
 
 pytestmark = pytest.mark.skipif(
     sys.platform in ("win32", "darwin"), reason="needs a file system that accepts any bytes in a name"
@@ -98,7 +99,7 @@ def test_the_cli_indexes_the_folder_and_names_the_file(tmp_path: Path) -> None:
 
 
 def test_folders_whose_names_are_not_utf8_are_listed_and_rebuilt(tmp_path: Path) -> None:
-    from perplexed.index import list_index, rebuild_index
+    from perplexed.providers.local import list_index, rebuild_index
 
     root = os.path.join(os.fsencode(tmp_path), b"r\xe9sum\xe9s")
     os.makedirs(os.path.join(root, b"sub\xff"))

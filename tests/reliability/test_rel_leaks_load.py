@@ -25,11 +25,14 @@ from typing import Any
 
 import httpx
 import perplexed
-import perplexed.net._http
+import perplexed.net._http  # private: inspects the shared connection pool directly
 import psutil
 import pytest
 from perplexed import Attempt, Outcome, Result, UpstreamError
-from perplexed.net._http import DEFAULT_LIMITS, aclose_clients
+from perplexed.net._http import (  # private: the pool's socket limits, and closing it
+    DEFAULT_LIMITS,
+    aclose_clients,
+)
 from perplexed.providers import SearXNG
 from rel_faults import FAULTS, Fault
 from testkit.fault_process import fault_servers
@@ -253,7 +256,7 @@ def test_sync_search_under_threads_leaks_no_thread_and_no_portal_task() -> None:
     """500 sync runs from 16 caller threads: the portal is one thread, reused; nothing stays pending on it."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from perplexed.net import _portal
+    from perplexed.net import _portal  # private: no task is left on the portal loop
 
     with _servers() as urls:
         perplexed.search("warm", SearXNG(base_url=urls["good"]))  # start the portal before the baseline

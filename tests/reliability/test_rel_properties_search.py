@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from perplexed import InvalidRequest, Outcome, PerplexedError, ProviderError, Result, UpstreamError
-from perplexed.engine.chain import prepare
+from perplexed.engine.chain import prepare  # private: argument validation without a search, property-tested
 from perplexed.providers import available, get
 
 SETTINGS = settings(

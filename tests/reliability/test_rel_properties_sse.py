@@ -11,9 +11,9 @@ from typing import Any
 import httpx
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from perplexed import PerplexedError, StreamError
-from perplexed.agent import AsyncAgentClient
-from perplexed.agent.sse import SSEDecoder
+from perplexed import PerplexedError
+from perplexed.agent import AsyncAgentClient, StreamError
+from perplexed.agent.sse import SSEDecoder  # private: the SSE decoder is fuzzed on raw bytes
 
 SETTINGS = settings(max_examples=150, deadline=None, database=None)
 

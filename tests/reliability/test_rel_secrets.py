@@ -307,7 +307,7 @@ def test_cassettes_recorded_by_the_doctor_hold_no_key(
 ) -> None:
     """``perplexed doctor --live --record`` against servers that echo the credentials back (in bodies): the
     cassettes it writes pass the same scan as the committed ones (planted keys and key-shaped strings)."""
-    from perplexed.cli import main
+    from perplexed.cli import main  # private: runs the CLI entry point in-process
 
     with serve({"*": _echo(kind)}) as echo:
         for key, var in PLANTED.values():

@@ -11,10 +11,10 @@ from typing import Any
 
 import httpx
 import perplexed
-import perplexed.net._http
+import perplexed.net._http  # private: inspects the shared connection pool directly
 import pytest
 from perplexed import Outcome, Result
-from perplexed.net import _portal
+from perplexed.net import _portal  # private: no task is left on the portal loop
 from perplexed.providers import SearXNG
 from testkit.loopback import Hang, Json, searxng_json, serve
 

@@ -49,7 +49,7 @@ async def warm_up(url: str) -> None:
     """Open the pooled connections first (to /warm, which the test does not count), so that the first
     searches' arrival times are not shifted by connection set-up on a busy machine. The pool belongs to the
     running event loop: call this in the loop that then searches."""
-    from perplexed.net._http import get_client
+    from perplexed.net._http import get_client  # private: warms the shared HTTP connection pool
 
     client = get_client(None)
     await asyncio.gather(*(client.get(f"{url}/warm") for _ in range(3)))

@@ -9,8 +9,7 @@ import asyncio
 from datetime import date
 
 import pytest
-from perplexed import Hit
-from perplexed._models import Page
+from perplexed import Hit, Page
 from perplexed.store import Admission, CachedAnswer, Record, Store
 
 P = "provider-hash-1"

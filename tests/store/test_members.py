@@ -7,7 +7,11 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from perplexed.policy._policy import MEMBER_DECAY, MemberStats, member_update
+from perplexed.policy._policy import (  # private: the member decay rule is pure arithmetic
+    MEMBER_DECAY,
+    MemberStats,
+    member_update,
+)
 
 
 async def test_unseen_members_have_no_record(store) -> None:

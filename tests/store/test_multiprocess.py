@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from perplexed.policy._policy import parse_rate_limit
+from perplexed.policy._policy import parse_rate_limit  # private: the store's admission window, from the rule
 from perplexed.store import SQLiteStore
 from testkit.loopback import Json, Status, searxng_json, serve
 

@@ -89,7 +89,7 @@ async def test_the_wal_stays_bounded_under_sustained_writes(
     # the same mechanism at a tenth of the scale (the defaults: a 16 MiB limit, a checkpoint every 200 commits)
     limit = WAL_LIMIT_BYTES // 16
     monkeypatch.setattr(sqlite_store, "WAL_LIMIT_BYTES", limit)
-    monkeypatch.setattr(sqlite_store, "_CHECKPOINT_EVERY", 10)
+    monkeypatch.setattr(sqlite_store, "_CHECKPOINT_EVERY", 10)  # private: checkpoints more often, at a tenth of the scale
     path = tmp_path / "state.db"
     store = SQLiteStore(path)
     big = CachedAnswer([Hit(id=1, url="https://example.com/a", snippet="x" * 200_000)])
