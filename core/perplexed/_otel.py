@@ -56,30 +56,48 @@ def chain_attributes(op_name: str, subject_key: str, subject: str, providers: st
 def chain_span(op: Any, strategy: str | None) -> contextlib.AbstractContextManager[Any]:
     """A chain call's span (``perplexed.search``, ``perplexed.fetch``, ...); nothing is built when tracing is
     off."""
-    if telemetry._get_tracer() is None:
+    tracer = telemetry._get_tracer()
+    if tracer is None:
         return telemetry._NO_SPAN
-    attributes = chain_attributes(op.name, op.subject_key, op.subject, ",".join(p.label for p in op.members))
+    attributes = chain_attributes(op.name, op.subject_key, op.subject, ",".join([p.label for p in op.members]))
     if strategy is not None:
         attributes["perplexed.strategy"] = strategy
-    return telemetry.span(f"perplexed.{op.name}", attributes)
+    return telemetry._started(tracer, _CHAIN_NAMES.get(op.name) or f"perplexed.{op.name}", attributes, False)
+
+
+_CHAIN_NAMES = {"search": "perplexed.search", "fetch": "perplexed.fetch", "answer": "perplexed.answer"}
+# (operation, provider, budget_ms) -> the attempt span's name and start attributes, built once (the SDK copies
+# the attributes into the span); bounded: cleared when it grows past _ATTEMPT_CACHE_MAX
+_attempt_starts: dict[tuple[str, str, int], tuple[str, dict[str, Any]]] = {}
+_ATTEMPT_CACHE_MAX = 1024
 
 
 def attempt_span(op_name: str, label: str, budget_ms: int) -> contextlib.AbstractContextManager[Any]:
     """A provider attempt's span: ``retrieval {provider}`` for a search (``fetch {provider}``, ...)."""
-    if telemetry._get_tracer() is None:
+    tracer = telemetry._get_tracer()
+    if tracer is None:
         return telemetry._NO_SPAN
-    operation = OPERATION_NAMES.get(op_name, op_name)
-    return telemetry.span(f"{operation} {label}", {
-        "gen_ai.operation.name": operation,
-        "gen_ai.data_source.id": label,
-        "perplexed.provider": label,
-        "perplexed.budget_ms": budget_ms,
-    }, kind="client")
+    key = (op_name, label, budget_ms)
+    start = _attempt_starts.get(key)
+    if start is None:
+        operation = OPERATION_NAMES.get(op_name, op_name)
+        start = (f"{operation} {label}", {
+            "gen_ai.operation.name": operation,
+            "gen_ai.data_source.id": label,
+            "perplexed.provider": label,
+            "perplexed.budget_ms": budget_ms,
+        })
+        if len(_attempt_starts) >= _ATTEMPT_CACHE_MAX:
+            _attempt_starts.clear()
+        _attempt_starts[key] = start
+    return telemetry._started(tracer, start[0], start[1], True)
 
 
 def annotate_attempt(span: Any, attempt: Any, results: int | None) -> None:
     """An attempt's outcome on its span: ``perplexed.*`` and, on failure, ``error.type`` (the reason); one
-    ``set_attributes`` call (the SDK takes its lock once)."""
+    ``set_attributes`` call (the SDK takes its lock once); nothing when the span is not recorded (sampled out)."""
+    if not span.is_recording():
+        return
     outcome = attempt.outcome.value
     attrs: dict[str, Any] = {
         "perplexed.outcome": outcome,
@@ -133,6 +151,29 @@ def _instruments() -> tuple[Any, Any] | None:
     return duration, cost
 
 
+# (operation, provider, outcome, error.type) -> the duration's and the cost's attributes, built once: the SDK
+# keeps a reference to them for its aggregation, so they are never changed after they are built; bounded
+_metric_attributes: dict[tuple[str, str, str, str | None], tuple[dict[str, Any], dict[str, Any]]] = {}
+
+
+def _metric_attrs(op_name: str, attempt: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    outcome = attempt.outcome.value
+    error = attempt.reason or outcome if outcome in ("error", "timeout") else None
+    key = (op_name, attempt.provider, outcome, error)
+    found = _metric_attributes.get(key)
+    if found is None:
+        operation = OPERATION_NAMES.get(op_name, op_name)
+        duration = {"gen_ai.operation.name": operation, "gen_ai.data_source.id": attempt.provider,
+                    "perplexed.outcome": outcome}
+        if error is not None:
+            duration["error.type"] = error
+        found = (duration, {"gen_ai.data_source.id": attempt.provider, "gen_ai.operation.name": operation})
+        if len(_metric_attributes) >= _ATTEMPT_CACHE_MAX:
+            _metric_attributes.clear()
+        _metric_attributes[key] = found
+    return found
+
+
 def record_metrics(op_name: str, attempt: Any) -> None:
     """One attempt's duration and cost, by provider (never raises)."""
     if _metrics_checked and _metrics_api is None:  # no OpenTelemetry: nothing to do, at once
@@ -142,13 +183,9 @@ def record_metrics(op_name: str, attempt: Any) -> None:
         if instruments is None:
             return
         duration, cost = instruments
-        attrs = {"gen_ai.operation.name": OPERATION_NAMES.get(op_name, op_name),
-                 "gen_ai.data_source.id": attempt.provider, "perplexed.outcome": attempt.outcome.value}
-        if attempt.outcome.value in ("error", "timeout"):
-            attrs["error.type"] = attempt.reason or attempt.outcome.value
-        duration.record(attempt.duration_ms / 1000.0, attrs)
+        duration_attrs, cost_attrs = _metric_attrs(op_name, attempt)
+        duration.record(attempt.duration_ms / 1000.0, duration_attrs)
         if attempt.cost > 0:
-            cost.add(attempt.cost, {"gen_ai.data_source.id": attempt.provider,
-                                    "gen_ai.operation.name": attrs["gen_ai.operation.name"]})
+            cost.add(attempt.cost, cost_attrs)
     except Exception:  # telemetry never breaks a search
         telemetry.logger.debug("recording metrics failed", exc_info=True)
