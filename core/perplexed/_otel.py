@@ -11,6 +11,11 @@ The conventions (``open-telemetry/semantic-conventions-genai``) are in *developm
 * tools: span ``execute_tool {gen_ai.tool.name}``, ``gen_ai.operation.name = "execute_tool"``,
   ``gen_ai.tool.name``, ``gen_ai.tool.call.id``, ``gen_ai.tool.type``; opt-in ``gen_ai.tool.call.arguments``;
 * MCP: ``mcp.method.name``;
+* the Agent API call (the inference client convention): span ``chat {gen_ai.request.model}``, kind CLIENT,
+  ``gen_ai.operation.name = "chat"``, ``gen_ai.provider.name = "perplexity"``, ``gen_ai.request.model``,
+  ``gen_ai.response.model``, ``gen_ai.response.id``, ``gen_ai.usage.input_tokens``,
+  ``gen_ai.usage.output_tokens``, ``error.type``; opt-in ``gen_ai.input.messages``,
+  ``gen_ai.system_instructions``, ``gen_ai.output.messages``;
 * metrics: ``gen_ai.client.operation.duration`` (histogram, seconds) and ``perplexed.cost`` (counter, USD).
 
 Content (query text, tool arguments) is recorded only with ``configure(trace_content=True)`` or the
@@ -26,10 +31,16 @@ from typing import Any
 from perplexed import telemetry
 
 __all__ = [
+    "AGENT_PROVIDER_NAME",
     "CONTENT_ENV",
     "annotate_attempt",
     "attempt_span",
+    "chat_done",
+    "chat_failed",
+    "chat_span",
+    "close_chat_span",
     "content_on",
+    "open_chat_span",
     "record_metrics",
     "set_trace_content",
     "tool_span",
@@ -189,3 +200,196 @@ def record_metrics(op_name: str, attempt: Any) -> None:
             cost.add(attempt.cost, cost_attrs)
     except Exception:  # telemetry never breaks a search
         telemetry.logger.debug("recording metrics failed", exc_info=True)
+
+
+# -- the Agent API call: a GenAI inference client span (``chat {gen_ai.request.model}``) ----------------------
+
+AGENT_PROVIDER_NAME = "perplexity"  # gen_ai.provider.name: a value the conventions define
+_servers: dict[str, tuple[str | None, int | None]] = {}  # base URL -> (server.address, server.port)
+_FINISH = {"completed": "stop", "failed": "error", "cancelled": "error"}
+_INCOMPLETE = {"max_output_tokens": "length"}
+
+
+def _server(base_url: str | None) -> tuple[str | None, int | None]:
+    if not base_url:
+        return None, None
+    found = _servers.get(base_url)
+    if found is None:
+        from urllib.parse import urlsplit
+
+        try:
+            parts = urlsplit(base_url)
+            port = parts.port or (443 if parts.scheme == "https" else 80 if parts.scheme == "http" else None)
+            found = (parts.hostname, port)
+        except ValueError:
+            found = (None, None)
+        if len(_servers) >= _ATTEMPT_CACHE_MAX:
+            _servers.clear()
+        _servers[base_url] = found
+    return found
+
+
+def _text_parts(content: Any) -> list[dict[str, Any]]:
+    """An input item's content as GenAI message parts (text parts; anything else by its type only)."""
+    if isinstance(content, str):
+        return [{"type": "text", "content": content}]
+    parts: list[dict[str, Any]] = []
+    for part in content if isinstance(content, list) else ():
+        if isinstance(part, dict) and isinstance(part.get("text"), str):
+            parts.append({"type": "text", "content": part["text"]})
+        elif isinstance(part, dict):
+            parts.append({"type": str(part.get("type") or "generic")})
+    return parts
+
+
+def _input_messages(body_input: Any) -> list[dict[str, Any]]:
+    """The request's ``input`` in the conventions' ``gen_ai.input.messages`` shape."""
+    if isinstance(body_input, str):
+        return [{"role": "user", "parts": _text_parts(body_input)}]
+    messages = []
+    for item in body_input if isinstance(body_input, list) else ():
+        if isinstance(item, dict):
+            messages.append({"role": str(item.get("role") or "user"),
+                             "parts": _text_parts(item.get("content", item.get("text", "")))})
+    return messages
+
+
+def chat_start(request: Any, base_url: str | None) -> tuple[str, dict[str, Any]]:
+    """The name and start attributes of an Agent API call's span (the GenAI inference client span):
+    ``chat {gen_ai.request.model}`` (``chat`` when a preset chooses the model); the input and the instructions
+    only when content is opted in."""
+    attrs: dict[str, Any] = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": AGENT_PROVIDER_NAME}
+    model = None
+    if request is not None:
+        model = request.model or (request.models[0] if request.models else None)
+        if model:
+            attrs["gen_ai.request.model"] = model
+        if request.preset:
+            attrs["perplexed.preset"] = request.preset
+        for key, value in (("gen_ai.request.max_tokens", request.max_output_tokens),
+                           ("gen_ai.request.temperature", request.temperature),
+                           ("gen_ai.request.top_p", request.top_p),
+                           ("gen_ai.request.previous_response.id", request.previous_response_id)):
+            if value is not None:
+                attrs[key] = value
+        if request.stream:
+            attrs["gen_ai.request.stream"] = True
+        if content_on():
+            import json
+
+            try:
+                attrs["gen_ai.input.messages"] = json.dumps(_input_messages(request.to_body().get("input")))
+                if request.instructions:
+                    attrs["gen_ai.system_instructions"] = json.dumps(
+                        [{"type": "text", "content": request.instructions}])
+            except Exception:  # content is best effort: never fails a call
+                telemetry.logger.debug("recording the Agent API input failed", exc_info=True)
+    address, port = _server(base_url)
+    if address:
+        attrs["server.address"] = address
+        if port:
+            attrs["server.port"] = port
+    return (f"chat {model}" if model else "chat"), attrs
+
+
+def chat_response(response: Any) -> dict[str, Any]:
+    """What an Agent API response adds to its span: id, model, token usage, finish reason, cost; the answer's
+    text only when content is opted in."""
+    attrs: dict[str, Any] = {}
+    if response is None:
+        return attrs
+    if response.id:
+        attrs["gen_ai.response.id"] = response.id
+    if response.model:
+        attrs["gen_ai.response.model"] = response.model
+    usage = response.usage
+    if usage is not None:
+        if usage.input_tokens is not None:
+            attrs["gen_ai.usage.input_tokens"] = usage.input_tokens
+        if usage.output_tokens is not None:
+            attrs["gen_ai.usage.output_tokens"] = usage.output_tokens
+        cached = (usage.input_tokens_details or {}).get("cache_read_input_tokens")
+        if isinstance(cached, int) and cached > 0:
+            attrs["gen_ai.usage.cache_read.input_tokens"] = cached
+    status = response.status
+    finish = None
+    if status:
+        attrs["perplexed.status"] = status
+        if status == "incomplete":
+            details = getattr(response, "incomplete_details", None)
+            reason = getattr(details, "reason", None) or "incomplete"
+            finish = _INCOMPLETE.get(reason, reason)
+        else:
+            finish = _FINISH.get(status)
+        if finish:
+            attrs["gen_ai.response.finish_reasons"] = (finish,)
+    cost = response.cost
+    if cost is not None:
+        attrs["perplexed.cost"] = float(cost)
+    if content_on():
+        import json
+
+        try:
+            message: dict[str, Any] = {"role": "assistant", "parts": _text_parts(response.output_text or "")}
+            if finish:
+                message["finish_reason"] = finish
+            attrs["gen_ai.output.messages"] = json.dumps([message])
+        except Exception:
+            telemetry.logger.debug("recording the Agent API output failed", exc_info=True)
+    return attrs
+
+
+def chat_span(request: Any, base_url: str | None) -> contextlib.AbstractContextManager[Any]:
+    """The span of one Agent API call (``create``), current while it runs (kind CLIENT); None when tracing
+    is off. The caller finishes it with :func:`chat_done` or :func:`chat_failed`."""
+    tracer = telemetry._get_tracer()
+    if tracer is None:
+        return telemetry._NO_SPAN
+    name, attrs = chat_start(request, base_url)
+    return telemetry._started(tracer, name, attrs, True)
+
+
+def open_chat_span(request: Any, base_url: str | None) -> Any:
+    """A stream's span: started now under the current span, never made current (a stream is read across
+    ``await``s and ``yield``s of its caller); :func:`close_chat_span` ends it. None when tracing is off."""
+    tracer = telemetry._get_tracer()
+    if tracer is None:
+        return None
+    name, attrs = chat_start(request, base_url)
+    return tracer.start_span(name, attributes=attrs, kind=telemetry._trace_api.SpanKind.CLIENT)
+
+
+def chat_done(span: Any, response: Any) -> None:
+    if span is not None and span.is_recording():
+        span.set_attributes(chat_response(response))
+
+
+def chat_failed(span: Any, exc: BaseException) -> None:
+    """A failed call: ``error.type`` (the exception's class: ``RateLimitError``, ``APITimeoutError``,
+    ``ResponseFailedError``, ...) and what a failed response still says (its usage, its id)."""
+    if span is None or not span.is_recording():
+        return
+    attrs = chat_response(getattr(exc, "response", None))
+    attrs["error.type"] = type(exc).__name__
+    span.set_attributes(attrs)
+
+
+def close_chat_span(span: Any, response: Any, exc: BaseException | None) -> None:
+    """End a stream's span: the response's attributes, or the failure (``error.type``, an ERROR status)."""
+    if span is None:
+        return
+    try:
+        if exc is None:
+            chat_done(span, response)
+        elif isinstance(exc, GeneratorExit):  # the reader stopped early: not an error of the call
+            chat_done(span, response)
+            if response is None and span.is_recording():
+                span.set_attribute("perplexed.closed_early", True)
+        else:
+            chat_failed(span, exc)
+            if isinstance(exc, Exception):
+                span.record_exception(exc)
+                span.set_status(telemetry._trace_api.Status(telemetry._trace_api.StatusCode.ERROR,
+                                                            f"{type(exc).__name__}: {exc}"))
+    finally:
+        span.end()
