@@ -178,9 +178,10 @@ async def tracing_on_cost(base: str, rounds: int) -> dict[str, float]:
 
 
 def tracing_profile(base: str, searches: int) -> dict[str, float]:
-    """cProfile of the same search with tracing on and off (``--profile``): the extra time per search, by whose
-    code it is spent in (OpenTelemetry's SDK and API, perplexed's tracing hooks, everything else: the profiler
-    inflates every figure, the split is what counts)."""
+    """cProfile of the same search with tracing on and off (``--profile``), interleaved (one profiler per
+    variant, enabled around its searches only): the extra time per search, by whose code it is spent in
+    (OpenTelemetry's SDK and API, perplexed's tracing hooks, everything else). The profiler inflates every
+    figure, small Python functions most; the split is what counts."""
     import cProfile
     import pstats
 
@@ -189,10 +190,6 @@ def tracing_profile(base: str, searches: int) -> dict[str, float]:
     tracer_provider, _ = _sdk()
     searx = SearXNG(base_url=base)
 
-    async def run(n: int) -> None:
-        for _ in range(n):
-            await perplexed.asearch("zoning setbacks", searx)
-
     def owner(filename: str) -> str:
         if "opentelemetry" in filename:
             return "opentelemetry"
@@ -200,21 +197,29 @@ def tracing_profile(base: str, searches: int) -> dict[str, float]:
             return "perplexed_hooks"
         return "other"
 
-    split: dict[str, dict[str, float]] = {}
-    for on in (True, False):
-        trace._TRACER_PROVIDER = tracer_provider if on else None  # type: ignore[attr-defined]
-        asyncio.run(run(200))
-        profile = cProfile.Profile()
-        profile.enable()
-        asyncio.run(run(searches))
-        profile.disable()
+    async def run() -> dict[bool, cProfile.Profile]:
+        profiles = {True: cProfile.Profile(), False: cProfile.Profile()}
+        for i in range(searches + 200):
+            for on in ((True, False) if i % 2 else (False, True)):
+                trace._TRACER_PROVIDER = tracer_provider if on else None  # type: ignore[attr-defined]
+                if i < 200:  # warm-up
+                    await perplexed.asearch("zoning setbacks", searx)
+                    continue
+                profiles[on].enable()
+                await perplexed.asearch("zoning setbacks", searx)
+                profiles[on].disable()
+        return profiles
+
+    profiles = asyncio.run(run())
+    trace._TRACER_PROVIDER = None  # type: ignore[attr-defined]
+    tracer_provider.shutdown()
+    split: dict[bool, dict[str, float]] = {}
+    for on, profile in profiles.items():
         totals = {"opentelemetry": 0.0, "perplexed_hooks": 0.0, "other": 0.0}
         for (filename, _, _), row in pstats.Stats(profile).stats.items():  # type: ignore[attr-defined]
             totals[owner(filename)] += row[2]  # tottime: time in the function's own code
-        split["on" if on else "off"] = totals
-    trace._TRACER_PROVIDER = None  # type: ignore[attr-defined]
-    tracer_provider.shutdown()
-    return {f"profile_{name}_us": (split["on"][name] - split["off"][name]) / searches * 1e6
+        split[on] = totals
+    return {f"profile_{name}_us": (split[True][name] - split[False][name]) / searches * 1e6
             for name in ("opentelemetry", "perplexed_hooks", "other")}
 
 
@@ -237,7 +242,7 @@ def main() -> int:
         port = int(server.stdout.readline())
         out.update(asyncio.run(tracing_on_cost(f"http://127.0.0.1:{port}", max(300, args.rounds // 2))))
         if args.profile:
-            out.update(tracing_profile(f"http://127.0.0.1:{port}", 2000))
+            out.update(tracing_profile(f"http://127.0.0.1:{port}", 1000))
     finally:
         assert server.stdin is not None
         server.stdin.close()
