@@ -11,8 +11,10 @@ Run:  .venv/bin/python benchmarks/bench_usage.py [--rounds 2000] [--json] [--pro
 * **tracing on**: a loopback SearXNG-shaped search (the server of bench_engine.py) with an SDK tracer provider
   (a ``BatchSpanProcessor`` and an exporter that drops everything) against the same search with no provider
   installed; interleaved rounds. Target: <= 5 % of the search. In the same rounds: the same search with an SDK
-  meter provider as well, and a floor: the search with tracing off inside two bare SDK spans (parent and child,
-  no attributes), what the SDK alone costs for the two spans of a search. ``--profile`` adds a cProfile split of
+  meter provider as well; a floor: the search with tracing off inside two bare SDK spans (parent and child,
+  no attributes), what the SDK alone costs for two spans; and the search with tracing off inside the very
+  spans tracing makes (same names, kinds and attributes, made current) written directly against the SDK: the
+  difference between that and tracing on is perplexed's own code. ``--profile`` adds a cProfile split of
   the traced search's extra time: OpenTelemetry's code, perplexed's hooks, everything else.
 """
 
@@ -129,38 +131,65 @@ def _sdk() -> tuple[Any, Any]:
     return tracer_provider, MeterProvider(metric_readers=[reader])
 
 
+async def _same_spans(tracer: Any, trace: Any, context: Any, searx: Any) -> None:
+    """The search with tracing off inside the two spans perplexed makes for it, written directly against the
+    SDK: the same names, kinds and attributes (set at the same points), each made current around what it
+    covers."""
+    parent = tracer.start_span("perplexed.search", attributes={"perplexed.providers": "searxng",
+                                                               "perplexed.operation": "search"})
+    outer = context.attach(trace.set_span_in_context(parent))
+    child = tracer.start_span("retrieval searxng", kind=trace.SpanKind.CLIENT, attributes={
+        "gen_ai.operation.name": "retrieval", "gen_ai.data_source.id": "searxng", "perplexed.provider": "searxng",
+        "perplexed.budget_ms": 15000})
+    inner = context.attach(trace.set_span_in_context(child))
+    result = await perplexed.asearch("zoning setbacks", searx)
+    attempt = result.attempts[0]
+    child.set_attributes({"perplexed.outcome": attempt.outcome.value, "perplexed.cost": attempt.cost,
+                          "perplexed.duration_ms": attempt.duration_ms, "perplexed.billable": attempt.billable,
+                          "perplexed.cached": attempt.cached, "perplexed.results": len(result.hits)})
+    context.detach(inner)
+    child.end()
+    parent.set_attributes({"perplexed.answered_by": "searxng", "perplexed.attempts": 1,
+                           "perplexed.cost": result.cost, "perplexed.results": len(result.hits)})
+    context.detach(outer)
+    parent.end()
+
+
 async def tracing_on_cost(base: str, rounds: int) -> dict[str, float]:
-    """Four variants of the same loopback search, interleaved (the order rotates every round):
+    """Five variants of the same loopback search, interleaved (the order rotates every round):
 
     * ``off``: no tracer provider installed (the API is imported: perplexed's hooks return at once);
     * ``on``: an SDK tracer provider with a batch processor and a no-op exporter (the issue's target);
     * ``metrics``: ``on`` plus an SDK meter provider (the duration histogram, the cost counter);
     * ``floor``: ``off``, with two bare SDK spans (a parent and a child, no attributes, not made current)
-      started before and ended after the search: what the SDK itself costs for the two spans a search makes,
-      under the same cache conditions, without any of perplexed's attributes or context handling.
+      started before and ended after the search: what the SDK itself costs for two spans, under the same
+      cache conditions;
+    * ``same``: ``off`` inside the very spans ``on`` makes (names, kinds, attributes, made current), written
+      directly against the SDK (:func:`_same_spans`): ``on`` minus ``same`` is perplexed's own code.
     """
-    from opentelemetry import trace
+    from opentelemetry import context, trace
     from opentelemetry.metrics import _internal as metrics_internal
 
     tracer_provider, meter_provider = _sdk()
     bare = tracer_provider.get_tracer("floor")
     searx = SearXNG(base_url=base)
-    variants = ("off", "on", "metrics", "floor")
+    variants = ("off", "on", "metrics", "floor", "same")
     times: dict[str, list[float]] = {v: [] for v in variants}
     for i in range(rounds + 100):
-        order = variants[i % 4:] + variants[:i % 4]
+        order = variants[i % 5:] + variants[:i % 5]
         for variant in order:
             trace._TRACER_PROVIDER = tracer_provider if variant in ("on", "metrics") else None  # type: ignore[attr-defined]
             metrics_internal._METER_PROVIDER = meter_provider if variant == "metrics" else None  # type: ignore[attr-defined]
+            t = time.perf_counter()
             if variant == "floor":
-                t = time.perf_counter()
                 parent = bare.start_span("perplexed.search")
                 child = bare.start_span("retrieval searxng", context=trace.set_span_in_context(parent))
                 await perplexed.asearch("zoning setbacks", searx)
                 child.end()
                 parent.end()
+            elif variant == "same":
+                await _same_spans(bare, trace, context, searx)
             else:
-                t = time.perf_counter()
                 await perplexed.asearch("zoning setbacks", searx)
             if i >= 100:
                 times[variant].append(time.perf_counter() - t)
@@ -169,12 +198,13 @@ async def tracing_on_cost(base: str, rounds: int) -> dict[str, float]:
     tracer_provider.shutdown()
     meter_provider.shutdown()
     search = statistics.median(times["off"]) * 1e6
-    extra = paired_us(times["on"], times["off"])
-    with_metrics = paired_us(times["metrics"], times["off"])
-    floor = paired_us(times["floor"], times["off"])
-    return {"tracing_on_extra_us": extra, "loopback_search_us": search, "tracing_on_ratio": extra / search,
-            "tracing_metrics_extra_us": with_metrics, "tracing_metrics_ratio": with_metrics / search,
-            "sdk_floor_extra_us": floor, "sdk_floor_ratio": floor / search}
+    out = {"loopback_search_us": search}
+    for variant, key in (("on", "tracing_on"), ("metrics", "tracing_metrics"), ("floor", "sdk_floor"),
+                         ("same", "sdk_same_spans")):
+        extra = paired_us(times[variant], times["off"])
+        out[f"{key}_extra_us"] = extra
+        out[f"{key}_ratio"] = extra / search
+    return out
 
 
 def tracing_profile(base: str, searches: int) -> dict[str, float]:
@@ -258,6 +288,8 @@ def main() -> int:
               "(target <= 5 %)")
         print(f"  floor, two bare SDK spans (parent + child, no attributes): +{out['sdk_floor_extra_us']:.0f} us = "
               f"{out['sdk_floor_ratio'] * 100:.1f} %")
+        print(f"  the same spans and attributes written directly against the SDK: +{out['sdk_same_spans_extra_us']:.0f} us"
+              f" = {out['sdk_same_spans_ratio'] * 100:.1f} % (tracing on minus this: perplexed's own code)")
         print(f"  tracing and metrics on (SDK meter provider too): +{out['tracing_metrics_extra_us']:.0f} us = "
               f"{out['tracing_metrics_ratio'] * 100:.1f} %")
         if args.profile:
