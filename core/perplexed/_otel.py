@@ -18,7 +18,7 @@ The conventions (``open-telemetry/semantic-conventions-genai``) are in *developm
   ``gen_ai.system_instructions``, ``gen_ai.output.messages``;
 * metrics: ``gen_ai.client.operation.duration`` (histogram, seconds) and ``perplexed.cost`` (counter, USD).
 
-Content (query text, tool arguments) is recorded only with ``configure(trace_content=True)`` or the
+Content (query text, tool arguments, what the Agent API is sent and answers) is recorded only with ``configure(trace_content=True)`` or the
 conventions' opt-in variable ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` (``true``, ``span_only``
 or ``span_and_event``).
 """
