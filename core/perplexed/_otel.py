@@ -41,6 +41,7 @@ __all__ = [
     "close_chat_span",
     "content_on",
     "open_chat_span",
+    "record_chat_metrics",
     "record_metrics",
     "set_trace_content",
     "tool_span",
@@ -130,7 +131,7 @@ def annotate_attempt(span: Any, attempt: Any, results: int | None) -> None:
 
 # -- metrics --------------------------------------------------------------------------------------------------
 
-_meters: list[Any] = []  # [provider, histogram, counter] once built for a provider
+_meters: list[Any] = []  # [provider, duration, cost, tokens] once built for a provider
 _metrics_api: Any = None
 _metrics_checked = False
 
@@ -156,9 +157,11 @@ def _instruments() -> tuple[Any, Any] | None:
         return _meters[1], _meters[2]
     meter = provider.get_meter("perplexed")
     duration = meter.create_histogram("gen_ai.client.operation.duration", unit="s",
-                                      description="Duration of perplexed provider attempts")
+                                      description="Duration of perplexed provider attempts and Agent API calls")
     cost = meter.create_counter("perplexed.cost", unit="USD", description="What perplexed's provider calls cost")
-    _meters[:] = [provider, duration, cost]
+    tokens = meter.create_histogram("gen_ai.client.token.usage", unit="{token}",
+                                    description="Tokens of the Agent API calls, by gen_ai.token.type")
+    _meters[:] = [provider, duration, cost, tokens]
     return duration, cost
 
 
@@ -393,3 +396,36 @@ def close_chat_span(span: Any, response: Any, exc: BaseException | None) -> None
                                                             f"{type(exc).__name__}: {exc}"))
     finally:
         span.end()
+
+
+def record_chat_metrics(seconds: float, request: Any, response: Any, exc: BaseException | None) -> None:
+    """An Agent API call's metrics (never raises): its duration (``gen_ai.client.operation.duration``), its
+    tokens (``gen_ai.client.token.usage``, ``gen_ai.token.type`` ``input``/``output``) and its cost
+    (``perplexed.cost``), by ``gen_ai.provider.name="perplexity"`` and the models."""
+    if _metrics_checked and _metrics_api is None:
+        return
+    try:
+        if _instruments() is None:
+            return
+        duration, cost, tokens = _meters[1], _meters[2], _meters[3]
+        if response is None and exc is not None:
+            response = getattr(exc, "response", None)
+        attrs: dict[str, Any] = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": AGENT_PROVIDER_NAME}
+        model = (request.model or (request.models[0] if request.models else None)) if request is not None else None
+        if model:
+            attrs["gen_ai.request.model"] = model
+        if response is not None and response.model:
+            attrs["gen_ai.response.model"] = response.model
+        if exc is not None:
+            attrs["error.type"] = type(exc).__name__
+        duration.record(seconds, attrs)
+        usage = response.usage if response is not None else None
+        if usage is not None:
+            for kind, count in (("input", usage.input_tokens), ("output", usage.output_tokens)):
+                if count is not None:
+                    tokens.record(count, {**attrs, "gen_ai.token.type": kind})
+        spent = response.cost if response is not None else None
+        if spent:
+            cost.add(float(spent), {"gen_ai.provider.name": AGENT_PROVIDER_NAME, "gen_ai.operation.name": "chat"})
+    except Exception:  # telemetry never breaks a call
+        telemetry.logger.debug("recording the Agent API metrics failed", exc_info=True)

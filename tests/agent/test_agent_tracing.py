@@ -204,3 +204,37 @@ def test_answer_spans_follow_the_conventions(spans: InMemorySpanExporter) -> Non
     assert chat.parent is not None and chat.parent.span_id == agent.context.span_id
     assert (chat.attributes or {})["gen_ai.usage.output_tokens"] == 456
     no_content(spans, QUESTION, "Obligations apply", "EU AI Act's obligations")
+
+
+def test_agent_calls_record_duration_tokens_and_cost_metrics(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without any tracer: the duration histogram, the token histogram and the cost counter, by provider."""
+    from opentelemetry.metrics import _internal as metrics_internal
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    reader = InMemoryMetricReader()
+    monkeypatch.setattr(metrics_internal, "_METER_PROVIDER", MeterProvider(metric_readers=[reader]))
+    limited = json_reply({"error": {"message": "slow down", "type": "rate_limit", "code": 429}}, 429)
+    with serve(lambda req: json_reply(completed())) as server:
+        client = AgentClient(api_key=FAKE_KEY, base_url=server.url, max_retries=0)
+        client.create(model=MODEL, input=QUESTION)
+        list(client.stream(model=MODEL, input=QUESTION))  # the stand-in answers a stream with a whole response
+    with serve(lambda req: limited) as server, pytest.raises(RateLimitError):
+        AgentClient(api_key=FAKE_KEY, base_url=server.url, max_retries=0).create(model=MODEL, input=QUESTION)
+    points: dict[str, list[Any]] = {}
+    data = reader.get_metrics_data()
+    assert data is not None
+    for resource in data.resource_metrics:
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                points.setdefault(metric.name, []).extend(metric.data.data_points)
+    durations = [p for p in points["gen_ai.client.operation.duration"]
+                 if p.attributes.get("gen_ai.provider.name") == "perplexity"]
+    assert sum(p.count for p in durations) == 3
+    assert {p.attributes.get("error.type") for p in durations} == {None, "RateLimitError"}
+    assert all(p.attributes["gen_ai.request.model"] == MODEL for p in durations)
+    tokens = {p.attributes["gen_ai.token.type"]: p for p in points["gen_ai.client.token.usage"]}
+    assert (tokens["input"].count, tokens["input"].sum) == (2, 2 * 1234)
+    assert (tokens["output"].count, tokens["output"].sum) == (2, 2 * 456)
+    (cost,) = [p for p in points["perplexed.cost"] if p.attributes.get("gen_ai.provider.name") == "perplexity"]
+    assert cost.value == pytest.approx(2 * 0.0111)

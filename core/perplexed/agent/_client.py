@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import time
 import weakref
 from collections.abc import Mapping
 from typing import Any, NamedTuple, NotRequired, Unpack
@@ -360,6 +361,7 @@ class AsyncAgentClient:
         total = timeout or self.timeout or default_timeout(req)
         content = encode_body(req)
         # one span for the call, retries included (the GenAI inference client span: ``chat {model}``)
+        started = time.perf_counter()
         with _otel.chat_span(req, self.base_url) as span:
             try:
                 try:
@@ -371,8 +373,10 @@ class AsyncAgentClient:
                 response = raise_for_status(parse_response(data))
             except BaseException as exc:
                 _otel.chat_failed(span, exc)
+                _otel.record_chat_metrics(time.perf_counter() - started, req, None, exc)
                 raise
             _otel.chat_done(span, response)
+        _otel.record_chat_metrics(time.perf_counter() - started, req, response, None)
         return response
 
     def stream(

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import enum
 import json
+import time
 from collections.abc import AsyncGenerator, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
@@ -267,14 +268,20 @@ class AsyncAgentStream:
         """The stream, in the call's span (``chat {model}``: started on the first iteration, ended with the
         stream; never the current span, as the stream is read across its caller's ``yield``s)."""
         span = _otel.open_chat_span(self._request, self._server)
+        started = time.perf_counter()
         try:
             async with contextlib.aclosing(self._read()) as events:  # closed with the stream (its connection)
                 async for event in events:
                     yield event
         except BaseException as exc:
             _otel.close_chat_span(span, self._final, exc)
+            if not isinstance(exc, GeneratorExit):
+                _otel.record_chat_metrics(time.perf_counter() - started, self._request, self._final, exc)
+            elif self._final is not None:  # closed after the end (a reader that stopped early is no outcome)
+                _otel.record_chat_metrics(time.perf_counter() - started, self._request, self._final, None)
             raise
         _otel.close_chat_span(span, self._final, None)
+        _otel.record_chat_metrics(time.perf_counter() - started, self._request, self._final, None)
 
     async def _read(self) -> AsyncGenerator[StreamEvent, None]:
         started = asyncio.get_running_loop().time()
