@@ -429,6 +429,13 @@ def usage(quick: bool) -> list[Row]:
         Row("tracing on (SDK, batch processor, no-op exporter) vs a loopback search",
             f"{data['tracing_on_ratio'] * 100:.1f} % (+{data['tracing_on_extra_us']:.0f} us of "
             f"{data['loopback_search_us']:.0f} us)", "<= 5 %", data["tracing_on_ratio"] <= 0.05),
+        Row("  same run: the SDK alone, two bare spans (parent + child, no attributes)",
+            f"{data['sdk_floor_ratio'] * 100:.1f} % (+{data['sdk_floor_extra_us']:.0f} us)", "(floor)", None),
+        Row("  same run: the same spans and attributes written directly against the SDK",
+            f"{data['sdk_same_spans_ratio'] * 100:.1f} % (+{data['sdk_same_spans_extra_us']:.0f} us)", "(floor)", None),
+        Row("  same run: tracing and metrics on (SDK meter provider too)",
+            f"{data['tracing_metrics_ratio'] * 100:.1f} % (+{data['tracing_metrics_extra_us']:.0f} us)",
+            "(comparison)", None),
     ]
 
 

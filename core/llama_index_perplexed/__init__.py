@@ -6,7 +6,8 @@
 - :class:`PerplexedToolSpec`: ``search``, ``answer`` and ``fetch`` tools for LlamaIndex agents;
 - :class:`PerplexedReader`: web pages' content as Documents through a chain of fetch providers;
 - :func:`as_provider`: any LlamaIndex retriever as a member of a perplexed chain;
-- :class:`PerplexedAttemptEvent` / :class:`PerplexedAgentEvent`: instrumentation events.
+- :class:`PerplexedAttemptEvent` / :class:`PerplexedAgentEvent` / :class:`PerplexedUsageEvent`: instrumentation
+  events.
 
 The adapters are thin: searching, budgets, fallback, cost and citations all live in ``perplexed``. The public
 surface is what this package exports (documented in docs/llamaindex.md); the node and text helpers of its
@@ -24,7 +25,7 @@ except ImportError as _missing:
         name=_missing.name,
     ) from None
 
-from .events import PerplexedAgentEvent, PerplexedAttemptEvent
+from .events import PerplexedAgentEvent, PerplexedAttemptEvent, PerplexedUsageEvent
 from .fetch import PerplexedReader
 from .provider import RetrieverProvider, as_provider
 from .query_engine import PerplexedQueryEngine
@@ -38,6 +39,7 @@ __all__ = [
     "PerplexedReader",
     "PerplexedRetriever",
     "PerplexedToolSpec",
+    "PerplexedUsageEvent",
     "RetrieverProvider",
     "as_provider",
 ]

@@ -8,7 +8,10 @@ sees:
 
 - :class:`PerplexedAttemptEvent`: one per provider attempt of a search chain (also the search that a grounded
   answer runs first);
-- :class:`PerplexedAgentEvent`: one per Agent API call made by a grounded answer.
+- :class:`PerplexedAgentEvent`: one per Agent API call made by a grounded answer;
+- :class:`PerplexedUsageEvent`: one per call of a component (a retrieval, a query, a tool call, a reader's
+  load), when it returns or fails: its usage (``Result.usage``: calls, billable calls, cost, cache hits and
+  what they saved), dispatched by the component itself (:func:`reporting`).
 
 Events carry the ``span_id`` of the LlamaIndex span they happened in (e.g. ``PerplexedRetriever.aretrieve``).
 """
@@ -17,16 +20,18 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from collections.abc import Iterator
+import logging
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
 from llama_index.core.instrumentation.events import BaseEvent
-from perplexed import telemetry
+from perplexed import PerplexedError, Usage, telemetry
 
-__all__ = ["PerplexedAgentEvent", "PerplexedAttemptEvent", "dispatching"]
+__all__ = ["PerplexedAgentEvent", "PerplexedAttemptEvent", "PerplexedUsageEvent", "dispatching", "reporting"]
 
 dispatcher = get_dispatcher(__name__)
+logger = logging.getLogger("llama_index_perplexed")
 
 ATTEMPT_EVENT = ("perplexed", "search", "attempt")
 AGENT_EVENT = ("perplexed", "answer", "agent")
@@ -69,6 +74,76 @@ class PerplexedAgentEvent(BaseEvent):
     def class_name(cls) -> str:
         """Class name."""
         return "PerplexedAgentEvent"
+
+
+class PerplexedUsageEvent(BaseEvent):
+    """What one call of a perplexed LlamaIndex component used (issue 38): ``operation`` (``search``, ``fetch``
+    or ``answer``), the provider ``calls`` that reached a provider (cache hits included), the
+    ``billable_calls``, their ``cost_usd``, the ``cache_hits`` and what they saved (``saved_usd``, at list
+    prices): ``Result.usage`` / ``Page.usage``. An answer's includes its Agent API call (one call, billable
+    when it cost something); a reader's load sums its pages. ``failed`` is True when the call raised: what it
+    used before failing (the error's attempts) is still counted."""
+
+    operation: str
+    calls: int = 0
+    billable_calls: int = 0
+    cost_usd: float = 0.0
+    cache_hits: int = 0
+    saved_usd: float = 0.0
+    failed: bool = False
+
+    @classmethod
+    def class_name(cls) -> str:
+        """Class name."""
+        return "PerplexedUsageEvent"
+
+
+def _sum(usages: list[Usage]) -> Usage:
+    return Usage(calls=sum(u.calls for u in usages), billable_calls=sum(u.billable_calls for u in usages),
+                 cost_usd=float(sum(u.cost_usd for u in usages)), cache_hits=sum(u.cache_hits for u in usages),
+                 saved_usd=float(sum(u.saved_usd for u in usages)))
+
+
+def usage_of(outcome: Any) -> Usage:
+    """The usage of a call's outcome: a ``Result`` or ``Page`` (its ``usage``), an ``Answer`` (its search's
+    and its Agent API call), a list of them (a reader's pages, failures included), or an error (its
+    attempts)."""
+    if isinstance(outcome, list):
+        return _sum([usage_of(item) for item in outcome])
+    if isinstance(outcome, PerplexedError):
+        return Usage.of(list(outcome.attempts), 0.0)
+    usage = getattr(outcome, "usage", None)
+    if isinstance(usage, Usage):
+        return usage
+    if hasattr(outcome, "agent_cost"):  # an Answer: its search (None in agent mode) and the Agent API call
+        search = getattr(outcome, "search", None)
+        agent_cost = float(outcome.agent_cost or 0.0)
+        agent = Usage(calls=1, billable_calls=1 if agent_cost > 0 else 0, cost_usd=agent_cost)
+        return _sum([search.usage, agent]) if search is not None else agent
+    return Usage()
+
+
+def _dispatch_usage(operation: str, outcome: Any, failed: bool) -> None:
+    try:
+        usage = usage_of(outcome)
+        dispatcher.event(PerplexedUsageEvent(operation=operation, failed=failed, **usage.model_dump()))
+    except Exception:  # an event handler's or a bookkeeping bug never fails the call
+        logger.exception("dispatching perplexed's usage event failed; ignored")
+
+
+@contextlib.contextmanager
+def reporting(operation: str) -> Iterator[Callable[[Any], None]]:
+    """Dispatch one :class:`PerplexedUsageEvent` for the call made in this block: ``report(outcome)`` with
+    what it returned (a ``Result``, ``Page``, ``Answer`` or a list of pages); when a perplexed error leaves
+    the block, the usage its attempts carry (``failed=True``)."""
+    outcomes: list[Any] = []
+    try:
+        yield outcomes.append
+    except PerplexedError as exc:
+        _dispatch_usage(operation, exc, True)
+        raise
+    if outcomes:
+        _dispatch_usage(operation, outcomes[-1], False)
 
 
 def _forward(event: tuple[str, ...], measurements: dict[str, Any], metadata: dict[str, Any]) -> None:

@@ -14,6 +14,7 @@ from llama_index.core.schema import Document
 from perplexed import InvalidRequest, Page, UpstreamError
 
 from ._config import with_fetch_settings
+from .events import reporting
 
 __all__ = ["PerplexedReader", "page_document"]
 
@@ -83,12 +84,16 @@ class PerplexedReader(BaseReader):
                   **options: Any) -> list[Document]:
         """The pages as Documents; ``**options`` override the reader's fetch options for this call."""
         items, merged = self._call(urls, options)
-        results = perplexed.fetch_many(items, self.provider, self.concurrency, **merged)
+        with reporting("fetch") as report:  # one usage event for the pages of this call
+            results = perplexed.fetch_many(items, self.provider, self.concurrency, **merged)
+            report(results)
         return self._documents(results, continue_on_failure)
 
     async def aload_data(self, urls: str | Sequence[str] | None = None, continue_on_failure: bool | None = None,
                          **options: Any) -> list[Document]:
         """:meth:`load_data`, async."""
         items, merged = self._call(urls, options)
-        results = await perplexed.afetch_many(items, self.provider, self.concurrency, **merged)
+        with reporting("fetch") as report:
+            results = await perplexed.afetch_many(items, self.provider, self.concurrency, **merged)
+            report(results)
         return self._documents(results, continue_on_failure)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator
 from typing import TYPE_CHECKING, Any
 
 import perplexed
@@ -20,7 +20,7 @@ from pydantic import SecretStr
 
 from ._config import SETTINGS, answer_configs, named_settings, with_settings
 from ._nodes import answer_metadata, answer_source_nodes
-from .events import dispatching
+from .events import dispatching, reporting
 
 __all__ = ["PerplexedQueryEngine"]
 
@@ -42,6 +42,12 @@ def _finish(ans: Answer, response: StreamingResponse | AsyncStreamingResponse, t
     response.metadata.update(answer_metadata(ans))
     if response.response_txt is None:  # the generator was consumed directly, not through get_response()
         response.response_txt = text
+
+
+def _report_final(report: Callable[[Any], None], item: Any) -> None:
+    """A stream's usage event: once, with its final Answer (a delta is a string)."""
+    if not isinstance(item, str):
+        report(item)
 
 
 class PerplexedQueryEngine(BaseQueryEngine):
@@ -115,12 +121,14 @@ class PerplexedQueryEngine(BaseQueryEngine):
     def _query(self, query_bundle: QueryBundle) -> RESPONSE_TYPE:
         plan = self._answer.plan(query_bundle.query_str, self._search, prefer_async=False)
         if not self.streaming:
-            with dispatching():
+            with dispatching(), reporting("answer") as report:
                 ans = perplexed.answer(plan)
+                report(ans)
             return answer_to_response(ans)
-        with dispatching():
+        with dispatching(), reporting("answer") as report:
             stream = perplexed.stream_answer(plan)
             first = next(stream)  # runs the search: its errors surface here, not in the consumer's loop
+            _report_final(report, first)
         response = StreamingResponse(response_gen=None, source_nodes=[], metadata={})  # type: ignore[arg-type]
         response.response_gen = self._deltas(first, stream, response)
         return response
@@ -134,8 +142,9 @@ class PerplexedQueryEngine(BaseQueryEngine):
             while isinstance(item, str):
                 parts.append(item)
                 yield item
-                with dispatching():
+                with dispatching(), reporting("answer") as report:  # the usage once the answer is whole
                     item = next(stream)
+                    _report_final(report, item)
             _finish(item, response, "".join(parts))
         finally:
             close = getattr(stream, "close", None)
@@ -147,12 +156,14 @@ class PerplexedQueryEngine(BaseQueryEngine):
     async def _aquery(self, query_bundle: QueryBundle) -> RESPONSE_TYPE:
         plan = self._answer.plan(query_bundle.query_str, self._search, prefer_async=True)
         if not self.streaming:
-            with dispatching():
+            with dispatching(), reporting("answer") as report:
                 ans = await perplexed.aanswer(plan)
+                report(ans)
             return answer_to_response(ans)
         stream = perplexed.astream_answer(plan)
-        with dispatching():
+        with dispatching(), reporting("answer") as report:
             first = await stream.__anext__()
+            _report_final(report, first)
         response = AsyncStreamingResponse(response_gen=None, source_nodes=[], metadata={})  # type: ignore[arg-type]
         response.response_gen = self._adeltas(first, stream, response)
         return response
@@ -166,8 +177,9 @@ class PerplexedQueryEngine(BaseQueryEngine):
             while isinstance(item, str):
                 parts.append(item)
                 yield item
-                with dispatching():
+                with dispatching(), reporting("answer") as report:
                     item = await stream.__anext__()
+                    _report_final(report, item)
             _finish(item, response, "".join(parts))
         finally:
             aclose = getattr(stream, "aclose", None)

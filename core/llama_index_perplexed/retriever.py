@@ -14,7 +14,7 @@ from pydantic import SecretStr
 
 from ._config import SearchConfig, with_settings
 from ._nodes import result_to_nodes
-from .events import dispatching
+from .events import dispatching, reporting
 
 __all__ = ["PerplexedRetriever"]
 
@@ -111,12 +111,14 @@ class PerplexedRetriever(BaseRetriever):
         return self._config.search_kwargs()
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        with dispatching():
+        with dispatching(), reporting("search") as report:
             result = perplexed.search(query_bundle.query_str, **self._config.search_kwargs())
+            report(result)
         return result_to_nodes(result)
 
     @dispatcher.span
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        with dispatching():
+        with dispatching(), reporting("search") as report:
             result = await perplexed.asearch(query_bundle.query_str, **self._config.search_kwargs())
+            report(result)
         return result_to_nodes(result)

@@ -30,7 +30,7 @@ from pydantic import Field, SecretStr
 
 from ._config import SETTINGS, SearchConfig, answer_configs, named_settings, with_settings
 from ._portable import PortableToolMetadata
-from .events import dispatching
+from .events import dispatching, reporting
 
 __all__ = ["PerplexedToolSpec"]
 
@@ -150,15 +150,17 @@ class PerplexedToolSpec(BaseToolSpec):
     @dispatcher.span
     def _run_search(self, arguments: dict[str, Any]) -> str:
         with telemetry.tool_span("perplexed_search", arguments):
-            with dispatching():
+            with dispatching(), reporting("search") as report:
                 result: Result = perplexed.search(arguments["query"], **self._search_kwargs(arguments))
+                report(result)
             return format_hits(result.hits)
 
     @dispatcher.span
     async def _arun_search(self, arguments: dict[str, Any]) -> str:
         with telemetry.tool_span("perplexed_search", arguments):
-            with dispatching():
+            with dispatching(), reporting("search") as report:
                 result: Result = await perplexed.asearch(arguments["query"], **self._search_kwargs(arguments))
+                report(result)
             return format_hits(result.hits)
 
     def _answer_search(self, arguments: dict[str, Any]) -> SearchConfig:
@@ -176,7 +178,9 @@ class PerplexedToolSpec(BaseToolSpec):
         with telemetry.tool_span("perplexed_answer", arguments):
             with dispatching():
                 plan = self._answer.plan(arguments["query"], self._answer_search(arguments), prefer_async=False)
-                ans = perplexed.answer(plan)
+                with reporting("answer") as report:
+                    ans = perplexed.answer(plan)
+                    report(ans)
             return format_answer(ans)
 
     @dispatcher.span
@@ -184,7 +188,9 @@ class PerplexedToolSpec(BaseToolSpec):
         with telemetry.tool_span("perplexed_answer", arguments):
             with dispatching():
                 plan = self._answer.plan(arguments["query"], self._answer_search(arguments), prefer_async=True)
-                ans = await perplexed.aanswer(plan)
+                with reporting("answer") as report:
+                    ans = await perplexed.aanswer(plan)
+                    report(ans)
             return format_answer(ans)
 
     def _fetch_kwargs(self, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -193,15 +199,17 @@ class PerplexedToolSpec(BaseToolSpec):
     @dispatcher.span
     def _run_fetch(self, arguments: dict[str, Any]) -> str:
         with telemetry.tool_span("perplexed_fetch", arguments):
-            with dispatching():
+            with dispatching(), reporting("fetch") as report:
                 page = perplexed.fetch(arguments["url"], self._fetch_provider, **self._fetch_kwargs(arguments))
+                report(page)
             return page.for_model()
 
     @dispatcher.span
     async def _arun_fetch(self, arguments: dict[str, Any]) -> str:
         with telemetry.tool_span("perplexed_fetch", arguments):
-            with dispatching():
+            with dispatching(), reporting("fetch") as report:
                 page = await perplexed.afetch(arguments["url"], self._fetch_provider, **self._fetch_kwargs(arguments))
+                report(page)
             return page.for_model()
 
     perplexed_search = _tool_function(WEB_SEARCH, "perplexed_search", _run_search)

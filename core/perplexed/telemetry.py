@@ -85,6 +85,7 @@ def emit(event: tuple[str, ...], measurements: Mapping[str, Any], metadata: Mapp
 
 _tracer: Any = None
 _trace_api: Any = None
+_context_api: Any = None
 _inactive: tuple[type, ...] = ()
 _env_provider = False
 _otel_checked = False
@@ -98,15 +99,15 @@ def _get_tracer() -> Any:
     provider), spans are skipped entirely: they would be non-recording, and entering one costs more than a
     whole search's engine overhead. The check runs on every call, so installing a provider later works.
     """
-    global _tracer, _trace_api, _inactive, _env_provider, _otel_checked
+    global _tracer, _trace_api, _context_api, _inactive, _env_provider, _otel_checked
     if not _otel_checked:
         _otel_checked = True
         try:
-            from opentelemetry import trace
+            from opentelemetry import context, trace
         except ImportError:  # the otel extra is not installed: spans are no-ops
             _trace_api = None
         else:
-            _trace_api = trace
+            _trace_api, _context_api = trace, context
             _inactive = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
             _env_provider = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
             _tracer = trace.get_tracer("perplexed")
@@ -142,12 +143,42 @@ def span(name: str, attributes: Mapping[str, Any] | None = None,
     if tracer is None:
         return _NO_SPAN
     clean = {k: v for k, v in (attributes or {}).items() if v is not None}
-    if kind == "client":
-        cm: contextlib.AbstractContextManager[Any] = tracer.start_as_current_span(
-            name, attributes=clean, kind=_trace_api.SpanKind.CLIENT)
-        return cm
-    cm = tracer.start_as_current_span(name, attributes=clean)
-    return cm
+    return _started(tracer, name, clean, kind == "client")
+
+
+def _started(tracer: Any, name: str, attributes: Mapping[str, Any], client: bool) -> _Current:
+    """A span started now with ``attributes`` (clean: no None values; the SDK copies them, so a cached dict
+    may be passed), made current while the block runs."""
+    if client:
+        return _Current(tracer.start_span(name, attributes=attributes, kind=_trace_api.SpanKind.CLIENT))
+    return _Current(tracer.start_span(name, attributes=attributes))
+
+
+class _Current:
+    """``with`` block for a started span: current (its context attached) inside the block, ended at its end; an
+    exception that leaves the block is recorded on it with an ERROR status, as ``start_as_current_span`` does.
+    A plain class instead of the API's two generator-based context managers: about 10 us less per span."""
+
+    __slots__ = ("span", "token")
+
+    def __init__(self, span: Any) -> None:
+        self.span = span
+        self.token: Any = None
+
+    def __enter__(self) -> Any:
+        self.token = _context_api.attach(_trace_api.set_span_in_context(self.span))
+        return self.span
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        span = self.span
+        try:
+            _context_api.detach(self.token)
+            # like the API's use_span: Exception only (a cancellation is not an error)
+            if isinstance(exc, Exception) and span.is_recording():
+                span.record_exception(exc)
+                span.set_status(_trace_api.Status(_trace_api.StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+        finally:
+            span.end()
 
 
 # -- content opt-in and tool spans (issue 38; the GenAI conventions, development status) --------------------

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import time
 import weakref
 from collections.abc import Mapping
 from typing import Any, NamedTuple, NotRequired, Unpack
@@ -19,6 +20,7 @@ from urllib.parse import quote
 import httpx
 from pydantic import SecretStr
 
+from perplexed import _otel
 from perplexed._errors import (
     APIConnectionError,
     APIError,
@@ -353,18 +355,29 @@ class AsyncAgentClient:
         """
         fields, timeout, stream_timeout, extra_headers = _split(params)
         req = build_request(request, fields)
-        if req.stream:
+        if req.stream:  # the stream has the call's span
             stream = self._open_stream(req, timeout, stream_timeout, extra_headers)
             return await stream.get_final_response()
         total = timeout or self.timeout or default_timeout(req)
         content = encode_body(req)
-        try:
-            data = await self._request_json(
-                "POST", self._path(), timeout=total, content=content, extra_headers=extra_headers
-            )
-        except BadRequestError as exc:
-            raise explain_unknown_field(exc, req) from exc.__cause__
-        return raise_for_status(parse_response(data))
+        # one span for the call, retries included (the GenAI inference client span: ``chat {model}``)
+        started = time.perf_counter()
+        with _otel.chat_span(req, self.base_url) as span:
+            try:
+                try:
+                    data = await self._request_json(
+                        "POST", self._path(), timeout=total, content=content, extra_headers=extra_headers
+                    )
+                except BadRequestError as exc:
+                    raise explain_unknown_field(exc, req) from exc.__cause__
+                response = raise_for_status(parse_response(data))
+            except BaseException as exc:
+                _otel.chat_failed(span, exc)
+                _otel.record_chat_metrics(time.perf_counter() - started, req, None, exc)
+                raise
+            _otel.chat_done(span, response)
+        _otel.record_chat_metrics(time.perf_counter() - started, req, response, None)
+        return response
 
     def stream(
         self, request: AgentRequest | None = None, /, **params: Unpack[CreateParams]
@@ -399,7 +412,8 @@ class AsyncAgentClient:
             client_stream_timeout=self.stream_timeout,
         )
         stream = AsyncAgentStream(
-            _StreamIO(self), req, timeout=idle, stream_timeout=total, extra_headers=extra_headers, body=encode_body(req)
+            _StreamIO(self), req, timeout=idle, stream_timeout=total, extra_headers=extra_headers, body=encode_body(req),
+            server=self.base_url,
         )
         self._streams.add(stream)
         return stream
@@ -437,6 +451,7 @@ class AsyncAgentClient:
             stream_timeout=total,
             extra_headers=None,
             resume=(response_id, starting_after),
+            server=self.base_url,
         )
         self._streams.add(stream)
         return stream

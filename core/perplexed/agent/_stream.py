@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import enum
 import json
+import time
 from collections.abc import AsyncGenerator, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
@@ -19,6 +20,7 @@ from typing import Any, Protocol
 
 import httpx
 
+from perplexed import _otel
 from perplexed._errors import (
     APIConnectionError,
     APIError,
@@ -176,8 +178,10 @@ class AsyncAgentStream:
         resume: tuple[str, int] | None = None,
         stream_timeout: float | None = None,
         body: bytes | None = None,
+        server: str | None = None,
     ) -> None:
         self._io = io
+        self._server = server  # the API's base URL, for the span's server.address
         self._request = request
         self._body = body  # the encoded request (encode_body), for the POST
         self._timeout = timeout
@@ -261,6 +265,25 @@ class AsyncAgentStream:
         )
 
     async def _run(self) -> AsyncGenerator[StreamEvent, None]:
+        """The stream, in the call's span (``chat {model}``: started on the first iteration, ended with the
+        stream; never the current span, as the stream is read across its caller's ``yield``s)."""
+        span = _otel.open_chat_span(self._request, self._server)
+        started = time.perf_counter()
+        try:
+            async with contextlib.aclosing(self._read()) as events:  # closed with the stream (its connection)
+                async for event in events:
+                    yield event
+        except BaseException as exc:
+            _otel.close_chat_span(span, self._final, exc)
+            if not isinstance(exc, GeneratorExit):
+                _otel.record_chat_metrics(time.perf_counter() - started, self._request, self._final, exc)
+            elif self._final is not None:  # closed after the end (a reader that stopped early is no outcome)
+                _otel.record_chat_metrics(time.perf_counter() - started, self._request, self._final, None)
+            raise
+        _otel.close_chat_span(span, self._final, None)
+        _otel.record_chat_metrics(time.perf_counter() - started, self._request, self._final, None)
+
+    async def _read(self) -> AsyncGenerator[StreamEvent, None]:
         started = asyncio.get_running_loop().time()
         self._deadline = started + self._stream_timeout
         source = await self._start()

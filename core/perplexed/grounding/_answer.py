@@ -390,6 +390,7 @@ def _finish(plan: AnswerPlan, grounded: _Grounded, response: Response) -> Answer
 
 def _span_attributes(plan: AnswerPlan) -> dict[str, Any]:
     attributes = {
+        "gen_ai.operation.name": "answer",  # perplexed's own operation (as "fetch"); the call inside is "chat"
         "perplexed.mode": "agent" if plan.search is None else "chain",
         "perplexed.agent": plan.label,
         "perplexed.operation": "answer",
