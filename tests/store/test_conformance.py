@@ -10,9 +10,9 @@ from datetime import date
 
 import pytest
 from perplexed import Hit
-from pydantic import ValidationError
 from perplexed._models import Page
 from perplexed.store import Admission, CachedAnswer, Record, Store
+from pydantic import ValidationError
 
 P = "provider-hash-1"
 
