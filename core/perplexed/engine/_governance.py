@@ -51,7 +51,7 @@ from perplexed.engine._gov_spend import aspend, latency_p95, provider_status, re
 from perplexed.engine._gov_spend import note_spend as note_spend
 from perplexed.policy._policy import Purse, health_of
 from perplexed.policy._status import lookup
-from perplexed.store._base import Admission, CachedAnswer, Decision, Record, Store, copy_hits, snapshot_hits
+from perplexed.store._base import Admission, CachedAnswer, Decision, Record, Store, copy_hits
 from perplexed.store.memory import MemoryStore
 
 if TYPE_CHECKING:
@@ -393,12 +393,8 @@ class Governor:
         if (isinstance(failure, ProviderError) and failure.retry_after is not None and failure.status is not None
                 and lookup(failure.status, "api").retry_after):  # the status table: a 429 or a 503
             retry_after = failure.retry_after
-        filled: CachedAnswer | None = None
-        if key is not None and outcome is Outcome.OK:
-            hits = self.op.to_cache(answer)
-            if type(self.store) is MemoryStore:  # frozen once, here: the store keeps them and followers copy them
-                hits = snapshot_hits(hits)
-            filled = CachedAnswer(hits, attempt.detail)
+        filled = (CachedAnswer(self.op.to_cache(answer), attempt.detail)
+                  if (key is not None and outcome is Outcome.OK) else None)
         record = Record(
             provider=identity,
             label=provider.label,

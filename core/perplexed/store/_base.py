@@ -28,7 +28,7 @@ import json
 import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import date, time, timedelta
+from datetime import date, datetime, time, timedelta
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -42,6 +42,7 @@ __all__ = [
     "Admission",
     "CachedAnswer",
     "Decision",
+    "FrozenFields",
     "FrozenHits",
     "MemberStats",
     "ProviderState",
@@ -53,7 +54,9 @@ __all__ = [
     "copy_hits",
     "decode_answer",
     "encode_answer",
+    "freeze_hits",
     "scrub_secrets",
+    "shared_hits",
     "snapshot_hits",
 ]
 
@@ -416,25 +419,53 @@ class ReadOnlyList(list[Any]):
 
 
 class FrozenHits(tuple[Hit, ...]):
-    """Hits as the in-process cache keeps them (:func:`snapshot_hits`): frozen models whose containers are
-    read-only, shared by every search the cache answers. ``copy_out`` is true when a value of a type not known
-    to be immutable had to be deep-copied into the snapshot: every reader then gets copies of its own."""
+    """Hits as the in-process cache shares them (:func:`snapshot_hits`): frozen models whose containers are
+    read-only, the same objects for every search the cache answers. ``copy_out`` is true when a value of a type
+    not known to be immutable had to be deep-copied into the snapshot: every reader then gets copies."""
 
     copy_out: bool = False
 
 
+class FrozenFields(tuple[Any, ...]):
+    """Hits frozen for a cache write (:func:`freeze_hits`) but not yet rebuilt as hit objects: per hit, either
+    a hit frozen already or ``(hit class, fields with read-only containers, fields set, extra, private)``.
+    :func:`shared_hits` builds the :class:`FrozenHits` (on the entry's first read: an entry nobody reads never
+    pays for the objects). ``copy_out`` as for :class:`FrozenHits`."""
+
+    copy_out: bool = False
+
+
+_ATOM_TYPES = frozenset({str, int, float, bool, type(None), date, datetime, time, timedelta, bytes})
+"""The exact types of :data:`_ATOMS` (a set look-up: the common case of :func:`_frozen`, value by value)."""
+
+
 def _frozen(value: Any, odd: list[bool]) -> Any:
     """``value`` as nobody can change it: dicts and lists become read-only ones (recursively), tuples and sets
-    keep their type with frozen items; a value of another type is deep-copied and ``odd`` set."""
-    if isinstance(value, _ATOMS):
-        return value
+    keep their type with frozen items; a value of another type is deep-copied and ``odd`` set.
+
+    Built for speed on a cache miss: a container is copied in C and only its values that are not atoms are
+    replaced (most of a provider's ``raw`` is strings and numbers); empty ones are shared singletons."""
     kind = value.__class__
-    if kind is ReadOnlyDict or kind is ReadOnlyList:  # made by this function: frozen all the way down
+    if kind in _ATOM_TYPES or kind is ReadOnlyDict or kind is ReadOnlyList:  # read-only all the way down
         return value
     if isinstance(value, dict):
-        return ReadOnlyDict({k: v if isinstance(v, _ATOMS) else _frozen(v, odd) for k, v in value.items()})
+        if not value:
+            return _NO_DICT
+        out = ReadOnlyDict(value)
+        for k, v in value.items():
+            if v.__class__ not in _ATOM_TYPES:
+                dict.__setitem__(out, k, _frozen(v, odd))
+        return out
     if isinstance(value, list):
-        return ReadOnlyList([v if isinstance(v, _ATOMS) else _frozen(v, odd) for v in value])
+        if not value:
+            return _NO_LIST
+        items = ReadOnlyList(value)
+        for i, v in enumerate(value):
+            if v.__class__ not in _ATOM_TYPES:
+                list.__setitem__(items, i, _frozen(v, odd))
+        return items
+    if isinstance(value, _ATOMS):  # a subclass of one (a StrEnum member, an IntFlag)
+        return value
     if kind is tuple:
         return tuple([_frozen(v, odd) for v in value])
     if kind is frozenset and all(isinstance(v, _ATOMS) for v in value):
@@ -444,6 +475,10 @@ def _frozen(value: Any, odd: list[bool]) -> Any:
         return copy.deepcopy(value)
     except Exception:  # an object that cannot be copied: shared, as the caller made it
         return value
+
+
+_NO_DICT = ReadOnlyDict()
+_NO_LIST = ReadOnlyList()
 
 
 def _is_frozen(hit: Hit) -> bool:
@@ -456,24 +491,30 @@ def _is_frozen(hit: Hit) -> bool:
 
 def _with_fields(hit: Hit, fields: dict[str, Any]) -> Hit:
     """A new hit of ``hit``'s class holding ``fields`` (no validation: they came from a valid hit)."""
-    new = object.__new__(hit.__class__)
+    return _built((hit.__class__, fields, set(hit.__pydantic_fields_set__), hit.__pydantic_extra__,
+                   hit.__pydantic_private__))
+
+
+def _built(parts: tuple[type[Hit], dict[str, Any], set[str], Any, Any]) -> Hit:
+    cls, fields, fields_set, extra, private = parts
+    new = object.__new__(cls)
     setattr_ = object.__setattr__
     setattr_(new, "__dict__", fields)
-    setattr_(new, "__pydantic_fields_set__", set(hit.__pydantic_fields_set__))
-    setattr_(new, "__pydantic_extra__", hit.__pydantic_extra__)
-    setattr_(new, "__pydantic_private__", hit.__pydantic_private__)
+    setattr_(new, "__pydantic_fields_set__", fields_set)
+    setattr_(new, "__pydantic_extra__", extra)
+    setattr_(new, "__pydantic_private__", private)
     return new
 
 
-def snapshot_hits(hits: Sequence[Hit]) -> FrozenHits:
-    """``hits`` frozen all the way down, for an in-process cache to share: each hit's ``raw`` and ``sources``
-    (and a fetched ``page``'s ``structured`` and ``attempts``) become read-only copies, so neither the caller
-    that handed them in nor any reader can change what the cache holds (a hit is a frozen model already).
-    Hits already frozen this way are kept as they are (freezing twice costs nothing)."""
-    if type(hits) is FrozenHits:
+def freeze_hits(hits: Sequence[Hit]) -> FrozenFields | FrozenHits:
+    """What an in-process cache keeps of ``hits``: their fields with ``raw`` and ``sources`` (and a fetched
+    ``page``'s ``structured`` and ``attempts``) as read-only copies, so neither the caller that handed them in
+    nor any reader can change what the cache holds (a hit is a frozen model already). :func:`shared_hits` makes
+    the hit objects every reader shares. Hits already frozen come back as they are."""
+    if type(hits) is FrozenHits or type(hits) is FrozenFields:
         return hits
     odd = [False]
-    out = []
+    out: list[Any] = []
     for hit in hits:
         if _is_frozen(hit):
             out.append(hit)
@@ -485,10 +526,26 @@ def snapshot_hits(hits: Sequence[Hit]) -> FrozenHits:
         if page is not None:
             fields["page"] = page.model_copy(update={"structured": _frozen(page.structured, odd),
                                                      "attempts": ReadOnlyList(page.attempts)})
-        out.append(_with_fields(hit, fields))
-    frozen = FrozenHits(out)
+        out.append((hit.__class__, fields, set(hit.__pydantic_fields_set__), hit.__pydantic_extra__,
+                    hit.__pydantic_private__))
+    frozen = FrozenFields(out)
     frozen.copy_out = odd[0]
     return frozen
+
+
+def shared_hits(frozen: FrozenFields | FrozenHits) -> FrozenHits:
+    """The hit objects of a :func:`freeze_hits` snapshot (built once; the cache keeps them for every reader)."""
+    if type(frozen) is FrozenHits:
+        return frozen
+    hits = FrozenHits([_built(item) if type(item) is tuple else item for item in frozen])
+    hits.copy_out = frozen.copy_out
+    return hits
+
+
+def snapshot_hits(hits: Sequence[Hit]) -> FrozenHits:
+    """``hits`` frozen all the way down, for an in-process cache to share (:func:`freeze_hits`, then
+    :func:`shared_hits`): frozen models whose containers are read-only copies."""
+    return shared_hits(freeze_hits(hits))
 
 
 def _copied(value: Any) -> Any:
