@@ -115,7 +115,11 @@ async def test_a_shared_hit_reads_serialises_and_pickles_like_a_fresh_one() -> N
     cached = await perplexed.asearch("q", provider, cache_ttl_s=600)
     assert cached.hits == fresh.hits
     assert isinstance(cached.hits[0].raw, dict) and isinstance(cached.hits[0].raw["tags"], list)
-    assert cached.hits[0].model_dump() == fresh.hits[0].model_dump()
+    dumped = cached.hits[0].model_dump()
+    assert dumped == fresh.hits[0].model_dump()
+    dumped["raw"]["tags"].append("mine")  # a dump is plain data of the caller's own
+    dumped["raw"]["meta"]["n"][1]["deep"] = "mine"
+    assert cached.hits[0].raw["tags"] == ["x"] and cached.hits[0].raw["meta"]["n"][1] == {"deep": "y"}
     assert cached.model_dump_json() != "" and json.loads(cached.hits[0].model_dump_json()) == json.loads(
         fresh.hits[0].model_dump_json())
     assert json.dumps(cached.hits[0].raw) == json.dumps(fresh.hits[0].raw)
