@@ -376,8 +376,8 @@ _ATOMS = (str, int, float, bool, type(None), date, time, timedelta, bytes)
 
 def _read_only(self: Any, *args: Any, **kwargs: Any) -> Any:
     raise TypeError(
-        f"this {type(self).__mro__[1].__name__} belongs to a cached hit that every search answered from the cache "
-        "shares: it is read-only; change a copy (dict(hit.raw), list(hit.sources), copy.deepcopy(...), "
+        f"this {type(self).__mro__[1].__name__} is read-only: it is part of a cached hit, shared by every search "
+        "the cache answers; change a copy (dict(hit.raw), list(hit.sources), copy.deepcopy(...), "
         "hit.model_copy(update=...))"
     )
 
