@@ -20,6 +20,7 @@ from perplexed import ConfigError, Outcome, UpstreamError
 from perplexed.providers import FunctionProvider
 from perplexed.store import MemoryStore, RedisStore, SQLiteStore, Store
 from perplexed.store import open_store as open_store_url
+from pydantic import ValidationError
 
 STORE_KINDS = ["memory", "sqlite", "redis"]
 
@@ -147,21 +148,33 @@ def test_cache_key_is_validated() -> None:
 # -- 4. cached and single-flight hits are copies ------------------------------------------------------------------
 
 
-def _poison(result: perplexed.Result) -> None:
+def _poison(result: perplexed.Result, *, shared: bool) -> None:
+    """Change the first hit every way a caller could. A hit is frozen (issue 35): assigning a field is refused.
+    Its ``raw`` and ``sources`` are the caller's own (a provider's fresh answer, or one a persisting store
+    decoded), or, when ``shared`` (the memory store's cache answers every reader with the same hits), read-only."""
     hit = result.hits[0]
+    with pytest.raises(ValidationError, match="frozen"):
+        hit.title = "poisoned"  # type: ignore[misc]
+    if shared:
+        with pytest.raises(TypeError, match="read-only"):
+            hit.raw["owner"] = "poisoned"
+        with pytest.raises(TypeError, match="read-only"):
+            hit.raw["extra"] = {"nested": ["poison"]}
+        with pytest.raises(TypeError, match="read-only"):
+            hit.sources.append({"provider": "poison", "rank": 1})
+        return
     hit.raw["owner"] = "poisoned"
     hit.raw["extra"] = {"nested": ["poison"]}
     hit.sources.append({"provider": "poison", "rank": 1})
-    hit.title = "poisoned"
 
 
 async def test_no_caller_can_mutate_a_cached_hit_for_another(store_kind: str, mode: str) -> None:
     provider = FunctionProvider(tenant("a"), name="kb")
     first = await run(mode, "q", provider, cache_ttl_s=600)
-    _poison(first)  # the leader mutates the hits it got back (the cache must not hold them)
+    _poison(first, shared=False)  # the leader mutates the hits it got back (the cache must not hold them)
     second = await run(mode, "q", provider, cache_ttl_s=600)
     assert second.attempts[0].cached
-    _poison(second)
+    _poison(second, shared=store_kind == "memory")
     third = await run(mode, "q", provider, cache_ttl_s=600)
     assert third.attempts[0].cached
     hit = third.hits[0]

@@ -38,9 +38,15 @@ class Hit(BaseModel):
     crawl date when the provider reports one. ``sources`` is filled by the ``merge`` strategy: every provider
     that returned the hit and its rank there (``[{"provider": "exa", "rank": 1}, ...]``; an entry whose provider
     filled fields the first one lacked names them: ``"filled": ["snippet"]``); empty otherwise.
+
+    A hit is immutable (a frozen model): assigning a field raises ``pydantic.ValidationError``; for a changed
+    hit, ask for a copy: ``hit.model_copy(update={"title": "..."})``. A hit answered from the in-process cache is
+    shared by every search that gets it, so its ``raw`` and ``sources`` (and a fetched ``page``'s containers) are
+    read-only too (a ``dict`` / ``list`` that raises ``TypeError`` when changed): ``dict(hit.raw)``,
+    ``list(hit.sources)`` or ``copy.deepcopy(hit.raw)`` give a copy of your own.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: int = 0
     title: str = ""
@@ -125,7 +131,13 @@ class Usage(BaseModel):
 
 
 class Result(BaseModel):
-    """The answer of a search: which provider answered, its hits, and every attempt the chain made."""
+    """The answer of a search: which provider answered, its hits, and every attempt the chain made.
+
+    Immutable like its hits (a frozen model): ``result.model_copy(update=...)`` for a changed one. ``hits`` is a
+    list of the result's own (reorder or filter it freely); the hits in it are frozen and may be shared with
+    other results (the cache answers every search with the same hit objects)."""
+
+    model_config = ConfigDict(frozen=True)
 
     query: str
     provider: str | None

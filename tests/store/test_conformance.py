@@ -11,6 +11,7 @@ from datetime import date
 import pytest
 from perplexed import Hit, Page
 from perplexed.store import Admission, CachedAnswer, Record, Store
+from pydantic import ValidationError
 
 P = "provider-hash-1"
 
@@ -42,11 +43,14 @@ async def test_cache_miss_then_hit_then_expiry(store, clock) -> None:
     assert (await store.admit(Admission(P, "p", cache_key="k"))).verdict == "call"
 
 
-async def test_cached_hits_are_the_callers_to_modify(store) -> None:
+async def test_no_reader_can_change_a_cached_hit_for_the_next(store) -> None:
+    """Hits are frozen (issue 35): a reader assigning a field is refused, and the next reader gets the hit as
+    cached (was: the reader's change lands on its own copy)."""
     await fill(store, "k")
     first = await store.admit(Admission(P, "p", cache_key="k"))
     assert first.answer is not None
-    first.answer.hits[0].title = "changed"
+    with pytest.raises(ValidationError, match="frozen"):
+        first.answer.hits[0].title = "changed"  # type: ignore[misc]
     second = await store.admit(Admission(P, "p", cache_key="k"))
     assert second.answer is not None and second.answer.hits[0].title == "t0"
 

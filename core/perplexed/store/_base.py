@@ -28,7 +28,7 @@ import json
 import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime, time, timedelta
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -42,16 +42,21 @@ __all__ = [
     "Admission",
     "CachedAnswer",
     "Decision",
+    "FrozenFields",
+    "FrozenHits",
     "MemberStats",
     "ProviderState",
+    "ReadOnlyDict",
+    "ReadOnlyList",
     "Record",
     "Store",
     "Verdict",
     "copy_hits",
     "decode_answer",
     "encode_answer",
-    "restore_hits",
+    "freeze_hits",
     "scrub_secrets",
+    "shared_hits",
     "snapshot_hits",
 ]
 
@@ -74,7 +79,8 @@ Verdict = Literal["call", "cached", "cooling_down", "rate_limited", "over_budget
 class CachedAnswer:
     """A provider's ``ok`` answer as kept in the cache: its (finalised) hits and the provider's detail.
 
-    A store returns hits the caller may modify (the memory store copies them; others decode fresh ones).
+    Hits are frozen models. The memory store answers every reader with the same :class:`FrozenHits` (read-only
+    containers: nobody can change them for the next reader); a persisting store decodes fresh ones.
     """
 
     hits: Sequence[Hit]
@@ -364,12 +370,187 @@ def decode_answer(data: bytes | str) -> CachedAnswer:
     )
 
 
-_ATOMS = (str, int, float, bool, type(None), date)
+_ATOMS = (str, int, float, bool, type(None), date, time, timedelta, bytes)
+"""Values nobody can change in place: shared as they are, by snapshots and copies alike."""
+
+
+def _read_only(self: Any, *args: Any, **kwargs: Any) -> Any:
+    raise TypeError(
+        f"this {type(self).__mro__[1].__name__} is read-only: it is part of a cached hit, shared by every search "
+        "the cache answers; change a copy (dict(hit.raw), list(hit.sources), copy.deepcopy(...), "
+        "hit.model_copy(update=...))"
+    )
+
+
+class ReadOnlyDict(dict[Any, Any]):
+    """A ``dict`` that refuses every change (``TypeError``): a cached hit's ``raw`` and the dicts inside it. It
+    compares, serialises and reads as the dict it was made from; ``dict(d)`` and ``d.copy()`` are plain
+    (shallow) copies, ``copy.deepcopy(d)`` a plain deep one."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = __ior__ = clear = pop = popitem = setdefault = update = _read_only
+
+    def __reduce__(self) -> tuple[Any, ...]:  # pickle: the same read-only dict
+        return (ReadOnlyDict, (dict(self),))
+
+    def __copy__(self) -> dict[Any, Any]:
+        return dict(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[Any, Any]:
+        return {copy.deepcopy(k, memo): copy.deepcopy(v, memo) for k, v in self.items()}
+
+
+class ReadOnlyList(list[Any]):
+    """A ``list`` that refuses every change (``TypeError``): a cached hit's ``sources`` and the lists inside its
+    ``raw``. ``list(x)`` and ``x.copy()`` are plain (shallow) copies, ``copy.deepcopy(x)`` a plain deep one."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = append = extend = insert = pop = remove = clear = sort = (
+        reverse) = _read_only
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (ReadOnlyList, (list(self),))
+
+    def __copy__(self) -> list[Any]:
+        return list(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> list[Any]:
+        return [copy.deepcopy(v, memo) for v in self]
+
+
+class FrozenHits(tuple[Hit, ...]):
+    """Hits as the in-process cache shares them (:func:`snapshot_hits`): frozen models whose containers are
+    read-only, the same objects for every search the cache answers. ``copy_out`` is true when a value of a type
+    not known to be immutable had to be deep-copied into the snapshot: every reader then gets copies."""
+
+    copy_out: bool = False
+
+
+class FrozenFields(tuple[Any, ...]):
+    """Hits frozen for a cache write (:func:`freeze_hits`) but not yet rebuilt as hit objects: per hit, either
+    a hit frozen already or ``(hit class, fields with read-only containers, fields set, extra, private)``.
+    :func:`shared_hits` builds the :class:`FrozenHits` (on the entry's first read: an entry nobody reads never
+    pays for the objects). ``copy_out`` as for :class:`FrozenHits`."""
+
+    copy_out: bool = False
+
+
+_ATOM_TYPES = frozenset({str, int, float, bool, type(None), date, datetime, time, timedelta, bytes})
+"""The exact types of :data:`_ATOMS` (a set look-up: the common case of :func:`_frozen`, value by value)."""
+
+
+def _frozen(value: Any, odd: list[bool]) -> Any:
+    """``value`` as nobody can change it: dicts and lists become read-only ones (recursively), tuples and sets
+    keep their type with frozen items; a value of another type is deep-copied and ``odd`` set.
+
+    Built for speed on a cache miss: a container is copied in C and only its values that are not atoms are
+    replaced (most of a provider's ``raw`` is strings and numbers); empty ones are shared singletons."""
+    kind = value.__class__
+    if kind in _ATOM_TYPES or kind is ReadOnlyDict or kind is ReadOnlyList:  # read-only all the way down
+        return value
+    if isinstance(value, dict):
+        if not value:
+            return _NO_DICT
+        out = ReadOnlyDict(value)
+        for k, v in value.items():
+            if v.__class__ not in _ATOM_TYPES:
+                dict.__setitem__(out, k, _frozen(v, odd))
+        return out
+    if isinstance(value, list):
+        if not value:
+            return _NO_LIST
+        items = ReadOnlyList(value)
+        for i, v in enumerate(value):
+            if v.__class__ not in _ATOM_TYPES:
+                list.__setitem__(items, i, _frozen(v, odd))
+        return items
+    if isinstance(value, _ATOMS):  # a subclass of one (a StrEnum member, an IntFlag)
+        return value
+    if kind is tuple:
+        return tuple([_frozen(v, odd) for v in value])
+    if kind is frozenset and all(isinstance(v, _ATOMS) for v in value):
+        return value
+    odd[0] = True
+    try:
+        return copy.deepcopy(value)
+    except Exception:  # an object that cannot be copied: shared, as the caller made it
+        return value
+
+
+_NO_DICT = ReadOnlyDict()
+_NO_LIST = ReadOnlyList()
+
+
+def _is_frozen(hit: Hit) -> bool:
+    fields = hit.__dict__
+    page = fields["page"]
+    return (fields["raw"].__class__ is ReadOnlyDict and fields["sources"].__class__ is ReadOnlyList
+            and (page is None or (page.structured.__class__ is ReadOnlyDict
+                                  and page.attempts.__class__ is ReadOnlyList)))
+
+
+def _with_fields(hit: Hit, fields: dict[str, Any]) -> Hit:
+    """A new hit of ``hit``'s class holding ``fields`` (no validation: they came from a valid hit)."""
+    return _built((hit.__class__, fields, set(hit.__pydantic_fields_set__), hit.__pydantic_extra__,
+                   hit.__pydantic_private__))
+
+
+def _built(parts: tuple[type[Hit], dict[str, Any], set[str], Any, Any]) -> Hit:
+    cls, fields, fields_set, extra, private = parts
+    new = object.__new__(cls)
+    setattr_ = object.__setattr__
+    setattr_(new, "__dict__", fields)
+    setattr_(new, "__pydantic_fields_set__", fields_set)
+    setattr_(new, "__pydantic_extra__", extra)
+    setattr_(new, "__pydantic_private__", private)
+    return new
+
+
+def freeze_hits(hits: Sequence[Hit]) -> FrozenFields | FrozenHits:
+    """What an in-process cache keeps of ``hits``: their fields with ``raw`` and ``sources`` (and a fetched
+    ``page``'s ``structured`` and ``attempts``) as read-only copies, so neither the caller that handed them in
+    nor any reader can change what the cache holds (a hit is a frozen model already). :func:`shared_hits` makes
+    the hit objects every reader shares. Hits already frozen come back as they are."""
+    if type(hits) is FrozenHits or type(hits) is FrozenFields:
+        return hits
+    odd = [False]
+    out: list[Any] = []
+    for hit in hits:
+        if _is_frozen(hit):
+            out.append(hit)
+            continue
+        fields = hit.__dict__.copy()
+        fields["raw"] = _frozen(fields["raw"], odd)
+        fields["sources"] = _frozen(fields["sources"], odd)
+        page = fields["page"]
+        if page is not None:
+            fields["page"] = page.model_copy(update={"structured": _frozen(page.structured, odd),
+                                                     "attempts": ReadOnlyList(page.attempts)})
+        out.append((hit.__class__, fields, set(hit.__pydantic_fields_set__), hit.__pydantic_extra__,
+                    hit.__pydantic_private__))
+    frozen = FrozenFields(out)
+    frozen.copy_out = odd[0]
+    return frozen
+
+
+def shared_hits(frozen: FrozenFields | FrozenHits) -> FrozenHits:
+    """The hit objects of a :func:`freeze_hits` snapshot (built once; the cache keeps them for every reader)."""
+    if type(frozen) is FrozenHits:
+        return frozen
+    hits = FrozenHits([_built(item) if type(item) is tuple else item for item in frozen])
+    hits.copy_out = frozen.copy_out
+    return hits
+
+
+def snapshot_hits(hits: Sequence[Hit]) -> FrozenHits:
+    """``hits`` frozen all the way down, for an in-process cache to share (:func:`freeze_hits`, then
+    :func:`shared_hits`): frozen models whose containers are read-only copies."""
+    return shared_hits(freeze_hits(hits))
 
 
 def _copied(value: Any) -> Any:
-    """A copy of a hit field's value that shares nothing mutable with it (JSON-like containers copied
-    recursively, anything else deep-copied)."""
+    """A plain, mutable copy of a hit field's value that shares nothing mutable with it (JSON-like containers,
+    read-only ones included, copied recursively; anything else deep-copied)."""
     if isinstance(value, _ATOMS):
         return value
     if isinstance(value, dict):
@@ -382,47 +563,13 @@ def _copied(value: Any) -> Any:
         return value
 
 
-def _own_fields(hit: Hit) -> dict[str, Any]:
-    fields = hit.__dict__.copy()
-    for name in _CONTAINER_FIELDS:
-        value = fields.get(name)
-        if value is not None:  # an empty list too: the caller may append to its own
-            fields[name] = _copied(value)
-    return fields
-
-
-_CONTAINER_FIELDS = ("raw", "sources")
-
-
-def snapshot_hits(hits: Sequence[Hit]) -> tuple[tuple[dict[str, Any], frozenset[str]], ...]:
-    """Snapshots of hits (their field dicts, ``raw`` and ``sources`` copied), for an in-process cache: a
-    caller mutating its hits afterwards changes nothing in the snapshot."""
-    return tuple([(_own_fields(hit), frozenset(hit.__pydantic_fields_set__)) for hit in hits])
-
-
-def restore_hits(snapshots: Sequence[tuple[dict[str, Any], frozenset[str]]]) -> list[Hit]:
-    """Fresh Hit objects from :func:`snapshot_hits` (no validation: the snapshots came from valid hits), each
-    with its own ``raw`` and ``sources``: no two callers share anything they could mutate for each other."""
-    out = []
-    new = object.__new__
-    setattr_ = object.__setattr__
-    for fields, fields_set in snapshots:
-        hit = new(Hit)
-        own = dict(fields)
-        for name in _CONTAINER_FIELDS:
-            value = own.get(name)
-            if value:
-                own[name] = _copied(value)
-            elif value is not None:
-                own[name] = type(value)()
-        setattr_(hit, "__dict__", own)
-        setattr_(hit, "__pydantic_fields_set__", set(fields_set))
-        setattr_(hit, "__pydantic_extra__", None)
-        setattr_(hit, "__pydantic_private__", None)
-        out.append(hit)
-    return out
-
-
 def copy_hits(hits: Sequence[Hit]) -> list[Hit]:
-    """Independent copies of ``hits`` (what a single-flight follower gets: never the leader's objects)."""
-    return restore_hits([(hit.__dict__, frozenset(hit.__pydantic_fields_set__)) for hit in hits])
+    """Copies of ``hits`` with ``raw`` and ``sources`` of their own, plain and mutable (what a single-flight
+    follower gets, and a reader of a snapshot whose ``copy_out`` is set: never objects another search holds)."""
+    out = []
+    for hit in hits:
+        fields = hit.__dict__.copy()
+        fields["raw"] = _copied(fields["raw"])
+        fields["sources"] = _copied(fields["sources"])
+        out.append(_with_fields(hit, fields))
+    return out

@@ -9,6 +9,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from perplexed._models import Page
 from perplexed.policy._policy import (
     LATENCY_SAMPLES,
     SPEND_WINDOWS,
@@ -27,11 +28,16 @@ from perplexed.store._base import (
     Admission,
     CachedAnswer,
     Decision,
+    FrozenFields,
+    FrozenHits,
     ProviderState,
+    ReadOnlyDict,
+    ReadOnlyList,
     Record,
     Store,
-    restore_hits,
-    snapshot_hits,
+    copy_hits,
+    freeze_hits,
+    shared_hits,
 )
 
 __all__ = ["MemoryStore"]
@@ -129,20 +135,24 @@ _HIT_BYTES = 512
 _VALUE_BYTES = 64
 
 
-def _answer_bytes(snapshots: Any, detail: str | None) -> int:
+def _answer_bytes(hits: FrozenFields | FrozenHits, detail: str | None) -> int:
     """A cheap estimate of what a cached answer holds: its strings' lengths plus a fixed cost per hit and
     per value (nested lists and dicts walked iteratively, never recursively). A hit's top-level values are
-    mostly strings and numbers, read in one pass; only containers (``raw``, ``sources``) are walked."""
+    mostly strings and numbers, read in one pass; only containers (``raw``, ``sources``, a fetched page's
+    fields) are walked."""
     size = 256 + (len(detail) if detail else 0)
     stack: list[Any] = []
-    for fields, _ in snapshots:
+    for hit in hits:
+        fields = hit[1] if type(hit) is tuple else hit.__dict__
         size += _HIT_BYTES + _VALUE_BYTES * len(fields)
         for value in fields.values():
             kind = value.__class__
             if kind is str or kind is bytes:
                 size += len(value)
-            elif (kind is dict or kind is list or kind is tuple) and value:
+            elif (kind is ReadOnlyDict or kind is ReadOnlyList or kind is tuple) and value:
                 stack.append(value)
+            elif kind is Page:
+                stack.append(value.__dict__)
     while stack:
         value = stack.pop()
         size += _VALUE_BYTES
@@ -169,8 +179,8 @@ class MemoryStore(Store):
         self.max_cache_bytes = max_cache_bytes
         self._cache_bytes = 0
         self._lock = threading.Lock()
-        # key -> (expires, snapshots, detail, estimated bytes)
-        self._cache: OrderedDict[str, tuple[float, Any, str | None, int]] = OrderedDict()
+        # key -> (expires, frozen hits shared by every reader (built on the first read), detail, estimated bytes)
+        self._cache: OrderedDict[str, tuple[float, FrozenFields | FrozenHits, str | None, int]] = OrderedDict()
         self._windows: dict[str, deque[float]] = {}
         self._cool: dict[str, CoolState] = {}
         self._spend = _Spend()
@@ -193,8 +203,13 @@ class MemoryStore(Store):
             if key is not None:
                 entry = self._cache.get(key)
                 if entry is not None:
-                    if entry[0] > now:
-                        return Decision("cached", answer=CachedAnswer(restore_hits(entry[1]), entry[2]))
+                    if entry[0] > now:  # the same frozen hits for every reader (copies only for odd values)
+                        hits = entry[1]
+                        if type(hits) is not FrozenHits:  # the entry's first read builds the hit objects
+                            hits = shared_hits(hits)
+                            self._cache[key] = (entry[0], hits, entry[2], entry[3])
+                        return Decision("cached", answer=CachedAnswer(copy_hits(hits) if hits.copy_out else hits,
+                                                                      entry[2]))
                     del self._cache[key]
                     self._cache_bytes -= entry[3]
             if request.over_call_budget:
@@ -263,7 +278,7 @@ class MemoryStore(Store):
             elif record.cost > 0:
                 self._spend.add(now, record.label, record.cost)
             if record.cache_key is not None and record.answer is not None and record.ttl_s:
-                self._cache_put(record.cache_key, now + record.ttl_s, snapshot_hits(record.answer.hits),
+                self._cache_put(record.cache_key, now + record.ttl_s, freeze_hits(record.answer.hits),
                                 record.answer.detail)
             if record.latency_ms is not None and record.provider:
                 samples = self._latency.get(record.provider)
@@ -271,7 +286,7 @@ class MemoryStore(Store):
                     samples = self._latency[record.provider] = deque(maxlen=LATENCY_SAMPLES)
                 samples.append(record.latency_ms)
 
-    def _cache_put(self, key: str, expires: float, snapshots: Any, detail: str | None) -> None:
+    def _cache_put(self, key: str, expires: float, snapshots: FrozenFields | FrozenHits, detail: str | None) -> None:
         cache = self._cache
         old = cache.pop(key, None)
         if old is not None:
