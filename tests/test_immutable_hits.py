@@ -15,7 +15,12 @@ import pytest
 from perplexed import Hit, Page, Result
 from perplexed.providers import FunctionProvider
 from perplexed.store import Admission, CachedAnswer, MemoryStore, Record
-from perplexed.store._base import ReadOnlyDict, ReadOnlyList, copy_hits, snapshot_hits
+from perplexed.store._base import (  # private: the freezer is the unit under test
+    ReadOnlyDict,
+    ReadOnlyList,
+    copy_hits,
+    snapshot_hits,
+)
 from pydantic import ValidationError
 
 
@@ -193,7 +198,7 @@ def test_snapshots_freeze_once_and_copies_thaw() -> None:
 
 
 def test_the_memory_stores_size_estimate_counts_a_fetched_pages_text() -> None:
-    from perplexed.store.memory import _answer_bytes
+    from perplexed.store.memory import _answer_bytes  # private: the size estimate of an entry
 
     plain = Hit(id=1, url="https://example.com/a")
     page = Page(url="https://example.com/a", final_url="https://example.com/a", content="x" * 1_000_000)
