@@ -199,6 +199,76 @@ def _with_structured(text: str, structured: dict[str, Any]) -> str:
     return "\n".join([*extra, text]).strip() if extra else text
 
 
+#: the types whose page falls back to its main region's whole text when trafilatura's text is a small share of it
+_REGION_TYPES = frozenset({"article", "collection", "listing", "documentation", "service"})
+_REGION_SHARE = 0.5  # trafilatura's text below this share of the main region's text: the region is the page's text
+_REGION_DROP = ("nav", "aside", "footer", "header", "form", "button", "select", "noscript", "svg", "dialog")
+_REGION_ROLES = frozenset({"navigation", "banner", "contentinfo", "dialog", "complementary"})
+_MD_HEADING = {"h1": "# ", "h2": "## ", "h3": "### ", "h4": "#### ", "h5": "##### ", "h6": "###### "}
+
+
+def _region_parts(node: Any, out: list[str], markdown: bool) -> None:
+    """Like :func:`_block_text`, with markdown marks for headings, list items, code blocks and table cells."""
+    if not isinstance(node.tag, str) or node.tag in _CONTROLS:
+        if node.tail:
+            out.append(node.tail)
+        return
+    tag = node.tag
+    if markdown and tag == "pre":
+        code = node.text_content().strip("\n")
+        out.append(f"\n```\n{code}\n```\n")
+        if node.tail:
+            out.append(node.tail)
+        return
+    if markdown and tag in _MD_HEADING:
+        out.append("\n" + _MD_HEADING[tag])
+    elif markdown and tag == "li":
+        out.append("\n- ")
+    if node.text:
+        out.append(node.text)
+    for child in node:
+        _region_parts(child, out, markdown)
+    if markdown and tag in ("td", "th"):
+        out.append(" | ")
+    if tag in _BLOCKS:
+        out.append("\n")
+    if node.tail:
+        out.append(node.tail)
+
+
+def _main_region(tree: Any, fmt: Format) -> str:
+    """The whole text of the page's main region (``<main>`` or ``role="main"``, else the body) without navigation,
+    headers, footers, asides, forms, controls and ``aria-hidden`` parts. Changes ``tree`` (call it last)."""
+    for node in list(tree.iter()):
+        if not isinstance(node.tag, str) or node.getparent() is None:
+            continue
+        if (node.tag in _REGION_DROP or node.get("role") in _REGION_ROLES
+                or node.get("aria-hidden") == "true"):
+            node.drop_tree()
+    found = tree.xpath("//main|//*[@role='main']")
+    body = tree.find("body")
+    root = found[0] if found else body if body is not None else tree
+    parts: list[str] = []
+    _region_parts(root, parts, fmt == "markdown")
+    text = "".join(parts)
+    if fmt != "markdown":
+        lines = (re.sub(r"[ \t\r\f\v]+", " ", line).strip() for line in text.split("\n"))
+        return "\n".join(line for line in lines if line)
+    out: list[str] = []
+    fenced = False
+    for line in text.split("\n"):
+        if line.startswith("```"):
+            fenced = not fenced
+            out.append(line)
+        elif fenced:
+            out.append(line)
+        else:
+            line = re.sub(r"[ \t\r\f\v]+", " ", line).strip()
+            if line and line not in ("-", "|") and not re.fullmatch(r"#+", line):
+                out.append(line)
+    return "\n".join(out)
+
+
 def extract_typed(raw_html: str, url: str | None, fmt: Format) -> TypedText:
     """The main content of an HTML page, extracted with the strategy of its type (see the module docstring)."""
     structured = structured_data(raw_html)
@@ -239,4 +309,10 @@ def _by_type(tree: Any, raw_html: str, url: str | None, fmt: Format, structured:
             text = _with_structured(text, structured)
     else:  # article, documentation, collection, listing, other: trafilatura on the page as it is
         text = _trafilatura(raw_html, url, fmt)
+    if page_type in _REGION_TYPES and strategy != "forum":
+        # trafilatura keeps a small share of the main region: it dropped the page's items (a listing's entries,
+        # a docs page's tables, a service page's feature blocks) as link-dense boilerplate; the region is the text
+        region = _main_region(tree, fmt)
+        if len(text.strip()) < _REGION_SHARE * len(region):
+            text = region
     return TypedText(text, page_type, kind.confidence, structured)
