@@ -201,6 +201,7 @@ def _with_structured(text: str, structured: dict[str, Any]) -> str:
 
 #: the types whose page falls back to its main region's whole text when trafilatura's text is a small share of it
 _REGION_TYPES = frozenset({"article", "collection", "listing", "documentation", "service"})
+_REGION_UNSURE = 0.55  # an "article" gets it only when the classifier is this unsure (a close runner-up type)
 _REGION_SHARE = 0.5  # trafilatura's text below this share of the main region's text: the region is the page's text
 _REGION_DROP = ("nav", "aside", "footer", "header", "form", "button", "select", "noscript", "svg", "dialog")
 _REGION_ROLES = frozenset({"navigation", "banner", "contentinfo", "dialog", "complementary"})
@@ -236,6 +237,33 @@ def _region_parts(node: Any, out: list[str], markdown: bool) -> None:
         out.append(node.tail)
 
 
+_MENU_LINKS = 4  # a block with this many links or more...
+_MENU_LINKED = 0.9  # ...with this share of its text in links...
+_MENU_ENTRY = 20  # ...and this few characters of text per link is a menu (not in <nav> on many sites)
+
+
+def _menus(tree: Any) -> list[Any]:
+    """The menu-like blocks of ``tree``: many short links and (almost) nothing else (children before parents)."""
+    stats: dict[Any, tuple[int, int, int]] = {}
+    menus = []
+    for node in reversed(list(tree.iter())):
+        if not isinstance(node.tag, str):
+            continue
+        text = len((node.text or "").strip())
+        linked = text if node.tag == "a" else 0
+        links = 1 if node.tag == "a" else 0
+        for child in node:
+            child_text, child_linked, child_links = stats.pop(child, (0, 0, 0))
+            tail = len((child.tail or "").strip())
+            text += child_text + tail
+            linked += child_text if node.tag == "a" else child_linked
+            links += child_links
+        stats[node] = (text, linked, links)
+        if links >= _MENU_LINKS and text and linked >= _MENU_LINKED * text and text < _MENU_ENTRY * links:
+            menus.append(node)
+    return menus
+
+
 def _main_region(tree: Any, fmt: Format) -> str:
     """The whole text of the page's main region (``<main>`` or ``role="main"``, else the body) without navigation,
     headers, footers, asides, forms, controls and ``aria-hidden`` parts. Changes ``tree`` (call it last)."""
@@ -245,6 +273,9 @@ def _main_region(tree: Any, fmt: Format) -> str:
         if (node.tag in _REGION_DROP or node.get("role") in _REGION_ROLES
                 or node.get("aria-hidden") == "true"):
             node.drop_tree()
+    for menu in _menus(tree):
+        if menu.getparent() is not None:
+            menu.drop_tree()
     found = tree.xpath("//main|//*[@role='main']")
     body = tree.find("body")
     root = found[0] if found else body if body is not None else tree
@@ -277,7 +308,9 @@ def extract_typed(raw_html: str, url: str | None, fmt: Format) -> TypedText:
     from lxml import html as lxml_html  # type: ignore[import-untyped]  # trafilatura's own dependency
 
     try:
-        tree = lxml_html.fromstring(raw_html.encode("utf-8", "replace"))
+        # the text is decoded already: the bytes handed to lxml are UTF-8 whatever the page's <meta charset> says
+        parser = lxml_html.HTMLParser(encoding="utf-8")
+        tree = lxml_html.fromstring(raw_html.encode("utf-8", "replace"), parser=parser)
     except (ValueError, TypeError, lxml_html.etree.ParserError):
         return TypedText(_trafilatura(raw_html, url, fmt), "article", 0.0, structured)
     for node in tree.xpath("//script|//style|//template"):
@@ -309,7 +342,7 @@ def _by_type(tree: Any, raw_html: str, url: str | None, fmt: Format, structured:
             text = _with_structured(text, structured)
     else:  # article, documentation, collection, listing, other: trafilatura on the page as it is
         text = _trafilatura(raw_html, url, fmt)
-    if page_type in _REGION_TYPES and strategy != "forum":
+    if page_type in _REGION_TYPES and (page_type != "article" or kind.confidence < _REGION_UNSURE):
         # trafilatura keeps a small share of the main region: it dropped the page's items (a listing's entries,
         # a docs page's tables, a service page's feature blocks) as link-dense boilerplate; the region is the text
         region = _main_region(tree, fmt)
