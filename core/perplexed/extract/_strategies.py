@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from perplexed.extract._pagetype import PageType, classify
+from perplexed.extract._pagetype import _PRICE, PageType, classify
 from perplexed.extract._structured import structured_data
 
 __all__ = ["TypedText", "extract_typed"]
@@ -259,7 +259,8 @@ def _menus(tree: Any) -> list[Any]:
             linked += child_text if node.tag == "a" else child_linked
             links += child_links
         stats[node] = (text, linked, links)
-        if links >= _MENU_LINKS and text and linked >= _MENU_LINKED * text and text < _MENU_ENTRY * links:
+        if (links >= _MENU_LINKS and text and linked >= _MENU_LINKED * text and text < _MENU_ENTRY * links
+                and not _PRICE.search(node.text_content())):  # a grid of product cards with swatches is no menu
             menus.append(node)
     return menus
 
@@ -273,12 +274,13 @@ def _main_region(tree: Any, fmt: Format) -> str:
         if (node.tag in _REGION_DROP or node.get("role") in _REGION_ROLES
                 or node.get("aria-hidden") == "true"):
             node.drop_tree()
-    for menu in _menus(tree):
-        if menu.getparent() is not None:
-            menu.drop_tree()
     found = tree.xpath("//main|//*[@role='main']")
     body = tree.find("body")
     root = found[0] if found else body if body is not None else tree
+    if not found:  # the whole body: its menus outside <nav> go (inside <main>, short links are swatches, tags...)
+        for menu in _menus(root):
+            if menu.getparent() is not None:
+                menu.drop_tree()
     parts: list[str] = []
     _region_parts(root, parts, fmt == "markdown")
     text = "".join(parts)
