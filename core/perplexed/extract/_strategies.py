@@ -205,6 +205,8 @@ _REGION_UNSURE = 0.55  # an "article" gets it only when the classifier is this u
 _REGION_SHARE = 0.5  # trafilatura's text below this share of the main region's text: the region is the page's text
 _REGION_DROP = ("nav", "aside", "footer", "header", "form", "button", "select", "noscript", "svg", "dialog")
 _REGION_ROLES = frozenset({"navigation", "banner", "contentinfo", "dialog", "complementary"})
+#: text only screen readers get ("Regular price", "Sale price", "Unit price" beside each card's price)
+_SCREEN_READER = re.compile(r"(^|\s)(visually-hidden|sr-only|screen-reader-text|visuallyhidden)(\s|$)", re.I)
 _MD_HEADING = {"h1": "# ", "h2": "## ", "h3": "### ", "h4": "#### ", "h5": "##### ", "h6": "###### "}
 
 
@@ -272,7 +274,7 @@ def _main_region(tree: Any, fmt: Format) -> str:
         if not isinstance(node.tag, str) or node.getparent() is None:
             continue
         if (node.tag in _REGION_DROP or node.get("role") in _REGION_ROLES
-                or node.get("aria-hidden") == "true"):
+                or node.get("aria-hidden") == "true" or _SCREEN_READER.search(node.get("class", ""))):
             node.drop_tree()
     found = tree.xpath("//main|//*[@role='main']")
     body = tree.find("body")
