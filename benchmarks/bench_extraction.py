@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import hashlib
 import json
 import re
 import statistics
@@ -66,6 +67,11 @@ def page_type_of(gt: dict[str, Any]) -> str:
     node = (gt.get("_internal") or {}).get("page_type", {})
     kind = node.get("primary", "article") if isinstance(node, dict) else (node or "article")
     return "collection" if kind == "category" else str(kind)
+
+
+def half_of(page_id: str) -> str:
+    """A fixed half of the pages by a hash of the page id: ``tune`` (tuned on) or ``holdout`` (only measured)."""
+    return "tune" if hashlib.md5(page_id.encode()).digest()[0] % 2 == 0 else "holdout"
 
 
 def load_split(split_dir: Path) -> list[dict[str, Any]]:
@@ -150,8 +156,10 @@ def main() -> None:
     timing = {"perplexed_median_ms": 1000 * statistics.median(r["ours_s"] for r in rows),
               "trafilatura_median_ms": 1000 * statistics.median(r["theirs_s"] for r in rows)}
     timing["ratio"] = timing["perplexed_median_ms"] / timing["trafilatura_median_ms"]
-    report = {"pages": len(rows), "wall_s": wall, "table": table, "blocked": blocked, "timing": timing,
-              "page_type_accuracy": detected / len(rows)}
+    halves = {half: score([p for p in pages if half_of(p["id"]) == half], [r for r in rows if half_of(r["id"]) == half])
+              for half in ("tune", "holdout") if any(half_of(r["id"]) == half for r in rows)}
+    report = {"pages": len(rows), "wall_s": wall, "table": table, "halves": halves, "blocked": blocked,
+              "timing": timing, "page_type_accuracy": detected / len(rows)}
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         for who in ("ours", "theirs"):
@@ -165,6 +173,10 @@ def main() -> None:
             if kind in table:
                 row = table[kind]
                 print(f"| {kind} | {row['pages']} | {row['perplexed']:.3f} | {row['trafilatura']:.3f} |")
+        for half, half_table in halves.items():
+            print(f"\n{half} half (md5 of the page id):")
+            print(" | ".join(f"{kind} {half_table[kind]['pages']} {half_table[kind]['perplexed']:.3f}/"
+                             f"{half_table[kind]['trafilatura']:.3f}" for kind in ["all", *TYPES] if kind in half_table))
         print(f"\nblocked: {len(blocked)} {blocked}")
         print(f"page type detected right: {report['page_type_accuracy']:.1%}")
         print(f"median ms/page: perplexed {timing['perplexed_median_ms']:.1f}, trafilatura "
