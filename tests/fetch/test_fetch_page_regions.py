@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 import typed_pages as tp
-from perplexed.extract import _strategies
-from perplexed.extract._extract import decode_text, extract_html
+from perplexed.extract import _strategies  # private: the region rule is unit-tested
+from perplexed.extract._extract import decode_text, extract_html  # private: extraction without a fetch
 
 SAMPLE = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "wcxb"
 
