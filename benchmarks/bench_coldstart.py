@@ -13,7 +13,12 @@ sensitive to a loaded machine). Ratios are of medians from the same run.
 * MCP stdio cold call: spawn ``perplexed mcp --provider local --index <16-document index>``, initialize, one
   ``web_search``, exit, with the official ``mcp`` client (the client lives in this process: only the server
   is cold) vs spawning ``python -c "import httpx"`` (<= 2.0x);
-* ``perplexed search QUERY --provider local --index ...``, end to end, vs the same spawn (<= 1.6x).
+* ``perplexed search QUERY --provider local --index ...``, end to end, vs the same spawn (<= 1.6x);
+* informational: ``import perplexed`` then a first ``perplexed.search`` on the local index in the same process
+  (what a script or a serverless call pays before its first result), vs the same spawn.
+
+Bytecode caches are on for every child (``PYTHONDONTWRITEBYTECODE`` is dropped from its environment, as the test
+suite does), so the warm-up run writes perplexed's ``.pyc`` files and no measured run compiles source.
 
 The index is built once from ``examples/corpus`` (16 documents) in a temporary directory.
 """
@@ -37,13 +42,15 @@ ROOT = Path(__file__).resolve().parents[1]
 CLI = str(Path(sys.executable).with_name("perplexed"))
 QUERY = "zoning setbacks"
 
-TARGETS = {"perplexed": 1.3, "langchain": 1.15, "llama_index": 1.1, "mcp_cold_call": 2.0, "cli_search": 1.6}
+TARGETS: dict[str, float | None] = {"perplexed": 1.3, "langchain": 1.15, "llama_index": 1.1, "mcp_cold_call": 2.0,
+                                    "cli_search": 1.6, "first_search": None}
 
 
 def clean_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PERPLEXED_", "PERPLEXITY_", "SEARXNG_"))}
     env["PYTHONPATH"] = os.pathsep.join((str(ROOT / "core"), str(ROOT)))
     env["PERPLEXED_STORE"] = "memory"  # no state file in the user's home for a benchmark
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed package has its .pyc files: measure with them
     return env
 
 
@@ -107,6 +114,9 @@ def measure(runs: int, only: set[str] | None = None) -> dict[str, object]:
             "llama_index": python_c("import llama_index_perplexed"),
             "mcp_cold_call": mcp_cold_call(index),
             "cli_search": spawn([CLI, "search", QUERY, "--provider", "local", "--index", index, "--no-cache"]),
+            "first_search": python_c(
+                f"import perplexed; assert perplexed.search({QUERY!r}, {{'name': 'local', 'index': {index!r}}}).hits"
+            ),
         }
         if only:
             keep = {"httpx"} | only | {f"{name}_core" for name in only}
@@ -124,7 +134,7 @@ def measure(runs: int, only: set[str] | None = None) -> dict[str, object]:
     med = {k: statistics.median(v) * 1000 for k, v in wall.items()}
     med_cpu = {k: statistics.median(v) * 1000 for k, v in cpu.items()}
     floors = {"perplexed": "httpx", "langchain": "langchain_core", "llama_index": "llama_index_core",
-              "mcp_cold_call": "httpx", "cli_search": "httpx"}
+              "mcp_cold_call": "httpx", "cli_search": "httpx", "first_search": "httpx"}
     rows = {}
     for name, floor in floors.items():
         if name not in med:
@@ -132,7 +142,7 @@ def measure(runs: int, only: set[str] | None = None) -> dict[str, object]:
         rows[name] = {
             "ms": med[name], "floor": floor, "floor_ms": med[floor], "ratio": med[name] / med[floor],
             "cpu_ms": med_cpu[name], "floor_cpu_ms": med_cpu[floor], "cpu_ratio": med_cpu[name] / med_cpu[floor],
-            "target": TARGETS[name], "ok": med[name] / med[floor] <= TARGETS[name],
+            "target": TARGETS[name], "ok": None if TARGETS[name] is None else med[name] / med[floor] <= TARGETS[name],
         }
     return {"rows": rows, "runs": runs, "load": list(os.getloadavg())}
 
@@ -143,6 +153,7 @@ LABELS = {
     "llama_index": "import llama_index_perplexed vs import llama_index.core",
     "mcp_cold_call": "MCP stdio cold call (spawn, initialize, one web_search, exit; 16-doc local index) vs spawning import httpx",
     "cli_search": "perplexed search QUERY --provider local (CLI end to end) vs spawning import httpx",
+    "first_search": "import perplexed + first perplexed.search on the local index, one process, vs spawning import httpx",
 }
 
 
@@ -159,7 +170,7 @@ def main() -> int:
         for name, r in data["rows"].items():  # type: ignore[attr-defined]
             print(f"{LABELS[name]}: {r['ratio']:.2f}x wall ({r['ms']:.0f} vs {r['floor_ms']:.0f} ms), "
                   f"{r['cpu_ratio']:.2f}x CPU ({r['cpu_ms']:.0f} vs {r['floor_cpu_ms']:.0f} ms)  "
-                  f"[target <= {r['target']}x] {'met' if r['ok'] else 'MISSED'}")
+                  + (f"[target <= {r['target']}x] {'met' if r['ok'] else 'MISSED'}" if r["target"] else "[informational]"))
         print(f"{args.runs} interleaved rounds; load average {' '.join(f'{x:.2f}' for x in data['load'])}")  # type: ignore[attr-defined]
     return 0
 

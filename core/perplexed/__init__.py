@@ -13,26 +13,31 @@ from typing import TYPE_CHECKING, Any
 
 # first: every later import of httpx in the core goes through this one (without httpx's CLI, rich, click...)
 from perplexed import _moved, _httpx_import # noqa: F401  # isort: skip
-from perplexed import providers, telemetry
-from perplexed._configure import configure, reset
-from perplexed._errors import (
-    APIError,
-    APITimeoutError,
-    BodyTooLargeError,
-    ConfigError,
-    ContentDecodingError,
-    CorruptIndexError,
-    InvalidRequest,
-    PerplexedError,
-    ProviderError,
-    ResponseBodyError,
-    UpstreamError,
-)
-from perplexed._models import Attempt, Hit, Outcome, Page, ProviderAnswer, Result
-from perplexed.engine._governance import aspend, spend
-from perplexed.operations._fetch import afetch, afetch_many, fetch, fetch_many
-from perplexed.operations._search import asearch, search
-from perplexed.policy._options import ChainOptions, SearchOptions
+
+# Every public name is loaded on first use (PEP 562: see _LAZY and __getattr__ below), so `import perplexed` runs
+# this file and little else; `perplexed.search` imports the search and what it needs, `perplexed.Hit` the models.
+# Type checkers and the docs read the real imports here.
+if TYPE_CHECKING:
+    from perplexed import providers, telemetry
+    from perplexed._configure import configure, reset
+    from perplexed._errors import (
+        APIError,
+        APITimeoutError,
+        BodyTooLargeError,
+        ConfigError,
+        ContentDecodingError,
+        CorruptIndexError,
+        InvalidRequest,
+        PerplexedError,
+        ProviderError,
+        ResponseBodyError,
+        UpstreamError,
+    )
+    from perplexed._models import Attempt, Hit, Outcome, Page, ProviderAnswer, Result
+    from perplexed.engine._governance import aspend, spend
+    from perplexed.operations._fetch import afetch, afetch_many, fetch, fetch_many
+    from perplexed.operations._search import asearch, search
+    from perplexed.policy._options import ChainOptions, SearchOptions
 
 if TYPE_CHECKING:  # imported on first use (_LAZY): answer() pulls in the Agent API client, verify the lexicon
     from perplexed.grounding._answer import (
@@ -118,6 +123,30 @@ __all__ += [  # issue 37 (not counted in the 45: issue 41); their parts (EvalRow
 ]
 
 _LAZY = {
+    # what a search needs (each loads with its module on first use)
+    **dict.fromkeys(("configure", "reset"), "perplexed._configure"),
+    **dict.fromkeys(
+        (
+            "APIError",
+            "APITimeoutError",
+            "BodyTooLargeError",
+            "ConfigError",
+            "ContentDecodingError",
+            "CorruptIndexError",
+            "InvalidRequest",
+            "PerplexedError",
+            "ProviderError",
+            "ResponseBodyError",
+            "UpstreamError",
+        ),
+        "perplexed._errors",
+    ),
+    **dict.fromkeys(("Attempt", "Hit", "Outcome", "Page", "ProviderAnswer", "Result"), "perplexed._models"),
+    **dict.fromkeys(("aspend", "spend"), "perplexed.engine._governance"),
+    **dict.fromkeys(("afetch", "afetch_many", "fetch", "fetch_many"), "perplexed.operations._fetch"),
+    **dict.fromkeys(("asearch", "search"), "perplexed.operations._search"),
+    **dict.fromkeys(("ChainOptions", "SearchOptions"), "perplexed.policy._options"),
+    # answer() pulls in the Agent API client, verify() its lexicon
     "answer": "perplexed.grounding._answer",
     "aanswer": "perplexed.grounding._answer",
     "stream_answer": "perplexed.grounding._answer",
@@ -173,11 +202,30 @@ _MOVED = {
 }
 
 
+#: Public submodules, imported on first use as attributes too (``perplexed.providers.FunctionProvider``).
+_SUBMODULES = frozenset({"providers", "telemetry"})
+
+#: What ``import perplexed`` used to import at once. A private subpackage reached as an attribute
+#: (``perplexed.engine.chain`` after a bare ``import perplexed``) loads these first, so such attribute chains
+#: keep resolving as they did; ``import perplexed.engine.chain`` and the public names load only what they need.
+_EAGER_BEFORE = (
+    "perplexed.providers",
+    "perplexed.telemetry",
+    "perplexed._configure",
+    "perplexed._errors",
+    "perplexed._models",
+    "perplexed.engine._governance",
+    "perplexed.operations._fetch",
+    "perplexed.operations._search",
+    "perplexed.policy._options",
+)
+
+
 def __getattr__(name: str) -> Any:
     import importlib
 
-    # answer() pulls in the Agent API client, verify() its lexicon: imported on first use so `import perplexed`
-    # loads only what a search needs (tests/test_cold_start.py).
+    # each public name is imported on first use, so `import perplexed` loads only this file (and httpx, above);
+    # tests/test_cold_start.py holds the deny list
     module_name = _LAZY.get(name)
     if module_name is not None:
         value = getattr(importlib.import_module(module_name), name)
@@ -194,7 +242,29 @@ def __getattr__(name: str) -> Any:
             stacklevel=2,
         )
         return getattr(importlib.import_module(moved_to), name)
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    if not name.startswith("__"):  # a private submodule reached as an attribute (see _EAGER_BEFORE)
+        import importlib.util
+
+        if importlib.util.find_spec(f"{__name__}.{name}") is not None:
+            if not _importing():  # not `from perplexed import _x` inside the package's own imports
+                for module in _EAGER_BEFORE:
+                    importlib.import_module(module)
+            return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'perplexed' has no attribute {name!r}")
+
+
+def _importing() -> bool:
+    """Whether a module of this package is being imported now (its ``from perplexed import _x`` lands in
+    ``__getattr__`` before ``_x`` is bound)."""
+    import sys
+
+    return any(
+        getattr(getattr(module, "__spec__", None), "_initializing", False)
+        for name, module in list(sys.modules.items())
+        if name == __name__ or name.startswith(f"{__name__}.")
+    )
 
 
 def __dir__() -> list[str]:

@@ -26,6 +26,7 @@ or ``span_and_event``).
 from __future__ import annotations
 
 import contextlib
+import sys
 from typing import Any
 
 from perplexed import telemetry
@@ -141,6 +142,8 @@ def _instruments() -> tuple[Any, Any] | None:
     ``otel`` extra is missing: the import is tried once)."""
     global _metrics_api, _metrics_checked
     if not _metrics_checked:
+        if "opentelemetry.metrics._internal" not in sys.modules:  # no meter provider can be set yet: no import
+            return None
         _metrics_checked = True
         try:
             from opentelemetry.metrics import _internal as metrics_internal

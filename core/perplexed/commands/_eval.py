@@ -12,12 +12,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perplexed._cli_output import EXIT_OK, consoles, escape, print_json
 from perplexed._errors import InvalidRequest, UsageError
-from perplexed.evaluation._eval import run_eval
-from perplexed.evaluation._eval_report import EvalReport, EvalRow
+
+if TYPE_CHECKING:  # imported when `perplexed eval` runs: building the CLI's parser does not load the evaluation
+    from perplexed.evaluation._eval_report import EvalReport, EvalRow
 
 __all__ = ["add_parser", "command"]
 
@@ -47,6 +48,8 @@ def add_parser(sub: Any, positive_int: Any, whole_number: Any, usd: Any) -> None
 
 def _done_rows(path: str) -> list[EvalRow]:
     """The rows an earlier run wrote to ``--out`` (a line cut short by an interruption is ignored)."""
+    from perplexed.evaluation._eval_report import EvalRow
+
     rows: list[EvalRow] = []
     try:
         with open(path, encoding="utf-8") as fh:
@@ -112,6 +115,7 @@ def command(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, providers: list[Any], done: list[EvalRow], on_row: Any, progress: Any
          ) -> EvalReport:
+    from perplexed.evaluation._eval import run_eval
     from perplexed.net import _portal
 
     try:

@@ -13,6 +13,7 @@ and unigrams, the form the index stores them in so that any substring of one or 
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import io
 import re
@@ -176,8 +177,14 @@ _CJK_CHARS = (
 )
 #: a run of Chinese, Japanese or Korean characters
 CJK_RUN = re.compile(f"[{_CJK_CHARS}]+")
-# a word that holds CJK characters, with the letters or digits glued to it ("Python编程")
-_CJK_WORD = re.compile(f"[^\\W{_CJK_CHARS}]{{0,64}}(?:[{_CJK_CHARS}]+[^\\W{_CJK_CHARS}]{{0,64}})+")
+# a word that holds CJK characters, with the letters or digits glued to it ("Python编程"): compiled on first use
+# (its negated class over these ranges takes ~9 ms to compile, and a search never needs it: only indexing does)
+_CJK_WORD_PATTERN = f"[^\\W{_CJK_CHARS}]{{0,64}}(?:[{_CJK_CHARS}]+[^\\W{_CJK_CHARS}]{{0,64}})+"
+
+
+@functools.cache
+def _cjk_word() -> re.Pattern[str]:
+    return re.compile(_CJK_WORD_PATTERN)
 
 
 def cjk_grams(run: str) -> list[str]:
@@ -197,7 +204,7 @@ def cjk_terms(text: str) -> str:
     if text.isascii() or not CJK_RUN.search(text):  # isascii: the common case, at C speed
         return ""
     out: list[str] = []
-    for word in _CJK_WORD.finditer(text):
+    for word in _cjk_word().finditer(text):
         pos = 0
         token = word.group()
         for run in CJK_RUN.finditer(token):

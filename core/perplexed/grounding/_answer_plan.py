@@ -363,10 +363,10 @@ def _clients(client: Any, async_client: Any) -> tuple[Any, Any]:
     """(the client of the sync entry points, the client of the async ones), both async-capable."""
     first = _async_client(client) if client is not None else None
     second = _async_client(async_client) if async_client is not None else None
-    from perplexed.agent import AsyncAgentClient
-
     if first is None and second is None:
         first = second = _default_client()
+    from perplexed.agent import AsyncAgentClient
+
     for each in {id(c): c for c in (first, second) if isinstance(c, AsyncAgentClient)}.values():
         # a client built without api_key= reads $PERPLEXITY_API_KEY: a missing key fails now, before the
         # search is paid for (not when the Agent API is called after it)
@@ -375,16 +375,20 @@ def _clients(client: Any, async_client: Any) -> tuple[Any, Any]:
 
 
 def _default_client() -> AsyncAgentClient:
-    # From the settings; the key is checked now so a missing one fails before the search is paid for.
-    from perplexed.agent import AsyncAgentClient
-    from perplexed.agent._client import ENV_API_KEY
-
-    if not os.environ.get(ENV_API_KEY, "").strip():
+    # From the settings; the key is checked now so a missing one fails before the search is paid for (and
+    # before the client is imported: an MCP server without a key only learns that answer is not offered).
+    if not os.environ.get(_ENV_API_KEY, "").strip():
         raise ConfigError(
-            f"no Perplexity API key: set the {ENV_API_KEY} environment variable or pass client="
+            f"no Perplexity API key: set the {_ENV_API_KEY} environment variable or pass client="
             "AgentClient(api_key=...) (AsyncAgentClient for the async API)"
         )
+    from perplexed.agent import AsyncAgentClient
+
     return AsyncAgentClient()  # PERPLEXITY_API_KEY / PERPLEXITY_BASE_URL
+
+
+#: ``perplexed.agent._client.ENV_API_KEY`` (tests/test_cold_start.py checks they agree)
+_ENV_API_KEY = "PERPLEXITY_API_KEY"
 
 
 def _async_client(client: Any) -> Any:
