@@ -9,6 +9,10 @@ import importlib
 import importlib.machinery
 import sys
 from types import ModuleType
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from importlib.abc import Loader
 
 #: old module path -> new module path (a package's old path covers its submodules)
 MOVED: dict[str, str] = {
@@ -88,7 +92,7 @@ class _MovedFinder:
     ) -> importlib.machinery.ModuleSpec | None:
         if not fullname.startswith("perplexed.") or _new_name(fullname) is None:
             return None
-        return importlib.machinery.ModuleSpec(fullname, self)
+        return importlib.machinery.ModuleSpec(fullname, cast("Loader", self))  # a Loader by protocol
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
         new = _new_name(spec.name)
