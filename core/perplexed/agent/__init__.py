@@ -24,69 +24,63 @@ Layout: ``_client`` (AsyncAgentClient) -> ``_stream`` -> ``_outcome``/``_policy`
 ``_sync`` is the facade; ``sonar`` translates Sonar chat-completions calls.
 """
 
-from typing import TYPE_CHECKING, Any
-
-# Every name is imported on first use (PEP 562, as the top-level package): `import perplexed.agent._request`
-# (an answer plan validating its request) loads the request models, not the client and the response models.
-# Type checkers and the docs read the real imports here.
-if TYPE_CHECKING:
-    from perplexed._errors import (
-        APIConnectionError,
-        APIError,
-        APIStatusError,
-        APITimeoutError,
-        AuthenticationError,
-        BadRequestError,
-        ConfigError,
-        ConflictError,
-        InvalidRequest,
-        MalformedResponseError,
-        NotFoundError,
-        PermissionDeniedError,
-        RateLimitError,
-        ResponseCancelledError,
-        ResponseFailedError,
-        ResponseIncompleteError,
-        ServerError,
-        StreamError,
-    )
-    from perplexed.agent._client import AsyncAgentClient
-    from perplexed.agent._request import (
-        AgentRequest,
-        FetchUrl,
-        FinanceSearch,
-        FunctionCallInput,
-        FunctionCallOutput,
-        FunctionTool,
-        ImageSearch,
-        InputFile,
-        InputImage,
-        InputMessage,
-        InputText,
-        JsonSchemaFormat,
-        McpTool,
-        PeopleSearch,
-        Reasoning,
-        Sandbox,
-        UserLocation,
-        WebSearch,
-    )
-    from perplexed.agent._response import (
-        CancelResult,
-        FunctionCallItem,
-        MessageItem,
-        OutputItem,
-        Response,
-        SearchResult,
-        SearchResultsItem,
-        StreamEvent,
-        UnknownEvent,
-        UnknownOutputItem,
-        Usage,
-    )
-    from perplexed.agent._stream import AsyncAgentStream
-    from perplexed.agent._sync import AgentClient, AgentStream
-    from perplexed.agent.sonar import MigrationWarning, from_sonar
+from perplexed._errors import (
+    APIConnectionError,
+    APIError,
+    APIStatusError,
+    APITimeoutError,
+    AuthenticationError,
+    BadRequestError,
+    ConfigError,
+    ConflictError,
+    InvalidRequest,
+    MalformedResponseError,
+    NotFoundError,
+    PermissionDeniedError,
+    RateLimitError,
+    ResponseCancelledError,
+    ResponseFailedError,
+    ResponseIncompleteError,
+    ServerError,
+    StreamError,
+)
+from perplexed.agent._client import AsyncAgentClient
+from perplexed.agent._request import (
+    AgentRequest,
+    FetchUrl,
+    FinanceSearch,
+    FunctionCallInput,
+    FunctionCallOutput,
+    FunctionTool,
+    ImageSearch,
+    InputFile,
+    InputImage,
+    InputMessage,
+    InputText,
+    JsonSchemaFormat,
+    McpTool,
+    PeopleSearch,
+    Reasoning,
+    Sandbox,
+    UserLocation,
+    WebSearch,
+)
+from perplexed.agent._response import (
+    CancelResult,
+    FunctionCallItem,
+    MessageItem,
+    OutputItem,
+    Response,
+    SearchResult,
+    SearchResultsItem,
+    StreamEvent,
+    UnknownEvent,
+    UnknownOutputItem,
+    Usage,
+)
+from perplexed.agent._stream import AsyncAgentStream
+from perplexed.agent._sync import AgentClient, AgentStream
+from perplexed.agent.sonar import MigrationWarning, from_sonar
 
 __all__ = [
     "APIConnectionError",
@@ -143,120 +137,3 @@ __all__ = [
     "WebSearch",
     "from_sonar",
 ]
-
-_LAZY: dict[str, str] = {
-    **dict.fromkeys(
-        (
-            "APIConnectionError",
-            "APIError",
-            "APIStatusError",
-            "APITimeoutError",
-            "AuthenticationError",
-            "BadRequestError",
-            "ConfigError",
-            "ConflictError",
-            "InvalidRequest",
-            "MalformedResponseError",
-            "NotFoundError",
-            "PermissionDeniedError",
-            "RateLimitError",
-            "ResponseCancelledError",
-            "ResponseFailedError",
-            "ResponseIncompleteError",
-            "ServerError",
-            "StreamError",
-        ),
-        "perplexed._errors",
-    ),
-    **dict.fromkeys(
-        (
-            "AsyncAgentClient",
-        ),
-        "perplexed.agent._client",
-    ),
-    **dict.fromkeys(
-        (
-            "AgentRequest",
-            "FetchUrl",
-            "FinanceSearch",
-            "FunctionCallInput",
-            "FunctionCallOutput",
-            "FunctionTool",
-            "ImageSearch",
-            "InputFile",
-            "InputImage",
-            "InputMessage",
-            "InputText",
-            "JsonSchemaFormat",
-            "McpTool",
-            "PeopleSearch",
-            "Reasoning",
-            "Sandbox",
-            "UserLocation",
-            "WebSearch",
-        ),
-        "perplexed.agent._request",
-    ),
-    **dict.fromkeys(
-        (
-            "CancelResult",
-            "FunctionCallItem",
-            "MessageItem",
-            "OutputItem",
-            "Response",
-            "SearchResult",
-            "SearchResultsItem",
-            "StreamEvent",
-            "UnknownEvent",
-            "UnknownOutputItem",
-            "Usage",
-        ),
-        "perplexed.agent._response",
-    ),
-    **dict.fromkeys(
-        (
-            "AsyncAgentStream",
-        ),
-        "perplexed.agent._stream",
-    ),
-    **dict.fromkeys(
-        (
-            "AgentClient",
-            "AgentStream",
-        ),
-        "perplexed.agent._sync",
-    ),
-    **dict.fromkeys(
-        (
-            "MigrationWarning",
-            "from_sonar",
-        ),
-        "perplexed.agent.sonar",
-    ),
-}
-
-#: what this package imported at once before its names were lazy: a submodule reached as an attribute
-#: (``perplexed.agent.sse`` after ``import perplexed.agent``) loads these first, as it did then
-_EAGER_BEFORE = tuple(dict.fromkeys(_LAZY.values()))
-
-
-def __getattr__(name: str) -> Any:
-    import importlib
-
-    module_name = _LAZY.get(name)
-    if module_name is not None:
-        value = getattr(importlib.import_module(module_name), name)
-        globals()[name] = value
-        return value
-    if not name.startswith("__"):
-        import importlib.util
-
-        if importlib.util.find_spec(f"{__name__}.{name}") is not None:
-            for module in _EAGER_BEFORE:
-                importlib.import_module(module)
-            return importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
