@@ -204,6 +204,7 @@ class MemoryStore(Store):
                 entry = self._cache.get(key)
                 if entry is not None:
                     if entry[0] > now:  # the same frozen hits for every reader (copies only for odd values)
+                        self._cache.move_to_end(key)  # least recently used goes first, not least recently filled
                         hits = entry[1]
                         if type(hits) is not FrozenHits:  # the entry's first read builds the hit objects
                             hits = shared_hits(hits)
