@@ -4,11 +4,11 @@ environment between calls is seen at once."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
-
 from perplexed import ConfigError
-from perplexed.engine import _usage
+from perplexed.engine import _governance, _usage
 from perplexed.policy import _settings
 
 
@@ -49,8 +49,13 @@ def test_price_override_of_a_label_no_variable_can_name() -> None:
     assert _settings.price_override("nul\x00name") is None
 
 
-def test_usage_target_follows_perplexed_store(monkeypatch: pytest.MonkeyPatch, tmp_path: object) -> None:
+def test_usage_target_follows_perplexed_store(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("PERPLEXED_STORE", raising=False)
     assert _usage.target() is None
     monkeypatch.setenv("PERPLEXED_STORE", "memory")
+    assert _usage.target() is None
+    monkeypatch.setenv("PERPLEXED_STORE", f"sqlite:///{tmp_path}/usage.db")
+    store = _usage.target()
+    assert store is not None and store is _governance.current_store()
+    monkeypatch.delenv("PERPLEXED_STORE")
     assert _usage.target() is None
