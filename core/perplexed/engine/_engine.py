@@ -406,7 +406,7 @@ class Engine:
         charged: float | None
         opening = time.perf_counter()
         with _otel.attempt_span(op.name, member.label, int(budget * 1000)) as call_span:
-            timer = asyncio.timeout(budget)
+            timer: asyncio.Timeout | None = None  # one timeout an attempt, made when the call starts
             now = time.perf_counter()  # the span is open: its set-up (process warm-up) is not the provider's time
             start = now if started is None else started + (now - opening)
             try:

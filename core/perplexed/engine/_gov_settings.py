@@ -9,7 +9,6 @@ The settings object is replaced by :func:`reset`: read it as ``_gov_settings._se
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -23,6 +22,7 @@ from perplexed.policy._policy import (
     parse_rate_limit,
     parse_spend_limits,
 )
+from perplexed.policy._settings import env_get
 from perplexed.store._base import Store
 from perplexed.store.memory import MemoryStore
 
@@ -152,7 +152,7 @@ def current_store() -> Store:
     """
     if _settings.store is not None:
         return _settings.store
-    spec = os.environ.get(STORE_ENV, "").strip()
+    spec = (env_get(STORE_ENV) or "").strip()
     if spec and spec.lower() != "memory":
         cached = _settings.env_store
         if cached is not None and cached[0] == spec:

@@ -129,6 +129,15 @@ def _domain_match(url: str, domains: list[str]) -> bool:
     return False
 
 
+@functools.lru_cache(maxsize=1024)  # the same URLs come back search after search: one look-up a hit
+def _hit_key(url: str) -> str | None:
+    """The de-duplication key of a hit's URL (:func:`_norm_url`), or None for a URL no result holds (empty,
+    blank, or :func:`unsafe_url`)."""
+    if not url or url.isspace() or unsafe_url(url):
+        return None
+    return _norm_url(url)
+
+
 def finalize_hits(hits: list[Hit], provider: str, options: SearchOptions) -> list[Hit]:
     """Apply client-side domain filters, merge duplicate URLs, cap at ``max_results``, number 1..n.
 
@@ -146,13 +155,13 @@ def _finalize(hits: list[Hit], provider: str, options: SearchOptions, owned: boo
     seen_key = merged.get
     for hit in hits:
         url = hit.url
-        if not url or url.isspace() or unsafe_url(url):
+        key = _hit_key(url)
+        if key is None:
             continue
         if include and not _domain_match(url, include):
             continue
         if exclude and _domain_match(url, exclude):
             continue
-        key = _norm_url(url)
         seen = seen_key(key)
         if seen is None:
             merged[key] = hit

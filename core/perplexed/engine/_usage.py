@@ -15,7 +15,6 @@ import contextvars
 import csv
 import io
 import math
-import os
 import re
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -30,6 +29,7 @@ from perplexed._models import Attempt, Outcome
 from perplexed.engine import _governance
 from perplexed.net import _portal
 from perplexed.policy._policy import SPEND_WINDOWS
+from perplexed.policy._settings import env_get
 from perplexed.store._ledger import DEFAULT_RETENTION_S, MemoryLedger, UsageRecord
 from perplexed.store.memory import MemoryStore
 
@@ -107,7 +107,7 @@ def target() -> Any:
     settings = _governance._settings
     if settings.store is not None:
         return settings.store
-    spec = os.environ.get(_governance.STORE_ENV, "")
+    spec = env_get(_governance.STORE_ENV) or ""
     if spec.strip() and spec.strip().lower() != "memory":
         return _governance.current_store()
     return None

@@ -186,7 +186,9 @@ async def asearch(
     answered, :class:`~perplexed.InvalidRequest` / :class:`~perplexed.ConfigError` for bad input.
     """
     prepared = _prepared(query, provider, provider_timeout_ms, deadline_ms, fallback_on, max_results, options)
-    return await run(prepared, on_attempt=on_attempt)
+    # the engine at once (what run() does): each coroutine layer is resumed at every await of the request
+    result: Result = await _engine.Engine(SearchOperation(prepared), on_attempt).run()
+    return result
 
 
 def search(
@@ -209,7 +211,8 @@ async def run(prepared: Search, *, on_attempt: AttemptCallback | None = None, de
               purse: Purse | None = None) -> Result:
     """Run a prepared search down its providers (through the engine). ``deadline`` (absolute, the loop's
     clock) and ``purse`` (the call's ``budget_usd``) when the search is one step of a larger call."""
-    return await _engine.run(SearchOperation(prepared), on_attempt, deadline=deadline, purse=purse)
+    result: Result = await _engine.Engine(SearchOperation(prepared), on_attempt, deadline=deadline, purse=purse).run()
+    return result
 
 
 class SearchOperation:
