@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from perplexed import ConfigError
-from perplexed.engine import _governance, _usage
-from perplexed.policy import _settings
+from perplexed.engine import _governance, _usage  # private: the ledger target read
+from perplexed.policy import _settings  # private: env_get is the unit
 
 
 def test_env_get_follows_every_change(monkeypatch: pytest.MonkeyPatch) -> None:
