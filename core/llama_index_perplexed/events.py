@@ -98,29 +98,16 @@ class PerplexedUsageEvent(BaseEvent):
         return "PerplexedUsageEvent"
 
 
-def _sum(usages: list[Usage]) -> Usage:
-    return Usage(calls=sum(u.calls for u in usages), billable_calls=sum(u.billable_calls for u in usages),
-                 cost_usd=float(sum(u.cost_usd for u in usages)), cache_hits=sum(u.cache_hits for u in usages),
-                 saved_usd=float(sum(u.saved_usd for u in usages)))
-
-
 def usage_of(outcome: Any) -> Usage:
     """The usage of a call's outcome: a ``Result`` or ``Page`` (its ``usage``), an ``Answer`` (its search's
     and its Agent API call), a list of them (a reader's pages, failures included), or an error (its
     attempts)."""
     if isinstance(outcome, list):
-        return _sum([usage_of(item) for item in outcome])
+        return Usage.total([usage_of(item) for item in outcome])
     if isinstance(outcome, PerplexedError):
         return Usage.of(list(outcome.attempts), 0.0)
-    usage = getattr(outcome, "usage", None)
-    if isinstance(usage, Usage):
-        return usage
-    if hasattr(outcome, "agent_cost"):  # an Answer: its search (None in agent mode) and the Agent API call
-        search = getattr(outcome, "search", None)
-        agent_cost = float(outcome.agent_cost or 0.0)
-        agent = Usage(calls=1, billable_calls=1 if agent_cost > 0 else 0, cost_usd=agent_cost)
-        return _sum([search.usage, agent]) if search is not None else agent
-    return Usage()
+    usage = getattr(outcome, "usage", None)  # Result, Page and Answer each know theirs
+    return usage if isinstance(usage, Usage) else Usage()
 
 
 def _dispatch_usage(operation: str, outcome: Any, failed: bool) -> None:

@@ -123,6 +123,13 @@ class Usage(BaseModel):
     saved_usd: float = 0.0
 
     @classmethod
+    def total(cls, usages: list[Usage]) -> Usage:
+        """The sum of several calls' usage (a reader's pages, an answer's search and its Agent API call)."""
+        return cls(calls=sum(u.calls for u in usages), billable_calls=sum(u.billable_calls for u in usages),
+                   cost_usd=float(sum(u.cost_usd for u in usages)), cache_hits=sum(u.cache_hits for u in usages),
+                   saved_usd=float(sum(u.saved_usd for u in usages)))
+
+    @classmethod
     def of(cls, attempts: list[Attempt], saved: float) -> Usage:
         reached = [a for a in attempts if a.outcome not in (Outcome.SKIPPED, Outcome.DEADLINE)]
         return cls(calls=len(reached), billable_calls=sum(1 for a in reached if a.billable),

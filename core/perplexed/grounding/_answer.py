@@ -47,7 +47,7 @@ from perplexed._errors import (
     StreamError,
 )
 from perplexed._logs import get_logger
-from perplexed._models import Hit, Result
+from perplexed._models import Hit, Result, Usage
 from perplexed.agent import AgentRequest, AsyncAgentClient, Response
 from perplexed.agent._request import build_request
 from perplexed.citations import Citations, format_footnotes, parse_citations
@@ -192,6 +192,13 @@ class Answer(BaseModel):
     def cost(self) -> float:
         """Total USD cost: the search's plus the Agent API's."""
         return float(self.search_cost + self.agent_cost)
+
+    @property
+    def usage(self) -> Usage:
+        """This answer's usage: its search's (pages fetched for it included; none in ``perplexity-agent``
+        mode) and its Agent API call (billable when it cost something)."""
+        agent = Usage(calls=1, billable_calls=1 if self.agent_cost > 0 else 0, cost_usd=float(self.agent_cost))
+        return agent if self.search is None else Usage.total([self.search.usage, agent])
 
     @property
     def provider(self) -> str | None:
