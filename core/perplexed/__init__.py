@@ -272,6 +272,11 @@ def __dir__() -> list[str]:
 
 
 # --- usage ledger and tracing (issue 38): begin ---
+if TYPE_CHECKING:
+    from perplexed._models import Usage as Usage  # reachable, not in __all__
+    from perplexed.engine._usage import SpendWindow as SpendWindow
+    from perplexed.engine._usage import UsageReport, ausage, usage
+    from perplexed.engine._usage import UsageRow as UsageRow
 _LAZY.update({
     "usage": "perplexed.engine._usage",
     "ausage": "perplexed.engine._usage",
