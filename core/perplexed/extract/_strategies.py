@@ -32,6 +32,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from perplexed.extract._listing import once, prune, region_share
 from perplexed.extract._pagetype import _PRICE, PageType, classify
 from perplexed.extract._structured import structured_data
 
@@ -356,7 +357,10 @@ def _by_type(tree: Any, raw_html: str, url: str | None, fmt: Format, structured:
     if page_type in _REGION_TYPES and (page_type != "article" or kind.confidence < _REGION_UNSURE):
         # trafilatura keeps a small share of the main region: it dropped the page's items (a listing's entries,
         # a docs page's tables, a service page's feature blocks) as link-dense boilerplate; the region is the text
-        region = _main_region(tree, fmt)
-        if len(text.strip()) < _REGION_SHARE * len(region):
+        listing = page_type in ("collection", "listing")
+        if listing:  # its filter panels, sort controls, pagination and breadcrumbs out (see _listing)
+            prune(tree)
+        region = once(_main_region(tree, fmt)) if listing else _main_region(tree, fmt)
+        if region_share(page_type, _REGION_SHARE, text, region):
             text = region
     return TypedText(text, page_type, kind.confidence, structured)
