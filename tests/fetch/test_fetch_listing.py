@@ -64,6 +64,9 @@ def test_the_region_rule_of_each_type() -> None:
     assert not region_share("collection", 0.5, "y" * 3000, "x" * 100)
     # a listing: when the text is under twice the region
     assert region_share("listing", 0.5, "y" * 1500, region) and not region_share("listing", 0.5, "y" * 2500, region)
+    # a page that is only probably a listing (many are articles): when the text is under 0.75 of the region
+    assert region_share("listing", 0.5, "y" * 700, region, sure=False)
+    assert not region_share("listing", 0.5, "y" * 900, region, sure=False)
     # an article that may be a listing: only when its text is a small part of the region
     assert region_share("article", 0.5, "y" * 150, region, listing_like=True)
     assert not region_share("article", 0.5, "y" * 300, region, listing_like=True)

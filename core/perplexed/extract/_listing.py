@@ -21,8 +21,9 @@ __all__ = ["listing_like", "once", "prune", "region_share"]
 
 #: how much more readily than the other region types a collection / listing page takes its main region: a
 #: collection whenever its region is not tiny (an empty ``<main>``: :data:`_TINY`), a listing when trafilatura's
-#: text is under twice the region's (a listing's entries are often all in trafilatura's text already)
+#: text is under twice the region's (a listing's entries are often all in trafilatura's text already)...
 _READILY = {"collection": 200.0, "listing": 4.0}
+_UNSURE_LISTING = 1.5  # ...or under 0.75 of it when the page is only probably a listing (many are articles)
 _NEAR = 1.0  # an "article" whose listing or collection score is this close to its own may be a listing...
 _LISTING_LIKE = 0.4  # ...and takes its main region when the text is under this times the share (0.2 of it)
 _TINY = 0.15  # a region under this share of trafilatura's text is a stub (an empty <main>, a skeleton): not used
@@ -41,17 +42,20 @@ def listing_like(scores: dict[str, float]) -> bool:
     return runner_up > 0 and scores.get("article", 0.0) - runner_up <= _NEAR
 
 
-def region_share(page_type: str, share: float, text: str, region: str, *, listing_like: bool = False) -> bool:
+def region_share(page_type: str, share: float, text: str, region: str, *, sure: bool = True,
+                 listing_like: bool = False) -> bool:
     """Whether a page of ``page_type`` whose extracted ``text`` is beside its main ``region`` takes the region:
     the other region types when the text is under ``share`` of it; a collection or listing more readily
-    (:data:`_READILY` times ``share``), unless the region is a stub; an article that is ``listing_like`` (see
-    :func:`listing_like`) less readily (:data:`_LISTING_LIKE` times ``share``: its text is a small part of it)."""
+    (:data:`_READILY` times ``share``; a listing the classifier is not ``sure`` of, :data:`_UNSURE_LISTING` times),
+    unless the region is a stub; an article that is ``listing_like`` (see :func:`listing_like`) less readily
+    (:data:`_LISTING_LIKE` times ``share``: its text is a small part of it)."""
     size = len(text.strip())
     if listing_like:
         return size < _LISTING_LIKE * share * len(region)
     if page_type not in _READILY:
         return size < share * len(region)
-    return size < _READILY[page_type] * share * len(region) and len(region) >= _TINY * size
+    readily = _READILY[page_type] if sure or page_type != "listing" else _UNSURE_LISTING
+    return size < readily * share * len(region) and len(region) >= _TINY * size
 
 
 def _options(tree: Any) -> None:

@@ -364,6 +364,6 @@ def _by_type(tree: Any, raw_html: str, url: str | None, fmt: Format, structured:
         if listing:  # its filter panels, sort controls, pagination and breadcrumbs out (see _listing)
             prune(tree)
         region = once(_main_region(tree, fmt)) if listing else _main_region(tree, fmt)
-        if region_share(page_type, _REGION_SHARE, text, region, listing_like=near):
+        if region_share(page_type, _REGION_SHARE, text, region, sure=strategy == page_type, listing_like=near):
             text = region
     return TypedText(text, page_type, kind.confidence, structured)
