@@ -21,7 +21,9 @@ beats ``article`` (score margin ``_SURE``); otherwise the page is extracted as a
 Then the **main region** fallback: a collection, listing, documentation or service page (or a page the classifier is
 unsure is an article, ``_REGION_UNSURE``) whose text is under ``_REGION_SHARE`` of its main region's text gets the
 region's whole text (:func:`_main_region`): trafilatura dropped the page's items (a listing's entries, a grid's
-cards, a service page's feature blocks) as link-dense boilerplate. Measured on a fixed half of WCXB dev (md5 of the
+cards, a service page's feature blocks) as link-dense boilerplate. A collection or listing page takes its region
+more readily, without its browsing controls, and so does an article that scores nearly as well as a listing when
+trafilatura kept a small part of its region (:mod:`perplexed.extract._listing`). Measured on a fixed half of WCXB dev (md5 of the
 page id) and checked on the other half; not for sure articles (on the article-extraction benchmark the region of an
 article adds its comments and menus).
 """
@@ -32,6 +34,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from perplexed.extract._listing import listing_like, once, prune, region_share
 from perplexed.extract._pagetype import _PRICE, PageType, classify
 from perplexed.extract._structured import structured_data
 
@@ -353,10 +356,14 @@ def _by_type(tree: Any, raw_html: str, url: str | None, fmt: Format, structured:
             text = _with_structured(text, structured)
     else:  # article, documentation, collection, listing, other: trafilatura on the page as it is
         text = _trafilatura(raw_html, url, fmt)
-    if page_type in _REGION_TYPES and (page_type != "article" or kind.confidence < _REGION_UNSURE):
+    near = page_type == "article" and kind.confidence >= _REGION_UNSURE and listing_like(kind.scores)
+    if page_type in _REGION_TYPES and (page_type != "article" or kind.confidence < _REGION_UNSURE or near):
         # trafilatura keeps a small share of the main region: it dropped the page's items (a listing's entries,
         # a docs page's tables, a service page's feature blocks) as link-dense boilerplate; the region is the text
-        region = _main_region(tree, fmt)
-        if len(text.strip()) < _REGION_SHARE * len(region):
+        listing = page_type in ("collection", "listing")
+        if listing:  # its filter panels, sort controls, pagination and breadcrumbs out (see _listing)
+            prune(tree)
+        region = once(_main_region(tree, fmt)) if listing else _main_region(tree, fmt)
+        if region_share(page_type, _REGION_SHARE, text, region, sure=strategy == page_type, listing_like=near):
             text = region
     return TypedText(text, page_type, kind.confidence, structured)

@@ -1,0 +1,88 @@
+"""Collection and listing pages (issue 36, WCXB dev): the items of the main grid and the page's introduction, without
+the browsing controls a category page puts inside its ``<main>`` (facet options, sort controls, pagination,
+breadcrumbs), with a responsive page's second copy of its introduction kept once; and the rule that picks the main
+region's text over trafilatura's for these pages."""
+
+from __future__ import annotations
+
+import typed_pages as tp
+from perplexed.extract._extract import extract_html  # private: extraction without a fetch
+from perplexed.extract._listing import (  # private: the listing rules unit-tested
+    listing_like,
+    once,
+    region_share,
+)
+
+INTRO = "Shoes for every day and every trail, made from natural materials and built to last for years."
+
+
+def _category_page(wrapper: str = "div class='results'") -> str:
+    """A category page whose browsing controls are all inside ``<main>`` (no ``<aside>``, no ``<nav>``)."""
+    crumbs = "<div class='breadcrumbs'><a href='/'>Home</a> / <a href='/men'>Men</a> / Shoes</div>"
+    facets = ("<div class='facet-list'><h3>Refine by size</h3><ul>"
+              + "".join(f"<li><input type='checkbox' id='s{n}'><label for='s{n}'>Size {n} (12)</label></li>"
+                        for n in range(6, 13))
+              + "</ul><div><label><input type='radio' name='c'> Stormy Grey (4)</label></div></div>")
+    sort = "<div class='sorting'><span>Sort by</span> <a href='?s=new'>Newest first</a></div>"
+    cards = "".join(
+        f"<li class='product-card'><h3><a href='/products/{i}'>{name}</a></h3><p>{text}</p>"
+        f"<span class='price'>{price}</span></li>" for i, (name, text, price) in enumerate(tp.ITEMS))
+    pages = "<div class='pagination'><a href='?p=1'>1</a> <a href='?p=2'>2</a> <a href='?p=3'>Next page</a></div>"
+    tag = wrapper.split()[0]
+    return (
+        "<html><head><title>Men's Shoes</title><script type='application/ld+json'>"
+        '{"@context": "https://schema.org", "@type": "CollectionPage", "name": "Men\'s Shoes"}</script></head>'
+        f"<body><main>{crumbs}<h1>Men's Shoes</h1><p class='intro mobile-only'>{INTRO}</p>"
+        f"<p class='intro desktop-only'>{INTRO}</p>{facets}{sort}<{wrapper}><ul class='grid'>{cards}</ul></{tag}>"
+        f"{pages}</main></body></html>")
+
+
+def test_a_category_page_keeps_its_items_and_intro_without_the_controls_inside_its_main() -> None:
+    extracted = extract_html(_category_page(), "https://shop.example/collections/mens-shoes", "text")
+    assert extracted.page_type == "collection"
+    text = extracted.text
+    for name, description, _price in tp.ITEMS:
+        assert name in text and description in text
+    assert "Men's Shoes" in text and text.count(INTRO) == 1  # the responsive page's second copy kept once
+    for control in ("Refine by size", "Size 9", "Stormy Grey", "Sort by", "Newest first", "Next page", "Home /"):
+        assert control not in text
+
+
+def test_a_control_named_container_that_wraps_the_grid_is_kept() -> None:
+    """A class word like ``filters`` on the grid's own wrapper (a filterable grid) does not drop the items."""
+    extracted = extract_html(_category_page("div class='filters'"), "https://shop.example/c/shoes", "text")
+    for name, description, _price in tp.ITEMS:
+        assert name in extracted.text and description in extracted.text
+
+
+def test_the_region_rule_of_each_type() -> None:
+    region = "x" * 1000
+    # the other region types: the region when the text is under the share of it
+    assert region_share("service", 0.5, "y" * 400, region) and not region_share("service", 0.5, "y" * 600, region)
+    # a collection: the region even when the text is longer, unless the region is a stub beside it
+    assert region_share("collection", 0.5, "y" * 3000, region)
+    assert not region_share("collection", 0.5, "y" * 3000, "x" * 100)
+    # a listing: when the text is under twice the region
+    assert region_share("listing", 0.5, "y" * 1500, region) and not region_share("listing", 0.5, "y" * 2500, region)
+    # a page that is only probably a listing (many are articles): when the text is under 0.75 of the region
+    assert region_share("listing", 0.5, "y" * 700, region, sure=False)
+    assert not region_share("listing", 0.5, "y" * 900, region, sure=False)
+    # an article that may be a listing: only when its text is a small part of the region
+    assert region_share("article", 0.5, "y" * 150, region, listing_like=True)
+    assert not region_share("article", 0.5, "y" * 300, region, listing_like=True)
+    # a share of 0 (trafilatura's text alone) keeps the text for every type
+    assert not any(region_share(kind, 0.0, "y", region) for kind in ("service", "collection", "listing"))
+
+
+def test_an_article_is_listing_like_only_when_a_listing_or_collection_score_is_close() -> None:
+    assert listing_like({"article": 3.5, "listing": 3.2, "forum": 3.0})
+    assert listing_like({"article": 2.0, "collection": 1.0})
+    assert not listing_like({"article": 3.0, "listing": 1.5})
+    assert not listing_like({"article": 1.0, "listing": 0.0, "collection": 0.0})
+
+
+def test_long_lines_are_kept_once_and_code_blocks_as_they_are() -> None:
+    line = "A line long enough to be a duplicate when it is seen twice."
+    code = "print('the same long line of code, twice in a block')"
+    text = f"{line}\nShort\nShort\n{line}\n```\n{code}\n{code}\n```"
+    assert once(text) == f"{line}\nShort\nShort\n```\n{code}\n{code}\n```"
