@@ -59,6 +59,7 @@ from perplexed.store._base import (
 )
 from perplexed.store._ledger_sql import SQLiteLedger
 from perplexed.store._members import read_members, record_member
+from perplexed.store._sqlite_wal import Checkpointer
 from perplexed.store.memory import MemoryStore
 
 __all__ = ["SQLiteStore"]
@@ -162,6 +163,7 @@ class SQLiteStore(SQLiteLedger, Store):
         self._wal_bytes = 0  # what this store's commits wrote since its last checkpoint (about): one per 4 MiB
         self._locked_until = 0.0  # monotonic: an outage (the database locked) skips waiting until then
         self._outage: MemoryStore | None = None
+        self._checkpointer = Checkpointer(str(self.path), self._checkpoint_queued)  # started on first use
         self.outages = 0
         """How many outages (the database locked past the store timeout) this store has seen."""
 
@@ -206,7 +208,7 @@ class SQLiteStore(SQLiteLedger, Store):
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
-        if self._checkpoint_due():
+        if self._checkpoint_due() and not self._checkpoint_beside():
             try:
                 self._checkpoint()
             except sqlite3.Error:  # best effort: the next one tries again
@@ -571,8 +573,12 @@ class SQLiteStore(SQLiteLedger, Store):
         it is done, decisions and records go to the worker too (queued behind it): a checkpoint that had to
         wait for the write lock would otherwise never get it while this thread writes back to back, and the
         WAL would grow without bound."""
-        if not self._checkpoint_due():
+        if not self._checkpoint_due() or self._checkpoint_beside():
             return
+        self._checkpoint_queued()
+
+    def _checkpoint_queued(self) -> None:
+        """A checkpoint on the worker thread, with this process's decisions and records queued behind it."""
         with self._lock:
             self._pending += 1
         try:
@@ -590,6 +596,14 @@ class SQLiteStore(SQLiteLedger, Store):
             due = next(self._commits) % _CHECKPOINT_EVERY == 0 or self._wal_bytes >= WAL_LIMIT_BYTES // 4
             self._wal_bytes = 0 if due else self._wal_bytes
             return due
+
+    def _checkpoint_beside(self) -> bool:
+        """A checkpoint due and the WAL within its limit: a PASSIVE one on the checkpoint thread, beside the
+        decisions (False: past the limit, the caller checkpoints with decisions queued behind it)."""
+        if self._wal_size() > WAL_LIMIT_BYTES:
+            return False
+        self._checkpointer.soon()  # or the one under way copies what was written meanwhile
+        return True
 
     def _wal_size(self) -> int:
         with contextlib.suppress(OSError):
@@ -763,6 +777,7 @@ class SQLiteStore(SQLiteLedger, Store):
         await self._run(self._transaction, wipe)
 
     def _close_conn(self) -> None:
+        self._checkpointer.close()
         conn, self._conn = self._conn, None
         self._closed = True
         if conn is not None:
