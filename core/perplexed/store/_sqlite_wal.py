@@ -17,8 +17,8 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from perplexed._logs import get_logger
