@@ -27,7 +27,7 @@ __all__ = ["Checkpointer"]
 
 logger = get_logger("perplexed.governance")
 
-PASSES = 3
+PASSES = 6
 """Checkpoints in a row at most, until one finds nothing left to copy."""
 NICE = 5
 """How much lower the checkpoint thread's CPU priority is (Linux: per thread), so a search thread goes first."""

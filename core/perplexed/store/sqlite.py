@@ -550,7 +550,11 @@ class SQLiteStore(SQLiteLedger, Store):
         decisions (False: past the limit, the caller checkpoints with decisions queued behind it)."""
         if self._wal_size() > WAL_LIMIT_BYTES:
             return False
-        self._checkpointer.soon()  # or the one under way copies what was written meanwhile
+        try:
+            self._checkpointer.soon()  # or the one under way copies what was written meanwhile
+        except (RuntimeError, OSError):  # no thread to be had: the worker checkpoints, as past the limit
+            logger.debug("WAL checkpoint thread unavailable", exc_info=True)
+            return False
         return True
 
     def _wal_size(self) -> int:
