@@ -45,9 +45,11 @@ class Checkpointer:
     checkpoint and returns at once; one that is under way absorbs the request (it checkpoints until the WAL
     is fully copied, so what was written meanwhile is in it)."""
 
-    def __init__(self, path: str, unfinished: Callable[[], None]) -> None:
+    def __init__(self, path: str, unfinished: Callable[[], None], hand_back_bytes: Callable[[], int]) -> None:
         self._path = path
         self._unfinished = unfinished
+        self._hand_back_bytes = hand_back_bytes
+        self._frame_bytes = 0
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
         self._conn: sqlite3.Connection | None = None
@@ -87,6 +89,7 @@ class Checkpointer:
             conn.execute("PRAGMA busy_timeout=0")  # PASSIVE waits for no one anyway
             conn.execute("PRAGMA synchronous=NORMAL")  # the checkpoint syncs the WAL, then the database
             conn.execute("PRAGMA wal_autocheckpoint=0")
+            self._frame_bytes = int(conn.execute("PRAGMA page_size").fetchone()[0]) + 24  # a WAL frame
             self._conn = conn
         return conn
 
@@ -100,9 +103,14 @@ class Checkpointer:
             self.passes += 1
             # busy: another connection's checkpoint is under way (it copies); -1: not in WAL mode; every frame
             # copied and none written since the pass before (a pass that copies nothing is cheap, no sync): the
-            # next writer restarts the WAL from its beginning
-            if busy or frames <= 0 or (copied >= frames and frames == last):
+            # next writer restarts the WAL from its beginning, unless it began beside this pass (then the WAL
+            # goes on growing until one that is fully copied ends): past half the limit, the worker makes sure
+            if busy or frames <= 0:
                 return
+            if copied >= frames and frames == last:
+                if frames * self._frame_bytes <= self._hand_back_bytes():
+                    return
+                break
             last = frames
         if not self._closed:
             self.handed_back += 1

@@ -111,7 +111,8 @@ class SQLiteStore(SQLiteLedger, Store):
         self._wal_bytes = 0  # what this store's commits wrote since its last checkpoint (about): one per 4 MiB
         self._locked_until = 0.0  # monotonic: an outage (the database locked) skips waiting until then
         self._outage: MemoryStore | None = None
-        self._checkpointer = Checkpointer(str(self.path), self._checkpoint_queued)  # started on first use
+        self._checkpointer = Checkpointer(  # its thread and connection start on first use
+            str(self.path), self._checkpoint_queued, lambda: WAL_LIMIT_BYTES // 2)
         self.outages = 0
         """How many outages (the database locked past the store timeout) this store has seen."""
 
