@@ -102,19 +102,31 @@ class Checkpointer:
             busy, frames, copied = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
             self.passes += 1
             # busy: another connection's checkpoint is under way (it copies); -1: not in WAL mode; every frame
-            # copied and none written since the pass before (a pass that copies nothing is cheap, no sync): the
-            # next writer restarts the WAL from its beginning, unless it began beside this pass (then the WAL
-            # goes on growing until one that is fully copied ends): past half the limit, the worker makes sure
+            # copied, no writer under way then, and nothing written since (a pass that copies nothing is cheap,
+            # no sync): the next writer restarts the WAL from its beginning. A WAL past half the limit all the
+            # same (it did not restart last time): the worker makes sure, with this process's writers held
             if busy or frames <= 0:
                 return
             if copied >= frames and frames == last:
                 if frames * self._frame_bytes <= self._hand_back_bytes():
                     return
                 break
-            last = frames
+            last = frames if copied >= frames and self._no_writer(conn) else -1
         if not self._closed:
             self.handed_back += 1
             self._unfinished()  # writers kept it from finishing: the rest with this process's writers held
+
+    @staticmethod
+    def _no_writer(conn: sqlite3.Connection) -> bool:
+        """No write transaction under way (the write lock free at once, taken and given back at once). One that
+        began beside the pass would commit after the next pass looked: that pass would see nothing new, and
+        the WAL would not restart (its writer began before the WAL was fully copied)."""
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError:
+            return False
+        conn.execute("ROLLBACK")
+        return True
 
     def _done(self, future: Any) -> None:
         with self._lock:
