@@ -230,6 +230,9 @@ async def measure(base: str, rounds: int, warmup: int, tmp: Path, only: tuple[st
         "sqlite_transactions_per_search": transactions / sqlite_searches,
         # issue 35: the SQLite store's tail per governed search (a WAL checkpoint or a lock wait lands there)
         "sqlite_miss_p99_ms": p99_ms(samples["sqlite_miss"]),
+        # the same tail of the plain and memory-store searches in the same rounds: the machine's noise floor
+        "plain_p99_ms": p99_ms(samples["plain"]),
+        "memory_miss_p99_ms": p99_ms(samples["memory_miss"]),
         "memory_miss_us": median_us(samples["memory_miss"]),
         "sqlite_reads_outside_transactions_per_search": reads / sqlite_searches,
         "cooling_extra_us": paired_us(samples["cooling"], samples["ok_alone"]),

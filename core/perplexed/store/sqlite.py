@@ -4,12 +4,13 @@ WAL journal, ``synchronous=NORMAL``, one ``BEGIN IMMEDIATE`` transaction per dec
 cannot both pass a limit only one may pass). A decision runs on the caller's thread only when the write lock
 is free at once (``busy_timeout`` 0, on a per-thread connection that never checkpoints: a few hundred
 microseconds); otherwise, and whenever a record or a checkpoint of this store is still queued, it goes to the
-store's one worker thread, which waits for the lock and also checkpoints the WAL (every 200 commits, counted
-on every thread). A search waiting on the database never
-delays other coroutines by more than one such transaction.
+store's one worker thread, which waits for the lock. A search waiting on the database never delays other
+coroutines by more than one such transaction.
 
-Bounded: the WAL is checkpointed by the worker every 200 commits or 4 MiB of answers, or once past
-:data:`WAL_LIMIT_BYTES`, then truncated (waiting up to the store timeout); a thread's inline connection is
+Bounded: the WAL is checkpointed every 200 commits (counted on every thread) or 4 MiB of answers: on a thread
+of its own, beside the decisions (``_sqlite_wal``), the few commits it could not finish with by the worker,
+decisions queued behind it; once past :data:`WAL_LIMIT_BYTES`, by the worker, decisions queued behind it, then
+truncated (waiting up to the store timeout); a thread's inline connection is
 closed once that thread has ended. A database locked by another process (a ``BEGIN EXCLUSIVE`` held, a stuck
 writer) is a store *outage* bounded by ``busy_timeout_ms`` (the store timeout, 1 s): the decision that waited that
 long, and every decision for the next second, is made in-process without waiting: limits shared with other
@@ -59,6 +60,8 @@ from perplexed.store._base import (
 )
 from perplexed.store._ledger_sql import SQLiteLedger
 from perplexed.store._members import read_members, record_member
+from perplexed.store._sqlite_handoff import _Abandoned, _Busy, _Handoff, _locked, _log_failure, _quiet
+from perplexed.store._sqlite_wal import Checkpointer
 from perplexed.store.memory import MemoryStore
 
 __all__ = ["SQLiteStore"]
@@ -76,60 +79,6 @@ _CHECKPOINT_EVERY = 200
 _FILL_POLL_S = 0.02
 
 from ._sqlite_schema import _SCHEMA  # noqa: E402 - the tables, in a module of their own
-
-
-class _Busy(Exception):
-    """The write lock is taken: decide on the worker thread, which waits for it."""
-
-
-class _Abandoned(Exception):
-    """The caller stopped waiting for this decision (an outage): it was rolled back, nothing was taken."""
-
-
-class _Handoff:
-    """Who has the last word on a decision made on the worker thread: the worker, about to commit it, or the
-    caller, that stopped waiting. Exactly one wins, so a decision the caller gave up on never takes a slot,
-    a trial lease or money that no call will use, and one that was committed is never thrown away."""
-
-    __slots__ = ("_lock", "_state")
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._state = 0  # 0: open, 1: committing, 2: abandoned
-
-    def commit(self) -> bool:
-        with self._lock:
-            if self._state == 2:
-                return False
-            self._state = 1
-            return True
-
-    @property
-    def abandoned(self) -> bool:
-        return self._state == 2
-
-    def abandon(self) -> bool:
-        with self._lock:
-            if self._state == 1:
-                return False
-            self._state = 2
-            return True
-
-
-def _log_failure(future: Any) -> None:
-    exc = future.exception()
-    if exc is not None:
-        logger.warning("state store record failed (%s: %s); going on without it", type(exc).__name__, exc)
-
-
-def _quiet(future: Any) -> None:
-    if not future.cancelled():
-        future.exception()  # retrieved: an abandoned decision's end is nobody's business
-
-
-def _locked(exc: BaseException) -> bool:
-    return isinstance(exc, TimeoutError) or (
-        isinstance(exc, sqlite3.OperationalError) and ("locked" in str(exc) or "busy" in str(exc)))
 
 
 class SQLiteStore(SQLiteLedger, Store):
@@ -162,6 +111,8 @@ class SQLiteStore(SQLiteLedger, Store):
         self._wal_bytes = 0  # what this store's commits wrote since its last checkpoint (about): one per 4 MiB
         self._locked_until = 0.0  # monotonic: an outage (the database locked) skips waiting until then
         self._outage: MemoryStore | None = None
+        self._checkpointer = Checkpointer(  # its thread and connection start on first use
+            str(self.path), self._checkpoint_queued, lambda: WAL_LIMIT_BYTES // 2)
         self.outages = 0
         """How many outages (the database locked past the store timeout) this store has seen."""
 
@@ -206,7 +157,7 @@ class SQLiteStore(SQLiteLedger, Store):
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
-        if self._checkpoint_due():
+        if self._checkpoint_due() and not self._checkpoint_beside():
             try:
                 self._checkpoint()
             except sqlite3.Error:  # best effort: the next one tries again
@@ -567,12 +518,16 @@ class SQLiteStore(SQLiteLedger, Store):
         self._inline_committed()
 
     def _inline_committed(self) -> None:
-        """Inline connections never checkpoint: every few hundred commits the worker folds the WAL back. Until
-        it is done, decisions and records go to the worker too (queued behind it): a checkpoint that had to
-        wait for the write lock would otherwise never get it while this thread writes back to back, and the
-        WAL would grow without bound."""
-        if not self._checkpoint_due():
+        """Inline connections never checkpoint: every few hundred commits a checkpoint runs beside them on the
+        checkpoint thread. Past the WAL limit (or for the rest the checkpoint thread could not finish) the
+        worker folds the WAL back, and until it is done, decisions and records go to the worker too (queued
+        behind it): writers that outpace the checkpoints would otherwise grow the WAL without bound."""
+        if not self._checkpoint_due() or self._checkpoint_beside():
             return
+        self._checkpoint_queued()
+
+    def _checkpoint_queued(self) -> None:
+        """A checkpoint on the worker thread, with this process's decisions and records queued behind it."""
         with self._lock:
             self._pending += 1
         try:
@@ -590,6 +545,18 @@ class SQLiteStore(SQLiteLedger, Store):
             due = next(self._commits) % _CHECKPOINT_EVERY == 0 or self._wal_bytes >= WAL_LIMIT_BYTES // 4
             self._wal_bytes = 0 if due else self._wal_bytes
             return due
+
+    def _checkpoint_beside(self) -> bool:
+        """A checkpoint due and the WAL within its limit: a PASSIVE one on the checkpoint thread, beside the
+        decisions (False: past the limit, the caller checkpoints with decisions queued behind it)."""
+        if self._wal_size() > WAL_LIMIT_BYTES:
+            return False
+        try:
+            self._checkpointer.soon()  # or the one under way copies what was written meanwhile
+        except (RuntimeError, OSError):  # no thread to be had: the worker checkpoints, as past the limit
+            logger.debug("WAL checkpoint thread unavailable", exc_info=True)
+            return False
+        return True
 
     def _wal_size(self) -> int:
         with contextlib.suppress(OSError):
@@ -763,6 +730,7 @@ class SQLiteStore(SQLiteLedger, Store):
         await self._run(self._transaction, wipe)
 
     def _close_conn(self) -> None:
+        self._checkpointer.close()
         conn, self._conn = self._conn, None
         self._closed = True
         if conn is not None:
