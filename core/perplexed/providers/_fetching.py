@@ -17,9 +17,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Generator, Mapping
 from datetime import date
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
 from perplexed._errors import ProviderError, Reason
@@ -84,7 +83,20 @@ class FetchAnswer(BaseModel):
     structured: dict[str, Any] = Field(default_factory=dict)
 
 
-FetchFlow = Generator[httpx.Request, httpx.Response, FetchAnswer]
+if TYPE_CHECKING:
+    import httpx
+
+    FetchFlow = Generator[httpx.Request, httpx.Response, FetchAnswer]
+else:
+
+    def __getattr__(name: str) -> Any:
+        """``FetchFlow`` is built on first use: httpx is imported then (see ``perplexed.providers._base.Flow``)."""
+        if name == "FetchFlow":
+            import httpx
+
+            value = globals()["FetchFlow"] = Generator[httpx.Request, httpx.Response, FetchAnswer]
+            return value
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def status_reason(status: int) -> Reason | None:
