@@ -50,7 +50,7 @@ class FetchOptions(BaseModel):
     one provider (its ``extra_options``), passed through.
     """
 
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True, defer_build=True)  # built on first fetch
 
     format: Format = "markdown"
     max_chars: int = Field(20_000, ge=1)
@@ -67,6 +67,8 @@ class FetchAnswer(BaseModel):
 
     ``cost`` is None when the provider does not report a charge (the engine then uses its price).
     """
+
+    model_config = ConfigDict(defer_build=True)  # built on first use: a search never makes one
 
     text: str = ""
     format: Format = "markdown"
