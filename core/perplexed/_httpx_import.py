@@ -36,7 +36,7 @@ def _exec_blocked(exec_module: Any, module: ModuleType) -> None:
     finally:
         if blocked and "httpx._main" in sys.modules and sys.modules["httpx._main"] is None:
             del sys.modules["httpx._main"]
-    module.main = _main  # the click Command, once called
+    module.main = _main  # type: ignore[attr-defined]  # the click Command, once called
 
 
 class _HttpxFinder:
@@ -52,14 +52,15 @@ class _HttpxFinder:
         _uninstall()
         if "httpx._main" in sys.modules:  # pragma: no cover - the client without its package: leave it alone
             return None
+        spec: importlib.machinery.ModuleSpec | None = None
         for finder in sys.meta_path:
             find = getattr(finder, "find_spec", None)
             spec = find(fullname, path, target) if find is not None else None
             if spec is not None:
                 break
-        else:
+        if spec is None:
             return None  # not installed: the import machinery says so
-        loader = spec.loader
+        loader: Any = spec.loader
         exec_module = getattr(loader, "exec_module", None)
         if exec_module is None:  # pragma: no cover - a legacy loader: import httpx as it comes
             return spec
@@ -67,7 +68,7 @@ class _HttpxFinder:
         def blocked_exec(module: ModuleType) -> None:
             _exec_blocked(exec_module, module)
 
-        loader.exec_module = blocked_exec  # type: ignore[union-attr]  # this spec's own loader instance
+        loader.exec_module = blocked_exec  # this spec's own loader instance (a new one per spec)
         return spec
 
 
