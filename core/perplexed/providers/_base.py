@@ -25,7 +25,7 @@ from perplexed._errors import (
     register_secret,
     register_url_secret,
 )
-from perplexed._logs import get_logger
+from perplexed._logs import get_logger, redact_loggers
 from perplexed._models import Hit, ProviderAnswer
 from perplexed.net._decode import DEFAULT_MAX_BODY_BYTES
 from perplexed.policy._bounds import check_usd
@@ -48,6 +48,9 @@ __all__ = [
 ]
 
 logger = get_logger("perplexed.providers")
+# the redacting filters on httpx's and httpcore's loggers, as when this module imported perplexed.net._http (which
+# sets them too, and now loads with the first HTTP request): in place before any provider exists
+redact_loggers()
 
 if TYPE_CHECKING:
     import httpx
