@@ -49,9 +49,7 @@ class _HttpxFinder:
     ) -> importlib.machinery.ModuleSpec | None:
         if fullname != "httpx":
             return None
-        _uninstall()
-        if "httpx._main" in sys.modules:  # pragma: no cover - the client without its package: leave it alone
-            return None
+        _uninstall()  # (the import system's loop over sys.meta_path stops at the spec returned below)
         spec: importlib.machinery.ModuleSpec | None = None
         for finder in sys.meta_path:
             find = getattr(finder, "find_spec", None)
@@ -59,16 +57,20 @@ class _HttpxFinder:
             if spec is not None:
                 break
         if spec is None:
-            return None  # not installed: the import machinery says so
+            return None  # not installed: no finder has it, the import machinery says so
+        if "httpx._main" in sys.modules:  # pragma: no cover - the client without its package: leave it alone
+            return spec
         loader: Any = spec.loader
         exec_module = getattr(loader, "exec_module", None)
-        if exec_module is None:  # pragma: no cover - a legacy loader: import httpx as it comes
-            return spec
+        own = getattr(loader, "__dict__", None)
+        if exec_module is None or own is None or "exec_module" in own:  # pragma: no cover - an unusual loader
+            return spec  # httpx as it comes
 
         def blocked_exec(module: ModuleType) -> None:
+            del loader.exec_module  # back to the loader's own: it may serve other modules too (a zip importer)
             _exec_blocked(exec_module, module)
 
-        loader.exec_module = blocked_exec  # this spec's own loader instance (a new one per spec)
+        loader.exec_module = blocked_exec  # for this one execution of httpx's __init__
         return spec
 
 
