@@ -37,15 +37,36 @@ DENIED = (
     "perplexed.store.redis",
     "redis",
     "httpx._main",
+    # httpx and httpcore load with the first HTTP request (or an HTTP provider's module), not with the package
+    # or a search of in-process providers (a function, the local index)
+    "httpx",
+    "httpcore",
+)
+
+#: what a search of the local index (library or CLI) must not load: the HTTP client, the fetching side and
+#: index building (the local provider reads the index, it does not build it)
+NOT_FOR_A_LOCAL_SEARCH = (
+    "httpx",
+    "httpcore",
+    "h11",
+    "perplexed.net._http",
+    "perplexed.net._fetch_net",
+    "perplexed.operations._fetch",
+    "perplexed.fetchers",
+    "perplexed.providers.http",
+    "perplexed.index._build",
+    "perplexed.index._manage",
+    "trafilatura",
+    "lxml",
 )
 
 
-def loaded_after(code: str, env: dict[str, str] | None = None) -> list[str]:
+def loaded_after(code: str, env: dict[str, str] | None = None, denied: tuple[str, ...] = DENIED) -> list[str]:
     """Run ``code`` in a fresh interpreter; return the denied modules it left in ``sys.modules``."""
     script = textwrap.dedent(code) + textwrap.dedent(
         f"""
         import json, sys
-        denied = {DENIED!r}
+        denied = {denied!r}
         print(json.dumps(sorted(d for d in denied if any(m == d or m.startswith(d + ".") for m in sys.modules))))
         """
     )
@@ -171,3 +192,58 @@ def test_the_lazy_adapter_names_still_resolve() -> None:
         """
     )
     assert "perplexed.grounding._verify" in loaded  # VerifyCitations needs the Verification model, now
+
+
+@pytest.fixture(scope="module")
+def small_index(tmp_path_factory: pytest.TempPathFactory) -> str:
+    from perplexed.providers.local import build_index
+
+    docs = tmp_path_factory.mktemp("docs")
+    (docs / "setbacks.md").write_text("# Zoning setbacks\n\nA setback is the distance from the lot line.\n")
+    (docs / "variances.md").write_text("# Variances\n\nA variance departs from a setback rule.\n")
+    index = str(tmp_path_factory.mktemp("index") / "index.db")
+    build_index([str(docs)], index=index)
+    return index
+
+
+def test_a_first_search_of_the_local_index_loads_no_http_client_nor_fetching(small_index: str) -> None:
+    loaded = loaded_after(
+        f"""
+        import perplexed
+        result = perplexed.search("zoning setbacks", {{"name": "local", "index": {small_index!r}}})
+        assert result.provider == "local" and result.hits, result
+        """,
+        env={"PERPLEXED_STORE": "memory"},
+        denied=NOT_FOR_A_LOCAL_SEARCH,
+    )
+    assert loaded == []
+
+
+def test_the_cli_search_of_the_local_index_loads_no_http_client_nor_fetching(small_index: str) -> None:
+    loaded = loaded_after(
+        f"""
+        import contextlib, io
+        from perplexed.cli import main
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            code = main(["search", "zoning", "setbacks", "--provider", "local", "--index", {small_index!r},
+                         "--no-cache"])
+        assert code == 0 and "setbacks.md" in out.getvalue(), out.getvalue()
+        """,
+        env={"PERPLEXED_STORE": "memory"},
+        denied=NOT_FOR_A_LOCAL_SEARCH,
+    )
+    assert loaded == []
+
+
+def test_httpx_imported_after_perplexed_comes_without_its_command_line_client() -> None:
+    loaded = loaded_after(
+        """
+        import sys, perplexed
+        import perplexed.providers.brave  # an HTTP provider: imports httpx itself
+        import httpx
+        assert "httpx._main" not in sys.modules and callable(httpx.main)
+        assert isinstance(httpx.Client, type) and perplexed.providers.Brave is perplexed.providers.brave.Brave
+        """
+    )
+    assert "httpx" in loaded and "httpx._main" not in loaded and "click" not in loaded and "rich" not in loaded

@@ -91,7 +91,13 @@ def _field_names(model: type[BaseModel]) -> list[str]:
 class KnownNames(BaseModel):
     """A mixin of every LangChain component: a misspelt constructor keyword names the closest field
     (``topk``: did you mean 'k'?), raised as a ValueError, so pydantic reports it as its ValidationError, as
-    for any other bad field (rather than pydantic's bare "Extra inputs are not permitted")."""
+    for any other bad field (rather than pydantic's bare "Extra inputs are not permitted").
+
+    Every component's validator is built on first use (``defer_build``, inherited), not when
+    ``langchain_perplexed`` is imported: half of the import's time went to building the schemas of classes an
+    application may never instantiate (issue 35: cold start)."""
+
+    model_config = ConfigDict(defer_build=True)
 
     @model_validator(mode="before")
     @classmethod

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-# first: every later import of httpx in the core goes through this one (without httpx's CLI, rich, click...)
+# first: the first import of httpx, whenever it comes, goes through this one's finder (without httpx's CLI, rich,
+# click...); httpx itself loads when something needs it
 from perplexed import _moved, _httpx_import # noqa: F401  # isort: skip
 
 # Every public name is loaded on first use (PEP 562: see _LAZY and __getattr__ below), so `import perplexed` runs
@@ -224,7 +225,7 @@ _EAGER_BEFORE = (
 def __getattr__(name: str) -> Any:
     import importlib
 
-    # each public name is imported on first use, so `import perplexed` loads only this file (and httpx, above);
+    # each public name is imported on first use, so `import perplexed` loads only this file (and _moved, _httpx_import);
     # tests/test_cold_start.py holds the deny list
     module_name = _LAZY.get(name)
     if module_name is not None:

@@ -6,11 +6,11 @@ A layer above the settings (:mod:`perplexed.policy._settings`, which reads the e
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from perplexed import _otel
 from perplexed.engine import _governance, _usage
-from perplexed.net._fetch_net import forget_robots
 from perplexed.policy import _settings
 from perplexed.policy._bounds import check_usd
 
@@ -78,4 +78,6 @@ cached by :func:`perplexed.fetch`. The next search starts as
     _governance.reset()
     _usage.reset()
     _otel.set_trace_content(None)
-    forget_robots()
+    fetch_net = sys.modules.get("perplexed.net._fetch_net")  # no robots.txt is cached before it is imported
+    if fetch_net is not None:
+        fetch_net.forget_robots()

@@ -16,10 +16,14 @@ These names were ``perplexed.NAME`` before; that spelling still works for one mi
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from perplexed.grounding._answer_plan import AnswerPlan, prepare_answer
-from perplexed.operations._fetch import FetchPlan, prepare_fetch
 from perplexed.operations._search import check_fetch_content
 from perplexed.tools._schema import portable_schema
+
+if TYPE_CHECKING:  # imported on first use (__getattr__): fetching imports httpx, a search of local providers not
+    from perplexed.operations._fetch import FetchPlan, prepare_fetch
 
 __all__ = [
     "AnswerPlan",
@@ -29,3 +33,12 @@ __all__ = [
     "prepare_answer",
     "prepare_fetch",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("FetchPlan", "prepare_fetch"):
+        from perplexed.operations import _fetch
+
+        value = globals()[name] = getattr(_fetch, name)
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,7 +16,6 @@ from perplexed._cli_options import add_option_flags, option_values
 from perplexed._cli_output import EXIT_NO_RESULTS, EXIT_OK, consoles, escape, money
 from perplexed._errors import UpstreamError, UsageError
 from perplexed._models import Attempt, Page
-from perplexed.operations._fetch import fetch_many, prepare_fetch
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.console import Console
@@ -82,6 +81,8 @@ def _spec(raw: str | None) -> Any:
 
 
 def command(args: argparse.Namespace) -> int:
+    from perplexed.operations._fetch import prepare_fetch  # here: building the parser imports no fetching
+
     spec = _spec(args.provider)
     options = _options(args)
     for url in args.urls:  # every URL and option validated: exit 2 before anything is fetched
@@ -116,6 +117,8 @@ def command(args: argparse.Namespace) -> int:
 
 def _run(urls: list[str], spec: Any, concurrency: int, options: dict[str, Any], err: Console,
          show: bool) -> list[Page | UpstreamError]:
+    from perplexed.operations._fetch import fetch_many
+
     if not show or not err.is_terminal:
         return fetch_many(urls, spec, concurrency, **options)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn

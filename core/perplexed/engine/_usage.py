@@ -244,7 +244,7 @@ def note_agent(cost: float, duration_ms: int, *, ok: bool, tag: str | None, prov
 class UsageRow(BaseModel):
     """One group of the report (or the totals): its keys (None when not grouped by them) and figures."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)  # built on first use: a search never makes one
 
     provider: str | None = None
     day: str | None = None
@@ -274,7 +274,7 @@ class UsageRow(BaseModel):
 class SpendWindow(BaseModel):
     """A configured spend limit's rolling window: what was spent in it and what is left."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)  # built on first use: a search never makes one
 
     window: str
     limit_usd: float
@@ -285,6 +285,8 @@ class SpendWindow(BaseModel):
 class UsageReport(BaseModel):
     """What :func:`usage` returns: ``rows`` (grouped by ``by``), ``totals``, and each configured spend
     limit's window (``windows``)."""
+
+    model_config = ConfigDict(defer_build=True)  # built on first use (usage()): a search never makes one
 
     since: datetime
     until: datetime

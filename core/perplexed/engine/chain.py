@@ -29,9 +29,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Generator, Sequence
-from typing import Any, TypeVar
-
-import httpx
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from perplexed._errors import BodyTooLargeError, ContentDecodingError
 from perplexed._logs import get_logger
@@ -41,7 +39,6 @@ from perplexed.engine._engine import AttemptCallback
 from perplexed.engine._hits import _finalize, _norm_url, finalize_hits, fuse
 from perplexed.engine._strategies import check_floor, judge
 from perplexed.net import _portal
-from perplexed.net._http import get_client, origin, read_capped, redirect_origin
 from perplexed.policy._keywords import check_names, check_search_options
 from perplexed.policy._options import (
     _DEFAULT_SEARCH_OPTIONS,
@@ -53,6 +50,12 @@ from perplexed.policy._options import (
 from perplexed.policy._policy import Purse
 from perplexed.providers import CallableProvider, Provider, resolve
 from perplexed.providers._base import to_answer
+
+if TYPE_CHECKING:
+    import httpx
+
+# perplexed.net._http (httpx, httpcore) is imported where a request is made: a chain of in-process providers
+# (``local``, a function) never imports httpx (issue 35: cold start)
 
 __all__ = [
     "ATTEMPT_EVENT",
@@ -233,7 +236,11 @@ class SearchOperation:
         self._options_key: str | None = None
 
     def client(self, member: Provider) -> httpx.AsyncClient | None:
-        return None if isinstance(member, CallableProvider) else get_client(member.transport)
+        if isinstance(member, CallableProvider):
+            return None
+        from perplexed.net._http import get_client
+
+        return get_client(member.transport)
 
     async def call(self, member: Provider, client: httpx.AsyncClient | None) -> tuple[ProviderAnswer, bool]:
         return await _call(member, self.subject, self.options, client)
@@ -317,6 +324,8 @@ async def _call(
 async def read_body(provider: Provider, response: httpx.Response) -> bytes:
     """A streamed response's body, decoded and capped at ``provider.max_body_bytes``: a body past the cap is a
     ``body_too_large`` ProviderError, a corrupt or undecodable one ``malformed``."""
+    from perplexed.net._http import read_capped
+
     try:
         return await read_capped(response, provider.max_body_bytes)
     except BodyTooLargeError as exc:
@@ -332,6 +341,8 @@ async def drive_flow(
     ``provider.max_body_bytes``, redirects only as :func:`_redirect` allows), send it back, until the flow
     returns its value. The one driver of provider flows (the chain; ``doctor --live`` records through a
     transport). Raises the flow's failures, ``ProviderError`` for a body too large, malformed or redirected."""
+    from perplexed.net._http import get_client, redirect_origin
+
     try:
         request = next(flow)
         if client is None:
@@ -361,6 +372,8 @@ def _redirect(
 ) -> httpx.Request:
     """The request to send for a redirect, or a ``redirect`` ProviderError: only a provider that sends no
     credential may follow one (``Provider.max_redirects``), only to its own origin, and only so many times."""
+    from perplexed.net._http import origin
+
     here = origin(request.url)
     if target == here and hops < provider.max_redirects and response.next_request is not None:
         return response.next_request

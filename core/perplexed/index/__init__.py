@@ -30,8 +30,8 @@ FTS5) and ``_query`` (searching, snippets, PDF pages). Document text extraction 
 
 from __future__ import annotations
 
-from perplexed.index._build import MAX_FILE_BYTES, MAX_PDF_BYTES, build_index
-from perplexed.index._check import IndexCheck, IndexStats, check_index, index_problem, index_stats
+from typing import TYPE_CHECKING, Any
+
 from perplexed.index._location import (
     INDEX_ENV,
     INDEX_FILENAME,
@@ -44,18 +44,22 @@ from perplexed.index._location import (
     platform_data_dir,
     user_data_dir,
 )
-from perplexed.index._manage import (
-    IndexedFolder,
-    IndexListing,
-    list_index,
-    rebuild_index,
-    remove_from_index,
-    reset_index,
-)
 from perplexed.index._query import TITLE_WEIGHT, Interrupt, Row, query_index
 from perplexed.index._report import FileProblem, IndexReport, ProgressCallback
 from perplexed.index._schema import SCHEMA_VERSION
 from perplexed.index._terms import STOPWORDS, fts_query
+
+if TYPE_CHECKING:  # imported on first use (_LAZY): a search reads the index, it does not build or manage it
+    from perplexed.index._build import MAX_FILE_BYTES, MAX_PDF_BYTES, build_index
+    from perplexed.index._check import IndexCheck, IndexStats, check_index, index_problem, index_stats
+    from perplexed.index._manage import (
+        IndexedFolder,
+        IndexListing,
+        list_index,
+        rebuild_index,
+        remove_from_index,
+        reset_index,
+    )
 
 __all__ = [
     "INDEX_ENV",
@@ -93,3 +97,32 @@ __all__ = [
     "reset_index",
     "user_data_dir",
 ]
+
+#: name -> the module that defines it, imported on first use (building pulls in document extraction; issue 35)
+_LAZY = {
+    **dict.fromkeys(("MAX_FILE_BYTES", "MAX_PDF_BYTES", "build_index"), "perplexed.index._build"),
+    **dict.fromkeys(("IndexCheck", "IndexStats", "check_index", "index_problem", "index_stats"),
+                    "perplexed.index._check"),
+    **dict.fromkeys(("IndexedFolder", "IndexListing", "list_index", "rebuild_index", "remove_from_index",
+                     "reset_index"), "perplexed.index._manage"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    import importlib
+
+    module_name = _LAZY.get(name)
+    if module_name is not None:
+        value = globals()[name] = getattr(importlib.import_module(module_name), name)
+        return value
+    if name.startswith("_") and not name.startswith("__"):  # a submodule not imported yet (index._build)
+        try:
+            return importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

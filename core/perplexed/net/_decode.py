@@ -22,7 +22,11 @@ from typing import Any
 
 from perplexed._errors import BodyTooLargeError, ContentDecodingError
 
-__all__ = ["STEP", "Decoder", "accept_encoding", "decoder_for", "has_zstd"]
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "STEP", "Decoder", "accept_encoding", "decoder_for", "has_zstd"]
+
+#: the default cap on a response body, decoded (bytes): here, below the HTTP client, so a provider class reads it
+#: without importing httpx (:mod:`perplexed.net._http` re-exports it)
+DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 
 #: the most output one decoding step hands out (bytes); the caller yields to the event loop between steps
 STEP = 256 * 1024

@@ -32,7 +32,7 @@ import httpx
 from perplexed._errors import BodyTooLargeError, ContentDecodingError, ResponseBodyError
 from perplexed._logs import redact_loggers
 from perplexed.net import _portal
-from perplexed.net._decode import Decoder, accept_encoding, decoder_for
+from perplexed.net._decode import DEFAULT_MAX_BODY_BYTES, Decoder, accept_encoding, decoder_for
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
@@ -47,7 +47,6 @@ __all__ = [
     "warm_up",
 ]
 
-DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 DEFAULT_LIMITS = httpx.Limits(max_connections=200, max_keepalive_connections=50, keepalive_expiry=30)
 
 redact_loggers()  # filters on httpx's and httpcore's loggers (see _logs); nothing global is replaced

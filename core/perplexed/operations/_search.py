@@ -13,7 +13,7 @@ whose page did not come keeps its place and says why in :attr:`~perplexed.Hit.pa
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perplexed._errors import InvalidRequest, PerplexedError, UpstreamError
 from perplexed._logs import get_logger
@@ -21,20 +21,16 @@ from perplexed._models import Attempt, Outcome, Page, Result
 from perplexed.engine.chain import asearch as _chain_asearch
 from perplexed.engine.chain import prepare, run
 from perplexed.engine.chain import search as _chain_search
-from perplexed.fetchers import resolve
 from perplexed.net import _portal
-from perplexed.net._fetch_net import split_url
 from perplexed.net._ssrf import check_literal
-from perplexed.operations._fetch import (
-    DEFAULT_FALLBACK_ON,
-    FETCH_OPTION_NAMES,
-    FetchPlan,
-    build_options,
-    clean_url,
-    run_fetch,
-)
-from perplexed.policy._options import ChainOptions
+from perplexed.policy._options import FETCH_OPTION_NAMES, ChainOptions
 from perplexed.policy._policy import Purse
+
+if TYPE_CHECKING:
+    from perplexed.operations._fetch import FetchPlan
+
+# the fetching side (perplexed.fetchers, operations._fetch, net._fetch_net: httpx) is imported when a search asks
+# for pages (fetch_content=N): a plain search never imports it (issue 35: cold start)
 
 __all__ = [
     "ENRICH_CONCURRENCY",
@@ -89,6 +85,9 @@ def fetch_plan(fetch_content: Any, fetch_provider: Any, options: dict[str, Any])
             raise InvalidRequest(f"{name} is a fetch option: pass fetch_content=N to fetch the top hits' pages",
                                  param=name)
         return None
+    from perplexed.fetchers import resolve
+    from perplexed.operations._fetch import build_options
+
     fetchers, _ = resolve(fetch_provider)
     build_options(dict(fetch_kw), fetchers)
     return count, fetch_provider, fetch_kw
@@ -144,6 +143,10 @@ async def with_pages(result: Result, request: FetchRequest, deadline: float, pur
     hits = result.hits if count < 0 else result.hits[:count]
     if not hits:
         return result
+    from perplexed.fetchers import resolve
+    from perplexed.net._fetch_net import split_url
+    from perplexed.operations._fetch import DEFAULT_FALLBACK_ON, FetchPlan, build_options, clean_url
+
     providers, is_chain = resolve(fetch_provider)
     options = build_options(dict(fetch_kw), providers)
     chain = ChainOptions.build(fallback_on=DEFAULT_FALLBACK_ON)  # the member budgets; the deadline is the call's
@@ -185,6 +188,8 @@ async def _fetch_all(plans: dict[int, FetchPlan], deadline: float, purse: Purse 
                      label: str) -> dict[int, Page | UpstreamError | Attempt]:
     """Fetch every plan (at most :data:`ENRICH_CONCURRENCY` at a time) by ``deadline``; what has not finished
     then is cancelled and recorded as a ``timeout``."""
+    from perplexed.operations._fetch import run_fetch
+
     loop = asyncio.get_running_loop()
     semaphore = asyncio.Semaphore(ENRICH_CONCURRENCY)
     out: dict[int, Page | UpstreamError | Attempt] = {}

@@ -10,10 +10,9 @@ before the table.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import httpx
 
 from perplexed._errors import (
     REASONS,
@@ -100,16 +99,31 @@ def classify_exception(exc: BaseException) -> Failure:
     ``bad_request``; other httpx errors (refused, reset, DNS, TLS, protocol) are ``connection``; anything else
     is ``unexpected``.
     """
-    if isinstance(exc, TimeoutError | httpx.TimeoutException):
+    timeout, invalid_url, http_error = _httpx_errors()
+    if isinstance(exc, TimeoutError | timeout):
         return Failure(Outcome.TIMEOUT, "timeout", APITimeoutError)
     if isinstance(exc, ProviderError):
         return Failure(Outcome.ERROR, exc.reason, ProviderError)
-    if isinstance(exc, ConfigError | httpx.InvalidURL):
+    if isinstance(exc, ConfigError | invalid_url):
         return Failure(Outcome.ERROR, "config", ConfigError)
     if isinstance(exc, InvalidRequest) and exc.reason in REASONS:  # a classified refusal (private_address)
         return Failure(Outcome.ERROR, exc.reason, InvalidRequest)
     if isinstance(exc, PerplexedError):
         return Failure(Outcome.ERROR, "bad_request", type(exc))
-    if isinstance(exc, httpx.HTTPError):
+    if isinstance(exc, http_error):
         return Failure(Outcome.ERROR, "connection", APIConnectionError)
     return Failure(Outcome.ERROR, "unexpected", APIError)
+
+
+class _NoHttpxError(Exception):
+    """Never raised: stands for httpx's exception classes while httpx is not imported."""
+
+
+def _httpx_errors() -> tuple[type[Exception], type[Exception], type[Exception]]:
+    """httpx's (timeout, invalid URL, any HTTP error) classes; while httpx is not imported no exception can be
+    one of them, so a class no exception is an instance of (a search of in-process providers never imports httpx)."""
+    if sys.modules.get("httpx") is None:
+        return _NoHttpxError, _NoHttpxError, _NoHttpxError
+    import httpx
+
+    return httpx.TimeoutException, httpx.InvalidURL, httpx.HTTPError

@@ -11,15 +11,17 @@ from __future__ import annotations
 import email.utils
 import json
 import math
+import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from perplexed._errors import ConfigError, redact
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["MAX_ENVELOPE_BYTES", "ErrorEnvelope", "check_key", "clip", "parse_error_envelope", "parse_retry_after", "scrub"]
 
@@ -28,9 +30,12 @@ __all__ = ["MAX_ENVELOPE_BYTES", "ErrorEnvelope", "check_key", "clip", "parse_er
 
 
 def _header(headers: Mapping[str, str] | httpx.Headers, name: str) -> str | None:
-    if isinstance(headers, httpx.Headers):
-        found: str | None = headers.get(name)
-        return found
+    if sys.modules.get("httpx") is not None:  # httpx.Headers exist only once httpx is imported
+        import httpx
+
+        if isinstance(headers, httpx.Headers):
+            found: str | None = headers.get(name)
+            return found
     value = headers.get(name)
     if value is None:
         for key, item in headers.items():

@@ -13,9 +13,8 @@ import math
 from collections.abc import Awaitable, Callable, Generator, Mapping
 from datetime import UTC, date, datetime
 from email.utils import parsedate_to_datetime
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-import httpx
 from pydantic import SecretStr
 
 from perplexed._errors import (
@@ -26,9 +25,9 @@ from perplexed._errors import (
     register_secret,
     register_url_secret,
 )
-from perplexed._logs import get_logger
+from perplexed._logs import get_logger, redact_loggers
 from perplexed._models import Hit, ProviderAnswer
-from perplexed.net._http import DEFAULT_MAX_BODY_BYTES
+from perplexed.net._decode import DEFAULT_MAX_BODY_BYTES
 from perplexed.policy._bounds import check_usd
 from perplexed.policy._failures import StatusRule, match_rule
 from perplexed.policy._options import SearchOptions
@@ -49,8 +48,26 @@ __all__ = [
 ]
 
 logger = get_logger("perplexed.providers")
+# the redacting filters on httpx's and httpcore's loggers, as when this module imported perplexed.net._http (which
+# sets them too, and now loads with the first HTTP request): in place before any provider exists
+redact_loggers()
 
-Flow = Generator[httpx.Request, httpx.Response, ProviderAnswer]
+if TYPE_CHECKING:
+    import httpx
+
+    Flow = Generator[httpx.Request, httpx.Response, ProviderAnswer]
+else:
+
+    def __getattr__(name: str) -> Any:
+        """``Flow`` (a sans-io flow: yields requests, is sent responses) is built on first use: httpx is imported
+        then, not by a search of in-process providers (the annotations here are strings)."""
+        if name == "Flow":
+            import httpx
+
+            value = globals()["Flow"] = Generator[httpx.Request, httpx.Response, ProviderAnswer]
+            return value
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 Operation = Literal["search", "fetch"]
 #: the operations a provider may declare (``Provider.operations``)

@@ -10,11 +10,12 @@ import json
 import math
 import re
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from perplexed.policy._options import SearchOptions
+
+if TYPE_CHECKING:  # annotations only: the local provider uses these helpers and never imports httpx
+    import httpx
 
 __all__ = [
     "RECENCY_DAYS",

@@ -17,9 +17,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Generator, Mapping
 from datetime import date
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
 from perplexed._errors import ProviderError, Reason
@@ -51,7 +50,7 @@ class FetchOptions(BaseModel):
     one provider (its ``extra_options``), passed through.
     """
 
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True, defer_build=True)  # built on first fetch
 
     format: Format = "markdown"
     max_chars: int = Field(20_000, ge=1)
@@ -69,6 +68,8 @@ class FetchAnswer(BaseModel):
     ``cost`` is None when the provider does not report a charge (the engine then uses its price).
     """
 
+    model_config = ConfigDict(defer_build=True)  # built on first use: a search never makes one
+
     text: str = ""
     format: Format = "markdown"
     final_url: str | None = None
@@ -84,7 +85,20 @@ class FetchAnswer(BaseModel):
     structured: dict[str, Any] = Field(default_factory=dict)
 
 
-FetchFlow = Generator[httpx.Request, httpx.Response, FetchAnswer]
+if TYPE_CHECKING:
+    import httpx
+
+    FetchFlow = Generator[httpx.Request, httpx.Response, FetchAnswer]
+else:
+
+    def __getattr__(name: str) -> Any:
+        """``FetchFlow`` is built on first use: httpx is imported then (see ``perplexed.providers._base.Flow``)."""
+        if name == "FetchFlow":
+            import httpx
+
+            value = globals()["FetchFlow"] = Generator[httpx.Request, httpx.Response, FetchAnswer]
+            return value
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def status_reason(status: int) -> Reason | None:

@@ -21,32 +21,35 @@ import math
 import os
 import sqlite3
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from perplexed._errors import ConfigError, ProviderError
 from perplexed._models import Hit, ProviderAnswer
 from perplexed.index import (
     FileProblem,
-    IndexCheck,
-    IndexListing,
     IndexLocation,
     IndexReport,
     Interrupt,
     Row,
-    build_index,
-    check_index,
     default_index_path,
-    index_stats,
-    list_index,
     locate_index,
     query_index,
-    rebuild_index,
-    remove_from_index,
-    reset_index,
 )
 from perplexed.policy._options import SearchOptions
 from perplexed.providers._base import CallableProvider
 from perplexed.providers._common import date_window
+
+if TYPE_CHECKING:  # imported on first use (__getattr__): a search reads the index, it does not build or manage it
+    from perplexed.index import (
+        IndexCheck,
+        IndexListing,
+        build_index,
+        check_index,
+        list_index,
+        rebuild_index,
+        remove_from_index,
+        reset_index,
+    )
 
 __all__ = [
     "FileProblem",
@@ -121,6 +124,8 @@ class Local(CallableProvider):
     def configured(self) -> bool:
         """Whether the index exists and holds at least one document."""
         try:
+            from perplexed.index import index_stats
+
             return index_stats(self.index_path).documents > 0
         except ConfigError:
             return False
@@ -178,3 +183,16 @@ class Local(CallableProvider):
             provider=self.label,
             raw=raw,
         )
+
+
+_LAZY = frozenset(("IndexCheck", "IndexListing", "build_index", "check_index", "list_index", "rebuild_index",
+                   "remove_from_index", "reset_index"))
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import perplexed.index
+
+        value = globals()[name] = getattr(perplexed.index, name)
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
