@@ -83,3 +83,8 @@ def redact_loggers() -> None:
     existing = [n for n in list(logging.root.manager.loggerDict) if n.partition(".")[0] in REDACTED_LOGGERS]
     for name in (*HTTP_LOGGERS, "perplexed", *existing):
         _filtered(logging.getLogger(name))
+
+
+# on import: whoever can log through perplexed (every module that logs imports this one) finds httpx's and
+# httpcore's loggers filtered already, whichever of perplexed's modules was loaded first
+redact_loggers()
