@@ -47,6 +47,7 @@ Format = Literal["markdown", "text"]
 _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 _SURE = 1.0  # how far a type's score must beat "article"'s for its strategy to be used
 _THIN = 600  # characters of product text below which the structured data fills in
+_RECALL_BELOW = 250  # characters of text below which trafilatura's recall pass is tried
 _LIMIT = 4_000_000  # bytes of HTML the typed strategies read (bigger pages get the article strategy)
 
 
@@ -61,12 +62,23 @@ class TypedText:
 
 
 def _trafilatura(document: Any, url: str | None, fmt: Format, comments: bool = False) -> str:
+    """trafilatura's text of ``document``; its recall pass when the precise pass kept (almost) nothing of a page
+    (a raw page only: a tree may have been changed by the first pass)."""
+    text = _trafilatura_pass(document, url, fmt, comments, recall=False)
+    if len(text) < _RECALL_BELOW and isinstance(document, str):
+        again = _trafilatura_pass(document, url, fmt, comments, recall=True)
+        if len(again) > len(text):
+            return again
+    return text
+
+
+def _trafilatura_pass(document: Any, url: str | None, fmt: Format, comments: bool, recall: bool) -> str:
     import trafilatura
     from trafilatura.core import determine_returnstring
     from trafilatura.settings import Extractor
 
     options = Extractor(output_format="markdown" if fmt == "markdown" else "txt", formatting=fmt == "markdown",
-                        comments=comments, tables=True, url=url)
+                        comments=comments, tables=True, url=url, recall=recall)
     result: Any = trafilatura.bare_extraction(document, url=url, options=options)
     return "" if result is None else str(determine_returnstring(result, options) or "").strip()
 
