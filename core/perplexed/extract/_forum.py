@@ -38,7 +38,7 @@ _CONTROL_LINES = frozenset({
     "click to expand...", "click to expand", "reply with quote", "quote", "reply", "share", "improve this answer",
     "improve this question", "add a comment", "report", "report post", "like", "permalink", "flag", "follow",
     "multiquote", "quote reply", "share this post", "link to post", "link to comment", "share on other sites",
-    "reply to this topic", "top", "|", "\u2013", "-",
+    "reply to this topic", "top", "|", "\u2013", "-", "upvote", "downvote", "report inappropriate content",
 })
 
 
@@ -103,9 +103,17 @@ def _texts(members: list[Any]) -> list[str]:
         body = _post_text(member)
         if len(body) < 20:
             continue
-        line = re.sub(r"\s+", " ", author.text_content()).strip() if author is not None else ""
+        line = _author_line(author, len(member.text_content())) if author is not None else ""
         texts.append(f"{line}\n{body}" if line and not body.startswith(line) else body)
     return texts
+
+
+def _author_line(author: Any, size: int) -> str:
+    """The author element's text on one line, its chrome (avatar letters, member title, statistics) skipped."""
+    parts: list[str] = [author.text or ""]
+    for child in author:
+        _walk(child, parts, size)
+    return " ".join(" ".join(parts).split())
 
 
 def _covers(finer: list[Any], coarser: list[Any]) -> bool:
