@@ -3,9 +3,9 @@
 trafilatura stays the base (and is all an article gets). A type's own strategy is used only when the type clearly
 beats ``article`` (score margin ``_SURE``); otherwise the page is extracted as an article:
 
-- **forum**: every post of the thread in page order, with its author line: the largest group of same-class
-  containers whose class says post/message/comment/answer/reply (comment-classed containers are content here),
-  controls (buttons, forms, navigation) dropped; trafilatura's text when the posts found are much shorter;
+- **forum**: every post of the thread in page order, with its author line, without the posts' chrome (avatars,
+  member statistics, signatures, action bars) and controls (:mod:`perplexed.extract._forum`); trafilatura's text
+  (without its control-label lines) when the posts found are much shorter;
 - **product**: trafilatura's text (tabbed panels included), and when it is thin the name, description, price and
   availability from the structured data (JSON-LD, microdata, OpenGraph) where the text lacks them;
 - **service**: trafilatura on the page with item titles that are links made text (feature lists, pricing tables
@@ -17,6 +17,9 @@ beats ``article`` (score margin ``_SURE``); otherwise the page is extracted as a
 - **documentation**: trafilatura's text (headings, prose, code blocks and tables kept; navigation and sidebars
   dropped by its boilerplate rules). Dropping sidebar/facet/version-picker containers by class before it was
   measured on WCXB dev and made the score worse: not kept.
+
+Every type: a cookie-consent banner (:mod:`perplexed.extract._consent`) is dropped from the tree the typed
+strategies read, and its lines from trafilatura's text.
 
 Then the **main region** fallback: a collection, listing, documentation or service page (or a page the classifier is
 unsure is an article, ``_REGION_UNSURE``) whose text is under ``_REGION_SHARE`` of its main region's text gets the
@@ -34,6 +37,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from perplexed.extract._consent import drop_consent, without_lines
+from perplexed.extract._forum import thread_posts, without_controls
 from perplexed.extract._listing import listing_like, once, prune, region_share
 from perplexed.extract._pagetype import _PRICE, PageType, classify
 from perplexed.extract._structured import structured_data
@@ -45,6 +50,7 @@ Format = Literal["markdown", "text"]
 _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 _SURE = 1.0  # how far a type's score must beat "article"'s for its strategy to be used
 _THIN = 600  # characters of product text below which the structured data fills in
+_RECALL_BELOW = 250  # characters of text below which trafilatura's recall pass is tried
 _LIMIT = 4_000_000  # bytes of HTML the typed strategies read (bigger pages get the article strategy)
 
 
@@ -59,12 +65,23 @@ class TypedText:
 
 
 def _trafilatura(document: Any, url: str | None, fmt: Format, comments: bool = False) -> str:
+    """trafilatura's text of ``document``; its recall pass when the precise pass kept (almost) nothing of a page
+    (a raw page only: a tree may have been changed by the first pass)."""
+    text = _trafilatura_pass(document, url, fmt, comments, recall=False)
+    if len(text) < _RECALL_BELOW and isinstance(document, str):
+        again = _trafilatura_pass(document, url, fmt, comments, recall=True)
+        if len(again) > len(text):
+            return again
+    return text
+
+
+def _trafilatura_pass(document: Any, url: str | None, fmt: Format, comments: bool, recall: bool) -> str:
     import trafilatura
     from trafilatura.core import determine_returnstring
     from trafilatura.settings import Extractor
 
     options = Extractor(output_format="markdown" if fmt == "markdown" else "txt", formatting=fmt == "markdown",
-                        comments=comments, tables=True, url=url)
+                        comments=comments, tables=True, url=url, recall=recall)
     result: Any = trafilatura.bare_extraction(document, url=url, options=options)
     return "" if result is None else str(determine_returnstring(result, options) or "").strip()
 
@@ -85,15 +102,9 @@ def _unwrap_heading_links(tree: Any) -> None:
             anchor.drop_tag()
 
 
-_POST_WORDS = {"post", "message", "comment", "answer", "reply", "topic-post", "postbody", "post-body", "cooked",
-               "message-body", "messagecontent", "comment-body", "s-prose", "post-content", "post_message"}
-_AUTHOR = re.compile(r"(^|[\s_-])(author|username|user-?name|poster|user|byline|profile-name|postauthor|"
-                     r"message-name|creator)([\s_-]|$)", re.I)
 _CONTROLS = ("button", "form", "nav", "footer", "select", "svg", "noscript")
 _BLOCKS = {"p", "div", "li", "pre", "blockquote", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "br", "section",
            "article", "ul", "ol", "table", "header", "dd", "dt"}
-_POST_MIN = 2
-_CLASS_WORD = re.compile(r"[\w-]+")
 
 
 def _block_text(node: Any, out: list[str]) -> None:
@@ -117,36 +128,6 @@ def _lines(node: Any) -> str:
     _block_text(node, parts)
     lines = (re.sub(r"[ \t\r\f\v]+", " ", line).strip() for line in "".join(parts).split("\n"))
     return "\n".join(line for line in lines if line)
-
-
-def _posts(tree: Any) -> list[str]:
-    """A thread's posts in page order, each with its author line: the largest group of same-class containers
-    whose class says post/message/comment/answer/reply (nested members dropped)."""
-    groups: dict[tuple[str, str], list[Any]] = {}
-    for node in tree.iter("div", "article", "li", "section", "td", "tr"):
-        klass = node.get("class", "")
-        if klass and _POST_WORDS & set(_CLASS_WORD.findall(klass.lower())):
-            groups.setdefault((node.tag, " ".join(sorted(klass.split()))), []).append(node)
-    best: list[str] = []
-    best_size = 0
-    for members in groups.values():
-        if len(members) < _POST_MIN:
-            continue
-        inside = set(members)
-        outer = [m for m in members if not any(a in inside for a in m.iterancestors())]
-        texts = []
-        for member in outer:
-            author = next((a for a in member.iter() if isinstance(a.tag, str) and a is not member
-                           and _AUTHOR.search(a.get("class", "")) and 0 < len(a.text_content().strip()) < 80), None)
-            body = _lines(member)
-            if len(body) < 20:
-                continue
-            line = re.sub(r"\s+", " ", author.text_content()).strip() if author is not None else ""
-            texts.append(f"{line}\n{body}" if line and not body.startswith(line) else body)
-        size = sum(len(t) for t in texts)
-        if len(texts) >= _POST_MIN and size > best_size:
-            best, best_size = texts, size
-    return best
 
 
 _CARD_MIN = 4
@@ -330,21 +311,23 @@ def extract_typed(raw_html: str, url: str | None, fmt: Format) -> TypedText:
     for node in tree.xpath("//script|//style|//template"):
         if node.getparent() is not None:
             node.drop_tree()
+    banner = drop_consent(tree)  # a cookie-consent banner is never the page's text
     try:
-        return _by_type(tree, raw_html, url, fmt, structured)
+        return _by_type(tree, raw_html, url, fmt, structured, banner)
     except RecursionError:  # a pathologically deep tree: the article strategy, as before
         return TypedText(_trafilatura(raw_html, url, fmt), "article", 0.0, structured)
 
 
-def _by_type(tree: Any, raw_html: str, url: str | None, fmt: Format, structured: dict[str, Any]) -> TypedText:
+def _by_type(tree: Any, raw_html: str, url: str | None, fmt: Format, structured: dict[str, Any],
+             banner: set[str] | None = None) -> TypedText:
     kind = classify(tree, structured, url, tree.text_content())
     page_type = kind.type
     # a type's strategy only when the type clearly beats "article" (the default strategy is the safe one)
     strategy = page_type if kind.scores[page_type] - kind.scores["article"] >= _SURE else "article"
     if strategy == "forum":
-        posts = _posts(tree)
+        posts = thread_posts(tree)
         base = _trafilatura(raw_html, url, fmt)
-        text = "\n\n".join(posts) if posts and sum(len(p) for p in posts) >= 0.6 * len(base) else base
+        text = "\n\n".join(posts) if posts and sum(len(p) for p in posts) >= 0.6 * len(base) else without_controls(base)
     elif strategy == "service":
         _unwrap_heading_links(tree)
         text = _trafilatura(tree, url, fmt)
@@ -356,6 +339,8 @@ def _by_type(tree: Any, raw_html: str, url: str | None, fmt: Format, structured:
             text = _with_structured(text, structured)
     else:  # article, documentation, collection, listing, other: trafilatura on the page as it is
         text = _trafilatura(raw_html, url, fmt)
+    if banner:  # trafilatura read the raw page: the lines of its consent banner go (before the region check)
+        text = without_lines(text, banner)
     near = page_type == "article" and kind.confidence >= _REGION_UNSURE and listing_like(kind.scores)
     if page_type in _REGION_TYPES and (page_type != "article" or kind.confidence < _REGION_UNSURE or near):
         # trafilatura keeps a small share of the main region: it dropped the page's items (a listing's entries,
