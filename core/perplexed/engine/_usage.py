@@ -202,6 +202,21 @@ async def write(store: Any, records: Sequence[UsageRecord]) -> None:
         _kept()
 
 
+def write_in_process(store: Any, records: Sequence[UsageRecord]) -> None:
+    """:func:`write` for the in-process ledgers only (the default ledger, a :class:`MemoryStore`'s), without the
+    coroutine: what the engine's cache-hit path writes. Never raises."""
+    try:
+        if _is_default(store):
+            _default_ledger.add(records, _settings.keep_s)
+        else:
+            store._usage_ledger().add(records, _settings.keep_s)
+    except Exception as exc:  # pragma: no cover - defensive (an in-process list)
+        _failed(len(records), exc)
+        return
+    if _lost[0]:
+        _kept()
+
+
 def write_now(store: Any, records: Sequence[UsageRecord]) -> None:
     """:func:`write` from synchronous code (the Agent API's record): in-process at once, else scheduled."""
     if _is_default(store):

@@ -33,10 +33,11 @@ from typing import Any, TypeVar
 
 import httpx
 
+from perplexed import telemetry
 from perplexed._errors import BodyTooLargeError, ContentDecodingError
 from perplexed._logs import get_logger
 from perplexed._models import Attempt, Hit, ProviderAnswer, Result
-from perplexed.engine import _engine
+from perplexed.engine import _cache_hit, _engine
 from perplexed.engine._engine import AttemptCallback
 from perplexed.engine._hits import _finalize, _norm_url, finalize_hits, fuse
 from perplexed.engine._strategies import check_floor, judge
@@ -187,8 +188,7 @@ async def asearch(
     """
     prepared = _prepared(query, provider, provider_timeout_ms, deadline_ms, fallback_on, max_results, options)
     # the engine at once (what run() does): each coroutine layer is resumed at every await of the request
-    result: Result = await _engine.Engine(SearchOperation(prepared), on_attempt).run()
-    return result
+    return await _run_op(SearchOperation(prepared), on_attempt, None)
 
 
 def search(
@@ -204,14 +204,36 @@ def search(
 ) -> Result:
     """Synchronous :func:`asearch`: same arguments, same rules, same budgets (it runs the same coroutine)."""
     prepared = _prepared(query, provider, provider_timeout_ms, deadline_ms, fallback_on, max_results, options)
-    return _portal.run(run, prepared, on_attempt=on_attempt)
+    op = SearchOperation(prepared)
+    probe: _cache_hit.Probe | None = None
+    if on_attempt is None and not telemetry.listening() and not _portal.on_portal_thread():
+        # a cache hit in the caller's thread: no hop to the portal loop (callbacks and events, when asked
+        # for, run on the portal as for any other search)
+        probe = _cache_hit.lookup(op, None, _portal.current_loop())
+        if probe.result is not None:
+            return probe.result
+    return _portal.run(_run_op, op, on_attempt, probe)
 
 
 async def run(prepared: Search, *, on_attempt: AttemptCallback | None = None, deadline: float | None = None,
               purse: Purse | None = None) -> Result:
     """Run a prepared search down its providers (through the engine). ``deadline`` (absolute, the loop's
     clock) and ``purse`` (the call's ``budget_usd``) when the search is one step of a larger call."""
+    if deadline is None and purse is None:
+        return await _run_op(SearchOperation(prepared), on_attempt, None)
     result: Result = await _engine.Engine(SearchOperation(prepared), on_attempt, deadline=deadline, purse=purse).run()
+    return result
+
+
+async def _run_op(op: SearchOperation, on_attempt: AttemptCallback | None, probe: _cache_hit.Probe | None) -> Result:
+    """A search of its own (its own deadline and budget): a cache hit answered at once (``_cache_hit``), else
+    the engine (with the cache key the look-up computed). ``probe``: the look-up made already, if any."""
+    if probe is None:
+        probe = _cache_hit.lookup(op, on_attempt, asyncio.get_running_loop())
+        if probe.result is not None:
+            return probe.result
+    known = (probe.member, probe.key) if probe.member is not None and probe.key is not None else None
+    result: Result = await _engine.Engine(op, on_attempt, known_key=known).run()
     return result
 
 
