@@ -24,10 +24,11 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from perplexed import _otel, telemetry
-from perplexed._models import Result, _cached_attempt, _result_of
+from perplexed._models import Attempt, Result, _cached_attempt, _result_of
 from perplexed.engine import _engine, _gov_settings, _governance, _usage
 from perplexed.engine._gov_identity import _digest, cache_identity
 from perplexed.policy import _ledger
+from perplexed.store._ledger import UsageRecord
 from perplexed.store.memory import MemoryStore
 
 if TYPE_CHECKING:
@@ -51,6 +52,8 @@ class Probe:
 
 
 _NONE = Probe(None)
+_ATTEMPTS: dict[tuple[str, str | None], Attempt] = {}
+_KEYS: dict[tuple[str, ...], str] = {}
 
 
 def lookup(op: Operation[Any], on_attempt: AttemptCallback | None, loop: asyncio.AbstractEventLoop | None) -> Probe:
@@ -72,7 +75,13 @@ def lookup(op: Operation[Any], on_attempt: AttemptCallback | None, loop: asyncio
     parts = op.cache_parts(member)
     if parts is None:
         return _NONE
-    key = _digest(parts[0], cache_identity(member), *parts[1:])
+    identity = cache_identity(member)  # every time: a changed API key is another identity
+    key_of = (identity, *parts)
+    key = _KEYS.get(key_of)
+    if key is None:  # the digest of what names the answer, remembered (a pure function of it)
+        if len(_KEYS) >= 4096:
+            _KEYS.clear()
+        key = _KEYS[key_of] = _digest(parts[0], identity, *parts[1:])
     if loop is not None:
         flights = _governance._flights.get(loop)
         if flights and key in flights:  # an identical search is calling: its followers wait for it
@@ -81,19 +90,28 @@ def lookup(op: Operation[Any], on_attempt: AttemptCallback | None, loop: asyncio
     if answer is None:
         return Probe(None, member, key)
     label = member.label
-    attempt = _cached_attempt(label, int((time.perf_counter() - start) * 1000), answer.detail)
+    duration_ms = int((time.perf_counter() - start) * 1000)
+    if duration_ms:
+        attempt = _cached_attempt(label, duration_ms, answer.detail)
+    else:  # the usual case: one frozen attempt per (label, detail), shared as the cached hits are
+        attempt_key = (label, answer.detail)
+        attempt = _ATTEMPTS.get(attempt_key)  # type: ignore[assignment]
+        if attempt is None:
+            if len(_ATTEMPTS) >= 1024:
+                _ATTEMPTS.clear()
+            attempt = _ATTEMPTS[attempt_key] = _cached_attempt(label, 0, answer.detail)
     # the engine's record(): the usage-ledger line (what the hit saved), the log line, the event, on_attempt
     try:
         price = float(op.price(member))
     except Exception:  # a pricing bug: nothing saved
         price = 0.0
-    record = None
-    try:
-        record = _usage.entry(_usage.operation_of(op.name), chain.tag or _usage.default_tag(), attempt, price,
-                          store.clock())
-    except Exception as exc:  # pragma: no cover - defensive, as the engine's ledger()
+    record: UsageRecord | None = None
+    try:  # _usage.entry()'s line for a cache hit
+        record = UsageRecord(store.clock(), _usage.operation_of(op.name), label, chain.tag or _usage.default_tag() or "",
+                             "ok", "", False, 0.0, "", float(attempt.duration_ms), True, price)
+    except Exception as exc:  # pragma: no cover - defensive (a store's clock), as the engine's ledger()
         _usage._failed(1, exc)
-    saved = record.saved if record is not None else 0.0
+    saved = price if record is not None else 0.0
     _otel.record_metrics(op.name, attempt)
     logger = _engine.logger
     if logger.isEnabledFor(logging.DEBUG):

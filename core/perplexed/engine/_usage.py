@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from perplexed._errors import ConfigError, InvalidRequest
 from perplexed._logs import get_logger
 from perplexed._models import Attempt, Outcome
-from perplexed.engine import _governance
+from perplexed.engine import _gov_settings, _governance
 from perplexed.net import _portal
 from perplexed.policy._policy import SPEND_WINDOWS
 from perplexed.policy._settings import env_get
@@ -114,7 +114,7 @@ def target() -> Any:
 
 
 def _is_default(store: Any) -> bool:
-    return store is None or store is _governance._settings.default_store
+    return store is None or store is _gov_settings._settings.default_store
 
 
 def default_tag() -> str | None:

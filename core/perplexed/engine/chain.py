@@ -46,6 +46,7 @@ from perplexed.net._http import get_client, origin, read_capped, redirect_origin
 from perplexed.policy._keywords import check_names, check_search_options
 from perplexed.policy._options import (
     _DEFAULT_SEARCH_OPTIONS,
+    CHAIN_OPTION_NAMES,
     ChainOptions,
     SearchOptions,
     clean_query,
@@ -74,6 +75,7 @@ _providers_logger = get_logger("perplexed.providers")
 ATTEMPT_EVENT = ("perplexed", "search", "attempt")
 T = TypeVar("T")
 _ = _norm_url  # the de-duplication key, importable from here as before
+_CHAIN_NAMES = frozenset(CHAIN_OPTION_NAMES)
 
 
 class Search:
@@ -152,6 +154,15 @@ def _prepared(
         and max_results is None
     ):
         return _prepare_plain(query, provider)
+    if max_results is None and options and _CHAIN_NAMES.issuperset(options):
+        # chain options only (cache_ttl_s=..., a service's settings): prepare()'s checks, in its order, without
+        # the search options' (the defaults: nothing to check)
+        cleaned = clean_query(query)
+        chain = ChainOptions.build(provider_timeout_ms=provider_timeout_ms, deadline_ms=deadline_ms,
+                                   fallback_on=fallback_on, **options)
+        providers, is_chain = resolve(provider)
+        check_floor(chain.min_hits, _DEFAULT_SEARCH_OPTIONS.max_results)
+        return Search(cleaned, providers, is_chain, chain, _DEFAULT_SEARCH_OPTIONS)
     return prepare(
         query,
         provider,
@@ -187,8 +198,12 @@ async def asearch(
     answered, :class:`~perplexed.InvalidRequest` / :class:`~perplexed.ConfigError` for bad input.
     """
     prepared = _prepared(query, provider, provider_timeout_ms, deadline_ms, fallback_on, max_results, options)
+    op = SearchOperation(prepared)
+    probe = _cache_hit.lookup(op, on_attempt, asyncio.get_running_loop())  # a cache hit, at once
+    if probe.result is not None:
+        return probe.result
     # the engine at once (what run() does): each coroutine layer is resumed at every await of the request
-    return await _run_op(SearchOperation(prepared), on_attempt, None)
+    return await _run_op(op, on_attempt, probe)
 
 
 def search(
