@@ -203,7 +203,8 @@ async def asearch(
     if probe.result is not None:
         return probe.result
     # the engine at once (what run() does): each coroutine layer is resumed at every await of the request
-    return await _run_op(op, on_attempt, probe)
+    result: Result = await _engine.Engine(op, on_attempt, known_key=_known(probe)).run()
+    return result
 
 
 def search(
@@ -234,10 +235,20 @@ async def run(prepared: Search, *, on_attempt: AttemptCallback | None = None, de
               purse: Purse | None = None) -> Result:
     """Run a prepared search down its providers (through the engine). ``deadline`` (absolute, the loop's
     clock) and ``purse`` (the call's ``budget_usd``) when the search is one step of a larger call."""
-    if deadline is None and purse is None:
-        return await _run_op(SearchOperation(prepared), on_attempt, None)
-    result: Result = await _engine.Engine(SearchOperation(prepared), on_attempt, deadline=deadline, purse=purse).run()
+    op = SearchOperation(prepared)
+    if deadline is None and purse is None:  # a search of its own: a cache hit at once
+        probe = _cache_hit.lookup(op, on_attempt, asyncio.get_running_loop())
+        if probe.result is not None:
+            return probe.result
+        result: Result = await _engine.Engine(op, on_attempt, known_key=_known(probe)).run()
+        return result
+    result = await _engine.Engine(op, on_attempt, deadline=deadline, purse=purse).run()
     return result
+
+
+def _known(probe: _cache_hit.Probe) -> tuple[Provider, str] | None:
+    """The cache key a look-up that missed computed, for the engine's admission of that member."""
+    return (probe.member, probe.key) if probe.member is not None and probe.key is not None else None
 
 
 async def _run_op(op: SearchOperation, on_attempt: AttemptCallback | None, probe: _cache_hit.Probe | None) -> Result:
@@ -247,8 +258,7 @@ async def _run_op(op: SearchOperation, on_attempt: AttemptCallback | None, probe
         probe = _cache_hit.lookup(op, on_attempt, asyncio.get_running_loop())
         if probe.result is not None:
             return probe.result
-    known = (probe.member, probe.key) if probe.member is not None and probe.key is not None else None
-    result: Result = await _engine.Engine(op, on_attempt, known_key=known).run()
+    result: Result = await _engine.Engine(op, on_attempt, known_key=_known(probe)).run()
     return result
 
 
