@@ -3,7 +3,8 @@
 The run loop, timing, cancellation, cost accounting, governance and telemetry live in the engine
 (``_engine``), once, for every operation; this module says what a search is (:class:`SearchOperation`) and
 drives a provider's sans-io flow over HTTP (:func:`drive_flow`). The sync API runs the same coroutine on the
-portal loop (see ``_portal``), so sync and async behave identically.
+portal loop (see ``_portal``), so sync and async behave identically. A cache hit of the in-process store is
+answered before the engine is set up (``_cache_hit``; in the caller's thread for the sync API).
 
 Rules (README, "Chain rules"):
 
