@@ -296,3 +296,38 @@ class Page(BaseModel):
 
 Hit.model_rebuild()
 Result.model_rebuild()
+
+_ATTEMPT_DEFAULTS = {name: field.default for name, field in Attempt.model_fields.items() if name != "provider"}
+_CACHED_SET = frozenset(("provider", "outcome", "billable", "cached", "duration_ms", "detail"))
+
+
+def _cached_attempt(provider: str, duration_ms: int, detail: str | None) -> Attempt:
+    """A cache hit's attempt, equal to ``Attempt(provider=..., outcome=OK, billable=False, cached=True,
+    duration_ms=..., detail=...)`` without the validator: the values are of their fields' types already (the
+    engine's cache-hit path; pydantic's validation is a third of what a hit costs)."""
+    attempt = object.__new__(Attempt)
+    values = dict(_ATTEMPT_DEFAULTS)
+    values["provider"] = provider
+    values["outcome"] = Outcome.OK
+    values["cached"] = True
+    values["duration_ms"] = duration_ms
+    values["detail"] = detail
+    object.__setattr__(attempt, "__dict__", values)
+    object.__setattr__(attempt, "__pydantic_fields_set__", set(_CACHED_SET))
+    object.__setattr__(attempt, "__pydantic_extra__", None)
+    object.__setattr__(attempt, "__pydantic_private__", None)
+    return attempt
+
+
+def _result_of(query: str, provider: str, hits: list[Hit], attempts: list[Attempt], saved_usd: float) -> Result:
+    """``Result(query=..., provider=..., hits=hits, attempts=attempts)`` (with ``_saved_usd``) without the
+    validator, for values that are of their fields' types already (the engine's cache-hit path: validating ten
+    cached hits again is most of what building the result costs). ``hits`` and ``attempts`` become the
+    result's own lists: pass fresh ones."""
+    result = object.__new__(Result)
+    object.__setattr__(result, "__dict__", {"query": query, "provider": provider, "hits": hits,
+                                            "attempts": attempts})
+    object.__setattr__(result, "__pydantic_fields_set__", {"query", "provider", "hits", "attempts"})
+    object.__setattr__(result, "__pydantic_extra__", None)
+    object.__setattr__(result, "__pydantic_private__", {"_fetches": [], "_route": [], "_saved_usd": saved_usd})
+    return result

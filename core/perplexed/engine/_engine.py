@@ -145,7 +145,7 @@ class Engine:
     """One run: the members' attempts (with their chain positions), the answers that may become the result."""
 
     def __init__(self, op: Operation[Any], on_attempt: AttemptCallback | None, *, deadline: float | None = None,
-                 purse: Purse | None = None) -> None:
+                 purse: Purse | None = None, known_key: tuple[Provider, str] | None = None) -> None:
         self.op = op
         self.chain = chain = op.chain
         self.on_attempt = on_attempt
@@ -166,7 +166,9 @@ class Engine:
         self.saved = 0.0
         self.tag = chain.tag or _usage.default_tag()
         # governance (cache, cool-downs, rate limits, budgets): None when nothing is configured
-        self.gov = _governance.plan(op, self.purse)
+        self.gov = gov = _governance.plan(op, self.purse)
+        if gov is not None:
+            gov.known = known_key  # a member's cache key computed already (the cache-hit path's miss)
         self.learn: Callable[[Attempt], None] | None = None  # strategy="adaptive": counts each attempt
         self.route: list[_adaptive.Ranked] | None = None
 

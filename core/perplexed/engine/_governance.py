@@ -171,7 +171,7 @@ class Governor:
     when the call was cancelled); governance never calls the provider nor back into the engine.
     """
 
-    __slots__ = ("_cooling", "chain", "op", "purse", "store")
+    __slots__ = ("_cooling", "chain", "known", "op", "purse", "store")
 
     def __init__(self, op: Governed, store: Store, purse: Purse | None = None) -> None:
         self.op = op
@@ -179,6 +179,8 @@ class Governor:
         self.store = store
         self.purse = Purse(op.chain.budget_usd) if purse is None else purse
         self._cooling: list[tuple[float, int, Provider]] = []
+        # (member, its cache key) when the engine's cache-hit path computed it already (``_cache_hit``)
+        self.known: tuple[Provider, str] | None = None
 
     @property
     def spent(self) -> float:
@@ -197,9 +199,13 @@ class Governor:
         identity = provider_identity(provider)
         key: str | None = None
         if chain.cache_ttl_s and not early:
-            parts = self.op.cache_parts(provider)
-            if parts is not None:  # the first part names the operation: two never share a key
-                key = _digest(parts[0], cache_identity(provider), *parts[1:])
+            known = self.known
+            if known is not None and known[0] is provider:
+                key = known[1]
+            else:
+                parts = self.op.cache_parts(provider)
+                if parts is not None:  # the first part names the operation: two never share a key
+                    key = _digest(parts[0], cache_identity(provider), *parts[1:])
         gate = Gate(provider, settings, identity, key, start)
         lookup = key
         if key is not None:  # in-process single flight: always on with the cache

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from perplexed._errors import ConfigError, InvalidRequest
 from perplexed._logs import get_logger
 from perplexed._models import Attempt, Outcome
-from perplexed.engine import _governance
+from perplexed.engine import _gov_settings, _governance
 from perplexed.net import _portal
 from perplexed.policy._policy import SPEND_WINDOWS
 from perplexed.policy._settings import env_get
@@ -114,7 +114,7 @@ def target() -> Any:
 
 
 def _is_default(store: Any) -> bool:
-    return store is None or store is _governance._settings.default_store
+    return store is None or store is _gov_settings._settings.default_store
 
 
 def default_tag() -> str | None:
@@ -196,6 +196,21 @@ async def write(store: Any, records: Sequence[UsageRecord]) -> None:
             return
         await store.usage_add(records, keep)
     except Exception as exc:
+        _failed(len(records), exc)
+        return
+    if _lost[0]:
+        _kept()
+
+
+def write_in_process(store: Any, records: Sequence[UsageRecord]) -> None:
+    """:func:`write` for the in-process ledgers only (the default ledger, a :class:`MemoryStore`'s), without the
+    coroutine: what the engine's cache-hit path writes. Never raises."""
+    try:
+        if _is_default(store):
+            _default_ledger.add(records, _settings.keep_s)
+        else:
+            store._usage_ledger().add(records, _settings.keep_s)
+    except Exception as exc:  # pragma: no cover - defensive (an in-process list)
         _failed(len(records), exc)
         return
     if _lost[0]:

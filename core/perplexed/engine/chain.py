@@ -3,7 +3,8 @@
 The run loop, timing, cancellation, cost accounting, governance and telemetry live in the engine
 (``_engine``), once, for every operation; this module says what a search is (:class:`SearchOperation`) and
 drives a provider's sans-io flow over HTTP (:func:`drive_flow`). The sync API runs the same coroutine on the
-portal loop (see ``_portal``), so sync and async behave identically.
+portal loop (see ``_portal``), so sync and async behave identically. A cache hit of the in-process store is
+answered before the engine is set up (``_cache_hit``; in the caller's thread for the sync API).
 
 Rules (README, "Chain rules"):
 
@@ -31,10 +32,11 @@ import threading
 from collections.abc import Callable, Generator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from perplexed import telemetry
 from perplexed._errors import BodyTooLargeError, ContentDecodingError
 from perplexed._logs import get_logger
 from perplexed._models import Attempt, Hit, ProviderAnswer, Result
-from perplexed.engine import _engine
+from perplexed.engine import _cache_hit, _engine
 from perplexed.engine._engine import AttemptCallback
 from perplexed.engine._hits import _finalize, _norm_url, finalize_hits, fuse
 from perplexed.engine._strategies import check_floor, judge
@@ -42,6 +44,7 @@ from perplexed.net import _portal
 from perplexed.policy._keywords import check_names, check_search_options
 from perplexed.policy._options import (
     _DEFAULT_SEARCH_OPTIONS,
+    CHAIN_OPTION_NAMES,
     ChainOptions,
     SearchOptions,
     clean_query,
@@ -76,6 +79,7 @@ _providers_logger = get_logger("perplexed.providers")
 ATTEMPT_EVENT = ("perplexed", "search", "attempt")
 T = TypeVar("T")
 _ = _norm_url  # the de-duplication key, importable from here as before
+_CHAIN_NAMES = frozenset(CHAIN_OPTION_NAMES)
 
 
 class Search:
@@ -154,6 +158,15 @@ def _prepared(
         and max_results is None
     ):
         return _prepare_plain(query, provider)
+    if max_results is None and options and _CHAIN_NAMES.issuperset(options):
+        # chain options only (cache_ttl_s=..., a service's settings): prepare()'s checks, in its order, without
+        # the search options' (the defaults: nothing to check)
+        cleaned = clean_query(query)
+        chain = ChainOptions.build(provider_timeout_ms=provider_timeout_ms, deadline_ms=deadline_ms,
+                                   fallback_on=fallback_on, **options)
+        providers, is_chain = resolve(provider)
+        check_floor(chain.min_hits, _DEFAULT_SEARCH_OPTIONS.max_results)
+        return Search(cleaned, providers, is_chain, chain, _DEFAULT_SEARCH_OPTIONS)
     return prepare(
         query,
         provider,
@@ -189,8 +202,12 @@ async def asearch(
     answered, :class:`~perplexed.InvalidRequest` / :class:`~perplexed.ConfigError` for bad input.
     """
     prepared = _prepared(query, provider, provider_timeout_ms, deadline_ms, fallback_on, max_results, options)
+    op = SearchOperation(prepared)
+    probe = _cache_hit.lookup(op, on_attempt, asyncio.get_running_loop())  # a cache hit, at once
+    if probe.result is not None:
+        return probe.result
     # the engine at once (what run() does): each coroutine layer is resumed at every await of the request
-    result: Result = await _engine.Engine(SearchOperation(prepared), on_attempt).run()
+    result: Result = await _engine.Engine(op, on_attempt, known_key=_known(probe)).run()
     return result
 
 
@@ -207,14 +224,45 @@ def search(
 ) -> Result:
     """Synchronous :func:`asearch`: same arguments, same rules, same budgets (it runs the same coroutine)."""
     prepared = _prepared(query, provider, provider_timeout_ms, deadline_ms, fallback_on, max_results, options)
-    return _portal.run(run, prepared, on_attempt=on_attempt)
+    op = SearchOperation(prepared)
+    probe: _cache_hit.Probe | None = None
+    if on_attempt is None and not telemetry.listening() and not _portal.on_portal_thread():
+        # a cache hit in the caller's thread: no hop to the portal loop (callbacks and events, when asked
+        # for, run on the portal as for any other search)
+        probe = _cache_hit.lookup(op, None, _portal.current_loop())
+        if probe.result is not None:
+            return probe.result
+    return _portal.run(_run_op, op, on_attempt, probe)
 
 
 async def run(prepared: Search, *, on_attempt: AttemptCallback | None = None, deadline: float | None = None,
               purse: Purse | None = None) -> Result:
     """Run a prepared search down its providers (through the engine). ``deadline`` (absolute, the loop's
     clock) and ``purse`` (the call's ``budget_usd``) when the search is one step of a larger call."""
-    result: Result = await _engine.Engine(SearchOperation(prepared), on_attempt, deadline=deadline, purse=purse).run()
+    op = SearchOperation(prepared)
+    if deadline is None and purse is None:  # a search of its own: a cache hit at once
+        probe = _cache_hit.lookup(op, on_attempt, asyncio.get_running_loop())
+        if probe.result is not None:
+            return probe.result
+        result: Result = await _engine.Engine(op, on_attempt, known_key=_known(probe)).run()
+        return result
+    result = await _engine.Engine(op, on_attempt, deadline=deadline, purse=purse).run()
+    return result
+
+
+def _known(probe: _cache_hit.Probe) -> tuple[Provider, str] | None:
+    """The cache key a look-up that missed computed, for the engine's admission of that member."""
+    return (probe.member, probe.key) if probe.member is not None and probe.key is not None else None
+
+
+async def _run_op(op: SearchOperation, on_attempt: AttemptCallback | None, probe: _cache_hit.Probe | None) -> Result:
+    """A search of its own (its own deadline and budget): a cache hit answered at once (``_cache_hit``), else
+    the engine (with the cache key the look-up computed). ``probe``: the look-up made already, if any."""
+    if probe is None:
+        probe = _cache_hit.lookup(op, on_attempt, asyncio.get_running_loop())
+        if probe.result is not None:
+            return probe.result
+    result: Result = await _engine.Engine(op, on_attempt, known_key=_known(probe)).run()
     return result
 
 

@@ -53,6 +53,11 @@ def current_loop() -> asyncio.AbstractEventLoop | None:
     return _loop
 
 
+def on_portal_thread() -> bool:
+    """Whether the caller is the portal's own thread (where the sync API must not be called)."""
+    return _thread is not None and threading.current_thread() is _thread
+
+
 def on_close(cleanup: Callable[[], Awaitable[None]]) -> None:
     """Register a coroutine function run on the portal loop at interpreter exit (closing pooled clients)."""
     _cleanups.append(cleanup)

@@ -210,7 +210,11 @@ class ChainOptions(BaseModel):
             return _DEFAULT_CHAIN_OPTIONS
         # the same options call after call (a service's settings): validate once (frozen, so shareable)
         try:
-            memo_key: tuple[Any, ...] | None = tuple(sorted((k, type(v), v) for k, v in values.items()))
+            if len(values) == 1:  # the common case (cache_ttl_s=...): what sorted() of one item gives
+                ((name, value),) = values.items()
+                memo_key: tuple[Any, ...] | None = ((name, type(value), value),)
+            else:
+                memo_key = tuple(sorted((k, type(v), v) for k, v in values.items()))
             known = _CHAIN_MEMO.get(memo_key)  # type: ignore[arg-type]
         except TypeError:  # an unhashable value (a list): validate every time
             memo_key, known = None, None

@@ -195,24 +195,36 @@ class MemoryStore(Store):
     async def admit(self, request: Admission) -> Decision:
         return self.admit_now(request)
 
+    def cached_now(self, key: str) -> CachedAnswer | None:
+        """The live cached answer of ``key`` (its LRU place refreshed), else None: the first step of
+        :meth:`admit_now`, alone (a cache hit consults nothing else: the engine's cache-hit path)."""
+        with self._lock:
+            return self._cached(key, self.clock())
+
+    def _cached(self, key: str, now: float) -> CachedAnswer | None:
+        entry = self._cache.get(key)
+        if entry is None:
+            return None
+        if entry[0] > now:  # the same frozen hits for every reader (copies only for odd values)
+            self._cache.move_to_end(key)  # least recently used goes first, not least recently filled
+            hits = entry[1]
+            if type(hits) is not FrozenHits:  # the entry's first read builds the hit objects
+                hits = shared_hits(hits)
+                self._cache[key] = (entry[0], hits, entry[2], entry[3])
+            return CachedAnswer(copy_hits(hits) if hits.copy_out else hits, entry[2])
+        del self._cache[key]
+        self._cache_bytes -= entry[3]
+        return None
+
     def admit_now(self, request: Admission) -> Decision:
         """:meth:`admit` without the coroutine (the memory store never blocks)."""
         with self._lock:
             now = self.clock()
             key = request.cache_key
             if key is not None:
-                entry = self._cache.get(key)
-                if entry is not None:
-                    if entry[0] > now:  # the same frozen hits for every reader (copies only for odd values)
-                        self._cache.move_to_end(key)  # least recently used goes first, not least recently filled
-                        hits = entry[1]
-                        if type(hits) is not FrozenHits:  # the entry's first read builds the hit objects
-                            hits = shared_hits(hits)
-                            self._cache[key] = (entry[0], hits, entry[2], entry[3])
-                        return Decision("cached", answer=CachedAnswer(copy_hits(hits) if hits.copy_out else hits,
-                                                                      entry[2]))
-                    del self._cache[key]
-                    self._cache_bytes -= entry[3]
+                answer = self._cached(key, now)
+                if answer is not None:
+                    return Decision("cached", answer=answer)
             if request.over_call_budget:
                 return Decision("over_budget")
             provider = request.provider

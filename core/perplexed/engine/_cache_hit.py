@@ -1,0 +1,138 @@
+"""A cache hit's own path (issue 35): the in-process cache answered before the engine is set up.
+
+A cache hit consults nothing but the cache (the store answers ``cached`` before cool-downs, rate limits, budgets
+and spend limits: see :class:`~perplexed.store.Admission`) and spends nothing, so when the first member of a
+sequential chain has a live entry in a :class:`~perplexed.store.MemoryStore`, the search's answer is known
+before any of the engine's set-up (the governor, the admission, the per-call timer and budget). :func:`lookup`
+gives it the way the engine would have: the same ``cached`` attempt, the same result (the cached hits, a list of
+the result's own), the same usage-ledger line (what the hit saved), log line, attempt event and
+``on_attempt`` call, in that order. Everything else goes to the engine, with the cache key computed here
+(:class:`Probe`), so a miss pays for it once.
+
+Not taken (the engine runs as before) when the answer could differ or the engine's extras are on: a strategy
+other than ``sequential``, a quality floor (``min_hits``, ``accept``), a cap across searches (``evaluate``'s
+``budget_usd``), a run that is one step of a larger call (its own deadline or purse), tracing (spans), a store
+other than the memory store (a round trip of its own), and an identical search in flight (single flight: its
+followers get the leader's answer, as copies).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from perplexed import _otel, telemetry
+from perplexed._models import Attempt, Result, _cached_attempt, _result_of
+from perplexed.engine import _engine, _gov_settings, _governance, _usage
+from perplexed.engine._gov_identity import _digest, cache_identity
+from perplexed.policy import _ledger
+from perplexed.store._ledger import UsageRecord
+from perplexed.store.memory import MemoryStore
+
+if TYPE_CHECKING:
+    from perplexed.engine._engine import AttemptCallback, Operation
+    from perplexed.providers import Provider
+
+__all__ = ["Probe", "lookup"]
+
+
+class Probe:
+    """What :func:`lookup` found: the result of a cache hit, else (``result`` None) the cache key it computed
+    for ``member`` (None: no key), which the engine's admission of that member uses instead of computing it
+    again."""
+
+    __slots__ = ("key", "member", "result")
+
+    def __init__(self, result: Result | None, member: Provider | None = None, key: str | None = None) -> None:
+        self.result = result
+        self.member = member
+        self.key = key
+
+
+_NONE = Probe(None)
+_ATTEMPTS: dict[tuple[str, str | None], Attempt] = {}
+_KEYS: dict[tuple[str, ...], str] = {}
+
+
+def lookup(op: Operation[Any], on_attempt: AttemptCallback | None, loop: asyncio.AbstractEventLoop | None) -> Probe:
+    """The search's result when its first member's answer is in the in-process cache (see the module docstring
+    for when this path is not taken). ``loop``: the loop whose single flights count (the running loop, or the
+    portal's for a synchronous search). Raises what the engine would before any call (an unopenable
+    ``PERPLEXED_STORE``)."""
+    chain = op.chain
+    if (not chain.cache_ttl_s or chain.strategy != "sequential" or chain.min_hits is not None
+            or chain.accept is not None or not op.members):
+        return _NONE
+    if _ledger.current() is not None or telemetry._get_tracer() is not None:
+        return _NONE
+    start = time.perf_counter()
+    store = _gov_settings._settings.store or _governance.current_store()
+    if type(store) is not MemoryStore:
+        return _NONE
+    member = op.members[0]
+    parts = op.cache_parts(member)
+    if parts is None:
+        return _NONE
+    identity = cache_identity(member)  # every time: a changed API key is another identity
+    key_of = (identity, *parts)
+    key = _KEYS.get(key_of)
+    if key is None:  # the digest of what names the answer, remembered (a pure function of it)
+        if len(_KEYS) >= 4096:
+            _KEYS.clear()
+        key = _KEYS[key_of] = _digest(parts[0], identity, *parts[1:])
+    if loop is not None:
+        flights = _governance._flights.get(loop)
+        if flights and key in flights:  # an identical search is calling: its followers wait for it
+            return Probe(None, member, key)
+    answer = store.cached_now(key)
+    if answer is None:
+        return Probe(None, member, key)
+    label = member.label
+    duration_ms = int((time.perf_counter() - start) * 1000)
+    if duration_ms:
+        attempt = _cached_attempt(label, duration_ms, answer.detail)
+    else:  # the usual case: one frozen attempt per (label, detail), shared as the cached hits are
+        attempt_key = (label, answer.detail)
+        attempt = _ATTEMPTS.get(attempt_key)  # type: ignore[assignment]
+        if attempt is None:
+            if len(_ATTEMPTS) >= 1024:
+                _ATTEMPTS.clear()
+            attempt = _ATTEMPTS[attempt_key] = _cached_attempt(label, 0, answer.detail)
+    # the engine's record(): the usage-ledger line (what the hit saved), the log line, the event, on_attempt
+    try:
+        price = float(op.price(member))
+    except Exception:  # a pricing bug: nothing saved
+        price = 0.0
+    record: UsageRecord | None = None
+    try:  # _usage.entry()'s line for a cache hit
+        record = UsageRecord(store.clock(), _usage.operation_of(op.name), label, chain.tag or _usage.default_tag() or "",
+                             "ok", "", False, 0.0, "", float(attempt.duration_ms), True, price)
+    except Exception as exc:  # pragma: no cover - defensive (a store's clock), as the engine's ledger()
+        _usage._failed(1, exc)
+    saved = price if record is not None else 0.0
+    _otel.record_metrics(op.name, attempt)
+    logger = _engine.logger
+    if logger.isEnabledFor(logging.DEBUG):
+        logger.debug(
+            "attempt provider=%s outcome=%s duration_ms=%d cost=%.6f error=%s",
+            attempt.provider, attempt.outcome.value, attempt.duration_ms, attempt.cost, attempt.error,
+        )
+    if telemetry.listening():
+        telemetry.emit(
+            ("perplexed", op.name, "attempt"),
+            {"duration_ms": attempt.duration_ms, "cost": attempt.cost},
+            {"provider": label, "outcome": attempt.outcome.value, "billable": attempt.billable, "error": None,
+             "detail": attempt.detail, op.subject_key: op.subject, "cached": True, "reason": None},
+        )
+    if on_attempt is not None:
+        try:
+            on_attempt(attempt)
+        except Exception:
+            logger.exception("on_attempt callback raised; ignored")
+    result = _result_of(op.subject, label, op.from_cache(answer.hits), [attempt], saved)
+    if record is not None:
+        _usage.write_in_process(store, [record])
+    return Probe(result)
+
