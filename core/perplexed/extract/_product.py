@@ -8,6 +8,9 @@ filtered, not re-extracted: removing blocks before the extractor runs changes wh
 page's main one (measured on WCXB dev: it dropped descriptions as often as it dropped reviews). A line also found
 outside those blocks stays, and a block holding the page's ``<h1>`` or most of its text is never boilerplate (a
 ``class`` word on a wrapper of the whole page says nothing).
+
+:func:`without_repeats` drops a line that repeats an earlier one word for word: a product page shows its name,
+price and options again in a sticky bar, a mobile layout and a gallery caption, and the extractor keeps each copy.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["without_boilerplate"]
+__all__ = ["without_boilerplate", "without_repeats"]
 
 #: class/id words of the blocks around a product that are not the product
 _WORDS = (
@@ -96,3 +99,16 @@ def without_boilerplate(text: str, tree: Any) -> str:
         kept.append(line)
     out = "\n".join(kept).strip()
     return text if len(out) < _GONE * len(text) else out
+
+
+def without_repeats(text: str) -> str:
+    """``text`` without the lines whose words repeat an earlier line's (the first copy stays)."""
+    seen: set[str] = set()
+    kept = []
+    for line in text.split("\n"):
+        key = _key(line)
+        if key and key in seen:
+            continue
+        seen.add(key)
+        kept.append(line)
+    return "\n".join(kept)
