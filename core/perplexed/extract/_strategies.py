@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from perplexed.extract._pagetype import _PRICE, PageType, classify
-from perplexed.extract._product import without_boilerplate
+from perplexed.extract._product import without_boilerplate, without_repeats
 from perplexed.extract._structured import structured_data
 
 __all__ = ["TypedText", "extract_typed"]
@@ -349,7 +349,7 @@ def _by_type(tree: Any, raw_html: str, url: str | None, fmt: Format, structured:
     elif strategy in ("collection", "listing"):
         text = _with_cards(_trafilatura(raw_html, url, fmt), tree)
     elif strategy == "product":
-        text = without_boilerplate(_trafilatura(raw_html, url, fmt), tree)
+        text = without_repeats(without_boilerplate(_trafilatura(raw_html, url, fmt), tree))
         if len(text) < _THIN:
             text = _with_structured(text, structured)
     else:  # article, documentation, collection, listing, other: trafilatura on the page as it is
