@@ -89,7 +89,7 @@ def without_boilerplate(text: str, tree: Any) -> str:
     blocks = _boilerplate(root, total) if total else []
     if not blocks:
         return text
-    inside = " " + " | ".join(_key(block.text_content()) for block in blocks) + " "
+    inside = " " + " | ".join(_key(" ".join(block.itertext())) for block in blocks) + " "
     outside = f" {_key(' '.join(_outside(root, set(blocks))))} "
     kept = []
     for line in text.split("\n"):
