@@ -38,6 +38,7 @@ def test_a_page_whose_items_trafilatura_drops_gets_its_main_region(page_id: str,
     assert extracted.page_type in ("collection", "listing", "service")
     assert _f1(extracted.text, entry["main_content"]) >= floor
     monkeypatch.setattr(_strategies, "_REGION_SHARE", 0.0)  # trafilatura's text alone: far below
+    monkeypatch.setattr(_strategies, "_SERVICE_REGION_SHARE", 0.0)  # (a service page's own share)
     assert _f1(extract_html(raw, entry.get("url"), "text").text, entry["main_content"]) < floor - 0.2
 
 

@@ -48,6 +48,9 @@ _URL: list[tuple[re.Pattern[str], PageType, float]] = [
     (re.compile(r"/(services?|pricing|plans|solutions|features|consulting|hire|book|contact)(/|$)"), "service", 1.5),
     (re.compile(r"/\d{4}/\d{2}/|/(blog|news|article|articles|posts?|story|stories)/[^/]+"), "article", 1.0),
 ]
+#: a site's home page is most often its offer (WCXB dev: 41 of its 75 home pages are service pages); a strong other
+#: signal (a Product in JSON-LD, a post stream) still wins. Only for a page with a URL (no URL is no home page).
+_HOME = (re.compile(r"^/(index\.(html?|php))?$"), 2.0)
 _WORD = re.compile(r"[a-z]+")
 _PRICE = re.compile(r"(?:[$€£¥₹]\s?\d[\d,.]*|\d[\d,.]*\s?(?:€|eur|usd|kr)\b)", re.I)
 _CART = re.compile(r"\b(add to (cart|bag|basket|trolley)|buy (it )?now|in den warenkorb|ajouter au panier)\b", re.I)
@@ -102,6 +105,8 @@ def classify(tree: Any, structured: dict[str, Any], url: str | None, text: str =
     for pattern, kind, weight in _URL:
         if pattern.search(path):
             scores[kind] += weight
+    if url and _HOME[0].match(path):
+        scores["service"] += _HOME[1]
     words, tags, repeated, buttons = _features(tree)
     body_text = text or ""
     prices = len(_PRICE.findall(body_text[:200_000]))

@@ -1,0 +1,116 @@
+"""A product page's boilerplate: the blocks around a product that are not the product. Pure (CPU only).
+
+:func:`without_boilerplate` takes the text the extractor kept for a product page and drops its lines that come only
+from the blocks whose ``class``/``id`` words say they are customer reviews, recommendations ("related", "you may
+also like", "recently viewed", up-/cross-sells) or cookie/consent banners and newsletter sign-ups. What stays is
+the product itself: its name, description, specifications and offer (tabbed panels included). The text is
+filtered, not re-extracted: removing blocks before the extractor runs changes which container it picks as the
+page's main one (measured on WCXB dev: it dropped descriptions as often as it dropped reviews). A line also found
+outside those blocks stays, and a block holding the page's ``<h1>`` or most of its text is never boilerplate (a
+``class`` word on a wrapper of the whole page says nothing), nor is a small one (a rating line, a press quote) or a
+testimonial block (the seller's own quotes). When the filter would leave under a fifth of the text, the text is
+kept whole: the extractor took the reviews as the page because they are what it has.
+
+:func:`without_repeats` drops a line that repeats an earlier one word for word: a product page shows its name,
+price and options again in a sticky bar, a mobile layout and a gallery caption, and the extractor keeps each copy.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+__all__ = ["without_boilerplate", "without_repeats"]
+
+#: class/id words of the blocks around a product that are not the product
+_WORDS = (
+    # customer reviews (and the review widgets' own names)
+    r"reviews?|yotpo|okendo|jdgm|judgeme|stamped|loox|trustpilot|bazaarvoice|bv|powerreviews|feefo|reevoo|"
+    # recommendations
+    r"related|recommend|recommendations?|recommended|upsells?|cross-?sells?|recently|similar|also|"
+    # consent and sign-ups
+    r"cookies?|consent|gdpr|onetrust|newsletter"
+)
+_CLASS = re.compile(rf"(?:^|[\s_-])(?:{_WORDS})(?:[\s_-]|$)", re.I)
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
+_TOKEN = re.compile(r"\w+")
+_GONE = 0.2  # when less than this share of the text is left, the blocks were the page's content (kept whole)
+_SMALL = 400  # characters: a smaller block is part of the product (a rating line, a press quote)
+_KEEP = 0.5  # a block with this share of the page's text or more is the page, not a block around it
+
+
+def _key(text: str) -> str:
+    return " ".join(_TOKEN.findall(text.lower()))
+
+
+def _boilerplate(root: Any, total: int) -> list[Any]:
+    """The outermost review, recommendation and consent blocks under ``root``."""
+    found: list[Any] = []
+    seen: set[Any] = set()
+    for node in root.iter():
+        if not isinstance(node.tag, str) or node.tag in ("body", "html", "main"):
+            continue
+        attrs = _CAMEL.sub("-", f"{node.get('class', '')} {node.get('id', '')}")
+        if len(attrs) < 3 or not _CLASS.search(attrs):
+            continue
+        if any(ancestor in seen for ancestor in node.iterancestors()):
+            continue
+        if any("testimonial" in f"{n.get('class', '')} {n.get('id', '')}".lower()
+               for n in (node, *node.iterancestors())):  # the seller's picked quotes are part of the offer
+            continue
+        size = len(node.text_content())
+        if node.find(".//h1") is not None or size >= _KEEP * total or size < _SMALL:
+            continue
+        found.append(node)
+        seen.add(node)
+    return found
+
+
+def _outside(root: Any, skip: set[Any]) -> list[str]:
+    """The text pieces of ``root`` outside the ``skip`` blocks (iterative: a page's tree can be deep)."""
+    parts: list[str] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.tail and node is not root:
+            parts.append(node.tail)
+        if node in skip:
+            continue
+        if isinstance(node.tag, str) and node.text:
+            parts.append(node.text)
+        stack.extend(reversed(node))
+    return parts
+
+
+def without_boilerplate(text: str, tree: Any) -> str:
+    """``text`` (extracted from the product page ``tree``, lxml, not changed) without the lines that come only
+    from its review, recommendation and consent blocks."""
+    body = tree.find("body")
+    root = body if body is not None else tree
+    total = len(root.text_content())
+    blocks = _boilerplate(root, total) if total else []
+    if not blocks:
+        return text
+    inside = " " + " | ".join(_key(" ".join(block.itertext())) for block in blocks) + " "
+    outside = f" {_key(' '.join(_outside(root, set(blocks))))} "
+    kept = []
+    for line in text.split("\n"):
+        key = _key(line)
+        if key and f" {key} " in inside and f" {key} " not in outside:
+            continue
+        kept.append(line)
+    out = "\n".join(kept).strip()
+    return text if len(out) < _GONE * len(text) else out
+
+
+def without_repeats(text: str) -> str:
+    """``text`` without the lines whose words repeat an earlier line's (the first copy stays)."""
+    seen: set[str] = set()
+    kept = []
+    for line in text.split("\n"):
+        key = _key(line)
+        if key and key in seen:
+            continue
+        seen.add(key)
+        kept.append(line)
+    return "\n".join(kept)
