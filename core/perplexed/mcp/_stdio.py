@@ -233,7 +233,7 @@ class StdioServer:
         self._legacy_version = HANDSHAKE_VERSIONS[-1]
         self._accepted = False  # the handshake gate: initialize answered, or notifications/initialized seen
         self._early: list[dict[str, Any]] = []
-        self._running: dict[Any, tuple[asyncio.Task[None], list[bool]]] = {}
+        self._running: dict[Any, tuple[asyncio.Task[None], list[bool], Any]] = {}  # key: (task, cancelled, id)
         self._listed: list[dict[str, Any]] | None = None
         self._write: Callable[[bytes], None] = lambda data: None
 
@@ -274,12 +274,12 @@ class StdioServer:
 
     async def close(self) -> None:
         """EOF: cancel what still runs, answering each call "Connection closed" (as the SDK does)."""
-        for request_id, (task, cancelled) in list(self._running.items()):
+        for task, cancelled, request_id in list(self._running.values()):
             task.cancel()
             if not cancelled[0]:
                 self._error(request_id, _Refused(CONNECTION_CLOSED, "Connection closed"))
         if self._running:
-            await asyncio.gather(*(task for task, _ in self._running.values()), return_exceptions=True)
+            await asyncio.gather(*(entry[0] for entry in self._running.values()), return_exceptions=True)
         self._running.clear()
 
     # -- dispatch ----------------------------------------------------------------------------------------------
@@ -433,7 +433,7 @@ class StdioServer:
                     del self._running[_key(request_id)]
 
         task = asyncio.get_running_loop().create_task(run())
-        self._running[_key(request_id)] = (task, cancelled)
+        self._running[_key(request_id)] = (task, cancelled, request_id)
 
     # -- answers -----------------------------------------------------------------------------------------------
 
