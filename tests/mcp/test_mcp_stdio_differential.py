@@ -189,7 +189,7 @@ def exchange(env: dict[str, str], cwd: Path, rows: list[tuple[str, object]]) -> 
             proc.stdin.write(line.encode() + b"\n")
             proc.stdin.flush()
             if expect is ANSWER:
-                read_until(lambda: all(any(m.get("id") == i and "method" not in m for m in out) for i in ids), 60)
+                read_until(lambda ids=ids: all(any(m.get("id") == i and "method" not in m for m in out) for i in ids), 60)
             else:
                 read_until(lambda: False, 0.4)
         proc.stdin.close()  # EOF: the server ends, answering what still runs
