@@ -328,18 +328,13 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
     answer_options = {"preset": args.preset} if args.preset else {}
     fetch_options = access_options(args)
     max_chars = args.max_chars or mcp_server.DEFAULT_MAX_CHARS
-    # stdio: served without the mcp SDK (perplexed.mcp._stdio), unless PERPLEXED_MCP_SDK=1 asks for the SDK's server
-    sdk = args.http or os.environ.get("PERPLEXED_MCP_SDK", "").strip().lower() in ("1", "true", "yes", "on")
-    server = (mcp_server.create_server if sdk else mcp_server.stdio_server)(
+    server = (mcp_server.create_server if args.http else mcp_server.stdio_server)(
         _chain_spec(args), fetch_provider=_provider_spec(args.fetch_provider), max_chars=max_chars,
         answer_options=answer_options, fetch_options=fetch_options, **_chain_kwargs(args),
     )
     if not args.http:
         _say(mcp_server.startup_line(server, "stdio", "none (stdio: only the client that started it can call it)"))
-        if sdk:
-            server.run("stdio")
-        else:
-            server.run()
+        server.run("stdio")
         return EXIT_OK
 
     def ready(port: int) -> None:

@@ -72,6 +72,8 @@ SNIPPET_CHARS = 1000
 RECENCY = WEB_SEARCH.argument("recency").choices
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1", "[::1]")
 SERVER_NAME = "perplexed"
+#: The environment variable that makes ``perplexed mcp`` serve stdio with the ``mcp`` SDK's server (``1``).
+SDK_SWITCH = "PERPLEXED_MCP_SDK"
 
 
 # --- output models (the declared outputSchema of each tool) ----------------------------------------------
@@ -627,10 +629,18 @@ def stdio_server(
 ) -> Any:
     """The same server as :func:`create_server` (same tools, checks, texts and answers) for stdio only, served
     by :mod:`perplexed.mcp._stdio` without importing the ``mcp`` SDK (what ``perplexed mcp`` runs on stdio: it
-    starts in a fraction of the SDK's time). ``.run()`` serves stdin/stdout until EOF."""
+    starts in a fraction of the SDK's time). ``.run("stdio")`` serves stdin/stdout until EOF.
+
+    ``PERPLEXED_MCP_SDK=1`` in the environment (the escape hatch) returns :func:`create_server`'s SDK server
+    instead, which serves stdio the same way through the ``mcp`` SDK."""
+    import os
+
     from perplexed import __version__
     from perplexed.mcp._stdio import StdioServer, StdioTool
 
+    if os.environ.get(SDK_SWITCH, "").strip().lower() in ("1", "true", "yes", "on"):
+        return create_server(provider, fetch_provider=fetch_provider, max_chars=max_chars,
+                             answer_options=answer_options, fetch_options=fetch_options, **options)
     built = _prepare(provider, fetch_provider, max_chars, answer_options, fetch_options, options)
     tools = [StdioTool(d.spec.mcp_name, d.listed, _guarded(d.call, d.spec.mcp_name), d.context)
              for d in built.tools]

@@ -35,7 +35,7 @@ import os
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from perplexed._logs import get_logger
 
@@ -239,8 +239,11 @@ class StdioServer:
 
     # -- I/O ---------------------------------------------------------------------------------------------------
 
-    def run(self) -> None:
-        """Serve stdin/stdout until EOF (fd 0 and 1 diverted meanwhile, restored after)."""
+    def run(self, transport: Literal["stdio"] = "stdio") -> None:
+        """Serve stdin/stdout until EOF (fd 0 and 1 diverted meanwhile, restored after); ``transport`` is
+        ``"stdio"``, the only one (as the SDK server's ``run("stdio")``)."""
+        if transport != "stdio":
+            raise ValueError(f"Unknown transport: {transport}")
         private_in, private_out = _divert(0, os.O_RDONLY), _divert(1, os.O_WRONLY)
         try:
             self._write = lambda data: _write_all(private_out, data)
