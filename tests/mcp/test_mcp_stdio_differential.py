@@ -230,8 +230,12 @@ def test_the_stdio_loop_answers_as_the_sdk_server(rows: list[tuple[str, object]]
         assert not any(m.get("id") == 41 for m in answered)  # the cancelled call
 
 
-def test_stdio_never_imports_the_mcp_sdk(tmp_path: Path, env: dict[str, str]) -> None:
-    """The server as the console script runs it, its modules written at exit, after a real web_search."""
+@pytest.mark.parametrize("hatch", [False, True], ids=["fast", "PERPLEXED_MCP_SDK=1"])
+def test_stdio_never_imports_the_mcp_sdk(tmp_path: Path, env: dict[str, str], hatch: bool) -> None:
+    """The server as the console script runs it, its modules written at exit, after a real web_search; with
+    the escape hatch set, the SDK's server serves instead."""
+    if hatch:
+        env = {**env, "PERPLEXED_MCP_SDK": "1"}
     dump = tmp_path / "modules.txt"
     code = ("import atexit, sys\n"
             f"atexit.register(lambda: open({str(dump)!r}, 'w').write('\\n'.join(sorted(sys.modules))))\n"
@@ -256,7 +260,10 @@ def test_stdio_never_imports_the_mcp_sdk(tmp_path: Path, env: dict[str, str]) ->
     modules = set(dump.read_text().split())
     assert "perplexed.mcp._stdio" in modules and "perplexed.mcp_server" in modules
     banned = sorted(m for m in modules if m.split(".")[0] in ("mcp", "mcp_types", "starlette", "uvicorn", "sse_starlette"))
-    assert banned == [], banned
+    if hatch:
+        assert "mcp.server.mcpserver" in banned and "mcp_types" in banned
+    else:
+        assert banned == [], banned
 
 
 def test_eof_ends_the_server_at_once(tmp_path: Path, env: dict[str, str]) -> None:
