@@ -113,6 +113,24 @@ LEGACY = [
     (req(7, "subscriptions/listen", {"notifications": {"toolsListChanged": True}}), ANSWER),
     (req(8, "tools/list", {"_meta": ENVELOPE}), ANSWER),  # the other era's envelope on a handshake connection
     (req(9, "tools/list", {"_meta": {"progressToken": 3}}), ANSWER),
+    # the edges of what a message and its parameters may be
+    (json.dumps({"jsonrpc": "2.0", "id": 2.0, "method": "ping"}), QUIET),
+    (json.dumps({"jsonrpc": "2.0", "id": True, "method": "ping"}), QUIET),
+    (json.dumps({"jsonrpc": "2.0", "id": "", "method": "ping"}), ANSWER),
+    (json.dumps({"jsonrpc": "2.0", "id": 60, "method": "ping", "params": None}), ANSWER),
+    (json.dumps({"jsonrpc": "2.0", "id": 61, "method": "ping", "extra": 1}), ANSWER),
+    (json.dumps({"jsonrpc": "1.0", "id": 62, "method": "ping"}), QUIET),
+    (json.dumps({"jsonrpc": "2.0", "id": 63, "method": ""}), ANSWER),
+    (json.dumps({"jsonrpc": "2.0", "id": 64, "method": 5}), QUIET),
+    (json.dumps({"jsonrpc": "2.0", "id": 65, "result": {}}), QUIET),
+    (req(66, "tools/call", {"name": "web_search", "arguments": None}), ANSWER),
+    (req(67, "tools/call", {"name": "web_search", "arguments": {"query": "zoning"}, "_meta": {"progressToken": True}}), ANSWER),
+    (req(68, "tools/list", {"cursor": None}), ANSWER),
+    (req(69, "ping", {"_meta": "x"}), ANSWER),
+    (req(70, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "x"}}), ANSWER),
+    (req(71, "prompts/get", {"name": "x", "arguments": {"a": 1}}), ANSWER),
+    (req(72, "resources/read", {"uri": "not a uri"}), ANSWER),
+    (req(73, "logging/setLevel", {"level": "DEBUG"}), ANSWER),
     *shared(False),
 ]
 
@@ -139,6 +157,8 @@ MODERN = [
                                                                 "resourceSubscriptions": ["file:///x"]}},
          modern=True), QUIET),  # acknowledged, then held open: cancelled below, never answered
     (note("notifications/cancelled", {"requestId": "listen-1"}), QUIET),
+    (req("listen-2", "subscriptions/listen", {"notifications": {}}, modern=True), QUIET),
+    (note("notifications/cancelled", {"requestId": "listen-2"}), QUIET),
     *shared(True),
 ]
 

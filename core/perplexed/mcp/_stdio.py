@@ -160,7 +160,8 @@ def _valid_params(method: str, params: Mapping[str, Any]) -> bool:
     meta = params.get("_meta")
     if meta is not None and not isinstance(meta, dict):
         return False
-    if isinstance(meta, dict) and "progressToken" in meta and not _is_id(meta["progressToken"]):
+    token = meta.get("progressToken") if isinstance(meta, dict) else None
+    if token is not None and not isinstance(token, str | int) and not (isinstance(token, float) and token.is_integer()):
         return False
     if method in ("tools/list", "resources/list", "resources/templates/list", "prompts/list"):
         return _optional(params, "cursor", str)
