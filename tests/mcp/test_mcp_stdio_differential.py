@@ -87,6 +87,9 @@ def shared(m: bool) -> list[tuple[str, object]]:
         (req(35, "tools/list", {"cursor": 5}, modern=m), ANSWER),
         (req("s-36", "tools/list", modern=m), ANSWER),
         ("{not json", QUIET),
+        ("   ", QUIET),
+        ('{"jsonrpc": "2.0", "id": 74, "method": "tools/call", "params": {"name": "web_search", '
+         '"arguments": {"query": "zoning", "max_results": NaN}}}', ANSWER),  # NaN: read as the SDK reads it
         (json.dumps([json.loads(req(37, "tools/list", modern=m))]), QUIET),
         (json.dumps({"id": 38, "method": "tools/list"}), QUIET),
         (json.dumps({"jsonrpc": "2.0", "id": None, "method": "tools/list"}), QUIET),
@@ -135,6 +138,8 @@ LEGACY = [
 ]
 
 UNINITIALIZED = [  # a handshake connection before initialize: only ping and the refusals
+    *[("{junk", QUIET)] * 8,  # eight lines before the first request: the notification after them is not kept
+    (note("notifications/initialized"), QUIET),
     (req(1, "tools/list"), ANSWER),
     (req(2, "ping"), ANSWER),
     (req(3, "nope"), ANSWER),

@@ -136,7 +136,7 @@ def _is_id(value: Any) -> bool:
 def _message(line: str) -> dict[str, Any] | None:
     """The JSON-RPC request or notification on ``line``, or None for anything else (dropped unanswered)."""
     try:
-        message = json.loads(line)
+        message = json.loads(line)  # NaN and Infinity pass, as they pass the SDK's reader
     except ValueError:
         log.debug("perplexed mcp: dropped a line that is not JSON")
         return None
@@ -234,6 +234,7 @@ class StdioServer:
         self._legacy_version = HANDSHAKE_VERSIONS[-1]
         self._accepted = False  # the handshake gate: initialize answered, or notifications/initialized seen
         self._early: list[dict[str, Any]] = []
+        self._lead = 0  # lines seen before the first request
         self._running: dict[Any, tuple[asyncio.Task[None], list[bool], Any]] = {}  # key: (task, cancelled, id)
         self._listed: list[dict[str, Any]] | None = None
         self._write: Callable[[bytes], None] = lambda data: None
@@ -267,8 +268,7 @@ class StdioServer:
 
         threading.Thread(target=reader, name="perplexed-mcp-stdin", daemon=True).start()
         while (line := await lines.get()) is not None:
-            if line.strip():
-                self.receive(line)
+            self.receive(line)
             await asyncio.sleep(0)
         await self.close()
 
@@ -292,14 +292,17 @@ class StdioServer:
         """Handle one line: a request is answered (at once, or by a task for a tool call), a notification acted
         on; anything else is dropped."""
         message = _message(line)
+        if self._era is None and (message is None or "id" not in message):
+            # before the first request: up to _REPLAY_LIMIT lines are kept (as the SDK keeps frames, whatever
+            # they are), the notifications among them replayed once the first request has chosen the era
+            if self._lead < _REPLAY_LIMIT and message is not None:
+                self._early.append(message)
+            self._lead += 1
+            return
         if message is None:
             return
         method, params = message["method"], message.get("params")
         if "id" not in message:
-            if self._era is None:  # before the first request: kept, replayed once the era is known
-                if len(self._early) < _REPLAY_LIMIT:
-                    self._early.append(message)
-                return
             self._notification(method, params)
             return
         if self._era is None:
