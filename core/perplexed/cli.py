@@ -328,7 +328,7 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
     answer_options = {"preset": args.preset} if args.preset else {}
     fetch_options = access_options(args)
     max_chars = args.max_chars or mcp_server.DEFAULT_MAX_CHARS
-    server = mcp_server.create_server(
+    server = (mcp_server.create_server if args.http else mcp_server.stdio_server)(
         _chain_spec(args), fetch_provider=_provider_spec(args.fetch_provider), max_chars=max_chars,
         answer_options=answer_options, fetch_options=fetch_options, **_chain_kwargs(args),
     )

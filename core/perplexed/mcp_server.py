@@ -62,6 +62,7 @@ __all__ = [
     "http_app",
     "serve_http",
     "startup_line",
+    "stdio_server",
 ]
 
 #: Each text result is cut to this many characters (``truncated`` / ``next_index`` say where).
@@ -71,6 +72,8 @@ SNIPPET_CHARS = 1000
 RECENCY = WEB_SEARCH.argument("recency").choices
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1", "[::1]")
 SERVER_NAME = "perplexed"
+#: The environment variable that makes ``perplexed mcp`` serve stdio with the ``mcp`` SDK's server (``1``).
+SDK_SWITCH = "PERPLEXED_MCP_SDK"
 
 
 # --- output models (the declared outputSchema of each tool) ----------------------------------------------
@@ -327,11 +330,11 @@ async def _progress(ctx: Any, progress: float, message: str) -> None:
         return
 
 
-def _result(text: str, structured: BaseModel) -> Any:
-    from mcp_types import CallToolResult, TextContent
-
-    return CallToolResult(content=[TextContent(type="text", text=text)],
-                          structured_content=structured.model_dump(mode="json"))
+def _result(text: str, structured: BaseModel) -> dict[str, Any]:
+    """A tool's result in its wire form (``CallToolResult``'s JSON): the SDK server validates it into the SDK's
+    model (:func:`_sdk_result`), the stdio loop (:mod:`perplexed.mcp._stdio`) sends it as it is."""
+    return {"content": [{"type": "text", "text": text}], "structuredContent": structured.model_dump(mode="json"),
+            "isError": False}
 
 
 def _chain_has_local(spec: Any) -> bool:
@@ -346,10 +349,16 @@ def _fetch_names_local(spec: Any) -> bool:
     return without_local(spec)[1]
 
 
-def _error(message: str) -> Any:
-    from mcp_types import CallToolResult, TextContent
+def _error(message: str) -> dict[str, Any]:
+    """An ``isError`` tool result in its wire form, its text redacted."""
+    return {"content": [{"type": "text", "text": redact(message)}], "isError": True}
 
-    return CallToolResult(content=[TextContent(type="text", text=redact(message))], is_error=True)
+
+def _sdk_result(result: Mapping[str, Any]) -> Any:
+    """A wire-form tool result as the SDK's ``CallToolResult`` (what the SDK server's tools return)."""
+    from mcp_types import CallToolResult
+
+    return CallToolResult.model_validate(dict(result), by_name=False)
 
 
 # --- arguments of any size and shape: a sentence saying what to send, never a traceback ----------------------
@@ -463,6 +472,88 @@ INSTRUCTIONS = (
 )
 
 
+class _ToolDef:
+    """One tool as both servers serve it: its catalogue entry, its output model and the guarded call
+    (``await call(ctx, arguments=...)``: a wire-form result, never an exception)."""
+
+    def __init__(self, spec: AgentTool, output: type[BaseModel], call: Callable[..., Awaitable[Any]],
+                 context: bool) -> None:
+        self.spec = spec
+        self.output = output
+        self.call = call
+        self.context = context
+
+    def listed(self) -> dict[str, Any]:
+        """The tool as ``tools/list`` shows it (the SDK server's listing, keys as on the wire)."""
+        return {"name": self.spec.mcp_name, "title": self.spec.title, "description": self.spec.description,
+                "inputSchema": self.spec.input_schema(), "outputSchema": self.output.model_json_schema(),
+                "annotations": dict(READ_ONLY)}
+
+
+#: Every tool's annotations (wire form): it reads, reaches the open web, changes nothing, may be repeated.
+READ_ONLY = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": True}
+
+
+class _Prepared:
+    """What both servers are made of: the tools, the instructions, the start-up summary."""
+
+    def __init__(self, tools: list[_ToolDef], instructions: str, summary: str) -> None:
+        self.tools = tools
+        self.instructions = instructions
+        self.summary = summary
+
+
+def _prepare(provider: Any, fetch_provider: Any, max_chars: int, answer_options: Mapping[str, Any] | None,
+             fetch_options: Mapping[str, Any] | None, options: Mapping[str, Any]) -> _Prepared:
+    """Check the options and the chain (nothing on the network), and build the tools both servers serve."""
+    from perplexed.engine import chain
+
+    if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 100:
+        raise InvalidRequest(f"max_chars must be a whole number >= 100, got {max_chars!r}", param="max_chars")
+    prepared = chain.prepare("check", provider, **options)  # every option and provider checked before serving
+    extra = dict(answer_options or {})
+    state = _Chain(provider, fetch_provider, options, max_chars, extra, dict(fetch_options or {}))
+    fetchers: list[Any] = []
+    if _has_fetch():
+        from perplexed.operations._fetch import prepare_fetch
+
+        fetchers = prepare_fetch("https://example.com/", fetch_provider, **state.fetch_options()).providers
+    tools: list[_ToolDef] = []
+
+    async def web_search(arguments: Any = None) -> Any:
+        with telemetry.tool_span("web_search", arguments if isinstance(arguments, dict) else None, mcp_method="tools/call"):
+            return await state.web_search(arguments or {})
+
+    tools.append(_ToolDef(WEB_SEARCH, SearchOutput, web_search, False))
+    notes = []
+    if _has_fetch():
+
+        async def web_fetch(arguments: Any = None) -> Any:
+            with telemetry.tool_span("web_fetch", arguments if isinstance(arguments, dict) else None, mcp_method="tools/call"):
+                return await state.web_fetch(arguments or {})
+
+        tools.append(_ToolDef(WEB_FETCH, FetchOutput, web_fetch, False))
+        notes.append("web_fetch reads a page's text (paged with start_index). ")
+    unavailable = _answer_unavailable(provider, extra)
+    if unavailable is None:
+
+        async def answer(ctx: Any, arguments: Any = None) -> Any:
+            with telemetry.tool_span("answer", arguments if isinstance(arguments, dict) else None, mcp_method="tools/call"):
+                return await state.answer(ctx, arguments or {})
+
+        tools.append(_ToolDef(ANSWER, AnswerOutput, answer, True))
+        notes.append("answer writes a grounded answer with [n] citations. ")
+    fetch_note = notes[0] if notes and notes[0].startswith("web_fetch") else ""
+    answer_note = ("answer writes a grounded answer with [n] citations. " if unavailable is None else
+                   f"The answer tool is not available: {unavailable}. ")
+    instructions = INSTRUCTIONS.format(fetch=fetch_note, answer=answer_note, max_chars=max_chars)
+    answer_state = "answer offered" if unavailable is None else f"answer not offered: {unavailable}"
+    fetch_state = f"web_fetch: {describe_members(fetchers)}; " if _has_fetch() else ""
+    # what the start-up line says about this server (startup_line): worked out now, nothing on the network
+    summary = f"search: {describe_members(prepared.providers)}; {fetch_state}{answer_state}"
+    return _Prepared(tools, instructions, summary)
+
+
 def create_server(
     provider: Any = None,
     *,
@@ -487,20 +578,8 @@ def create_server(
         from mcp_types import CallToolResult, ToolAnnotations
     except ImportError:
         raise ConfigError(f"perplexed mcp needs the 'mcp' extra: {install_hint('mcp')}") from None
-    from perplexed.engine import chain
-
-    if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 100:
-        raise InvalidRequest(f"max_chars must be a whole number >= 100, got {max_chars!r}", param="max_chars")
-    prepared = chain.prepare("check", provider, **options)  # every option and provider checked before serving
-    extra = dict(answer_options or {})
-    state = _Chain(provider, fetch_provider, options, max_chars, extra, dict(fetch_options or {}))
-    fetchers: list[Any] = []
-    if _has_fetch():
-        from perplexed.operations._fetch import prepare_fetch
-
-        fetchers = prepare_fetch("https://example.com/", fetch_provider, **state.fetch_options()).providers
-    read_only = ToolAnnotations(read_only_hint=True, open_world_hint=True, destructive_hint=False,
-                                idempotent_hint=True)
+    built = _prepare(provider, fetch_provider, max_chars, answer_options, fetch_options, options)
+    read_only = ToolAnnotations.model_validate(READ_ONLY, by_name=False)
     tools: list[Any] = []
 
     class AllArguments(FuncMetadata):
@@ -510,54 +589,64 @@ def create_server(
         def validate_arguments(self, arguments_to_validate: dict[str, Any]) -> dict[str, Any]:
             return {"arguments": dict(arguments_to_validate or {})}
 
-    def add(fn: Callable[..., Awaitable[Any]], spec: AgentTool, output: type[BaseModel], *,
-            context: bool = False) -> None:
+    def add(tool_def: _ToolDef) -> None:
+        spec, call = tool_def.spec, _guarded(tool_def.call, tool_def.spec.mcp_name)
+        if tool_def.context:
+            async def fn(ctx: Any, arguments: Any = None) -> Any:
+                return _sdk_result(await call(ctx, arguments=arguments))
+        else:
+            async def fn(arguments: Any = None) -> Any:  # type: ignore[misc]
+                return _sdk_result(await call(arguments=arguments))
         # real objects, not the strings of this module's postponed annotations (the SDK resolves them)
-        fn.__annotations__ = {"arguments": Any, **({"ctx": Context} if context else {}),
-                              "return": Annotated[CallToolResult, output]}
-        tool = Tool.from_function(_guarded(fn, spec.mcp_name), name=spec.mcp_name, title=spec.title,
-                                  description=spec.description, annotations=read_only,
-                                  context_kwarg="ctx" if context else None)
+        fn.__annotations__ = {"arguments": Any, **({"ctx": Context} if tool_def.context else {}),
+                              "return": Annotated[CallToolResult, tool_def.output]}
+        fn.__name__ = fn.__qualname__ = spec.mcp_name
+        tool = Tool.from_function(fn, name=spec.mcp_name, title=spec.title, description=spec.description,
+                                  annotations=read_only, context_kwarg="ctx" if tool_def.context else None)
         tool.fn_metadata = AllArguments(**{name: getattr(tool.fn_metadata, name)
                                            for name in type(tool.fn_metadata).model_fields})
         tool.parameters = spec.input_schema()
         tools.append(tool)
 
-    async def web_search(arguments: Any = None) -> CallToolResult:
-        with telemetry.tool_span("web_search", arguments if isinstance(arguments, dict) else None, mcp_method="tools/call"):
-            return await state.web_search(arguments or {})  # type: ignore[no-any-return]
-
-    add(web_search, WEB_SEARCH, SearchOutput)
-    notes = []
-    if _has_fetch():
-
-        async def web_fetch(arguments: Any = None) -> CallToolResult:
-            with telemetry.tool_span("web_fetch", arguments if isinstance(arguments, dict) else None, mcp_method="tools/call"):
-                return await state.web_fetch(arguments or {})  # type: ignore[no-any-return]
-
-        add(web_fetch, WEB_FETCH, FetchOutput)
-        notes.append("web_fetch reads a page's text (paged with start_index). ")
-    unavailable = _answer_unavailable(provider, extra)
-    if unavailable is None:
-
-        async def answer(ctx: Context, arguments: Any = None) -> CallToolResult:
-            with telemetry.tool_span("answer", arguments if isinstance(arguments, dict) else None, mcp_method="tools/call"):
-                return await state.answer(ctx, arguments or {})  # type: ignore[no-any-return]
-
-        add(answer, ANSWER, AnswerOutput, context=True)
-        notes.append("answer writes a grounded answer with [n] citations. ")
-    fetch_note = notes[0] if notes and notes[0].startswith("web_fetch") else ""
-    answer_note = ("answer writes a grounded answer with [n] citations. " if unavailable is None else
-                   f"The answer tool is not available: {unavailable}. ")
-    instructions = INSTRUCTIONS.format(fetch=fetch_note, answer=answer_note, max_chars=max_chars)
+    for tool_def in built.tools:
+        add(tool_def)
     from perplexed import __version__
 
-    server = MCPServer(SERVER_NAME, title="perplexed web search", version=__version__, instructions=instructions,
-                       tools=tools, log_level="WARNING")
-    answer_state = "answer offered" if unavailable is None else f"answer not offered: {unavailable}"
-    fetch_state = f"web_fetch: {describe_members(fetchers)}; " if _has_fetch() else ""
-    # what the start-up line says about this server (startup_line): worked out now, nothing on the network
-    server.perplexed_summary = f"search: {describe_members(prepared.providers)}; {fetch_state}{answer_state}"  # type: ignore[attr-defined]
+    server = MCPServer(SERVER_NAME, title="perplexed web search", version=__version__,
+                       instructions=built.instructions, tools=tools, log_level="WARNING")
+    server.perplexed_summary = built.summary  # type: ignore[attr-defined]
+    return server
+
+
+def stdio_server(
+    provider: Any = None,
+    *,
+    fetch_provider: Any = None,
+    max_chars: int = DEFAULT_MAX_CHARS,
+    answer_options: Mapping[str, Any] | None = None,
+    fetch_options: Mapping[str, Any] | None = None,
+    **options: Any,
+) -> Any:
+    """The same server as :func:`create_server` (same tools, checks, texts and answers) for stdio only, served
+    by :mod:`perplexed.mcp._stdio` without importing the ``mcp`` SDK (what ``perplexed mcp`` runs on stdio: it
+    starts in a fraction of the SDK's time). ``.run("stdio")`` serves stdin/stdout until EOF.
+
+    ``PERPLEXED_MCP_SDK=1`` in the environment (the escape hatch) returns :func:`create_server`'s SDK server
+    instead, which serves stdio the same way through the ``mcp`` SDK."""
+    import os
+
+    from perplexed import __version__
+    from perplexed.mcp._stdio import StdioServer, StdioTool
+
+    if os.environ.get(SDK_SWITCH, "").strip().lower() in ("1", "true", "yes", "on"):
+        return create_server(provider, fetch_provider=fetch_provider, max_chars=max_chars,
+                             answer_options=answer_options, fetch_options=fetch_options, **options)
+    built = _prepare(provider, fetch_provider, max_chars, answer_options, fetch_options, options)
+    tools = [StdioTool(d.spec.mcp_name, d.listed, _guarded(d.call, d.spec.mcp_name), d.context)
+             for d in built.tools]
+    server = StdioServer(SERVER_NAME, title="perplexed web search", version=__version__,
+                         instructions=built.instructions, tools=tools)
+    server.perplexed_summary = built.summary  # type: ignore[attr-defined]
     return server
 
 
