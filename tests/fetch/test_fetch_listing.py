@@ -8,7 +8,6 @@ from __future__ import annotations
 import typed_pages as tp
 from perplexed.extract._extract import extract_html  # private: extraction without a fetch
 from perplexed.extract._listing import (  # private: the listing rules unit-tested
-    listing_like,
     once,
     region_share,
 )
@@ -67,18 +66,11 @@ def test_the_region_rule_of_each_type() -> None:
     # a page that is only probably a listing (many are articles): when the text is under 0.75 of the region
     assert region_share("listing", 0.5, "y" * 700, region, sure=False)
     assert not region_share("listing", 0.5, "y" * 900, region, sure=False)
-    # an article that may be a listing: only when its text is a small part of the region
-    assert region_share("article", 0.5, "y" * 150, region, listing_like=True)
-    assert not region_share("article", 0.5, "y" * 300, region, listing_like=True)
+    # a region as long as the text or a little longer (under 1.3 times) adds chrome, not items: the text stays
+    assert not region_share("listing", 0.5, "y" * 800, region) and not region_share("collection", 0.5, "y" * 1000, region)
+    assert region_share("collection", 0.5, "y" * 1100, region)  # a shorter region: the text without its controls
     # a share of 0 (trafilatura's text alone) keeps the text for every type
     assert not any(region_share(kind, 0.0, "y", region) for kind in ("service", "collection", "listing"))
-
-
-def test_an_article_is_listing_like_only_when_a_listing_or_collection_score_is_close() -> None:
-    assert listing_like({"article": 3.5, "listing": 3.2, "forum": 3.0})
-    assert listing_like({"article": 2.0, "collection": 1.0})
-    assert not listing_like({"article": 3.0, "listing": 1.5})
-    assert not listing_like({"article": 1.0, "listing": 0.0, "collection": 0.0})
 
 
 def test_long_lines_are_kept_once_and_code_blocks_as_they_are() -> None:

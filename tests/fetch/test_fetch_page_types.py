@@ -170,3 +170,12 @@ def test_structured_data_reads_json_ld_microdata_and_opengraph() -> None:
     assert (data["name"], data["price"], data["currency"], data["availability"]) == ("Lamp", "12.50", "EUR",
                                                                                     "OutOfStock")
     assert data["type"] == "Product" and data["og_type"] == "article"
+
+
+def test_a_fact_check_with_its_claim_review_is_an_article_whatever_grid_follows_it() -> None:
+    # the same page without its ClaimReview data reads as a listing (twelve related cards): the data decides
+    assert extract_html(tp.fact_check(claim_review=False), None, "text").page_type == "listing"
+    extracted = extract_html(tp.fact_check(), None, "text")
+    assert extracted.page_type == "article"
+    assert "no evidence to corroborate this claim" in extracted.text
+    assert "Related fact check number 7" not in extracted.text  # the article strategy, not the grid's region

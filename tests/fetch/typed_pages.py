@@ -142,3 +142,23 @@ CLOUDFLARE_MANAGED = (
     "?ray=8a1b';document.getElementsByTagName('head')[0].appendChild(a);}());</script>"
     "<div class='footer' role='contentinfo'>Performance &amp; security by Cloudflare</div></body></html>"
 )
+
+
+FACT = ("Former officials testified before the committee; shortly after, posts claimed the ambassador's net worth far "
+        "exceeded her salary. We found no evidence to corroborate this claim, and no credible financial outlet reported it.")
+
+
+def fact_check(claim_review: bool = True) -> str:
+    """A fact-check article with a grid of twelve related fact checks below it (its listing signals), with or
+    without its ``ClaimReview`` JSON-LD."""
+    data = {"@context": "https://schema.org", "@type": "ClaimReview",
+            "claimReviewed": "She has a net worth of $17 million.",
+            "reviewRating": {"@type": "Rating", "alternateName": "Unproven"},
+            "author": {"@type": "Organization", "name": "Fact Desk"}}
+    script = f'<script type="application/ld+json">{json.dumps(data)}</script>' if claim_review else ""
+    cards = "".join(f'<article class="card"><a href="/fact-check/{i}"><h3>Related fact check number {i}</h3></a>'
+                    f"<p>Short teaser for the related story {i}.</p></article>" for i in range(12))
+    return (f"<html><head><title>Does she have a net worth of $17 million?</title>{script}</head><body><main>"
+            "<h1>Does she have a net worth of $17 million?</h1><p>Claim: she has a net worth of $17 million.</p>"
+            f"<p>Rating: Unproven</p><p>{FACT}</p>"
+            f'<section class="related grid">{cards}</section></main></body></html>')

@@ -17,16 +17,17 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["listing_like", "once", "prune", "region_share"]
+__all__ = ["once", "prune", "region_share"]
 
 #: how much more readily than the other region types a collection / listing page takes its main region: a
 #: collection whenever its region is not tiny (an empty ``<main>``: :data:`_TINY`), a listing when trafilatura's
 #: text is under twice the region's (a listing's entries are often all in trafilatura's text already)...
 _READILY = {"collection": 200.0, "listing": 4.0}
 _UNSURE_LISTING = 1.5  # ...or under 0.75 of it when the page is only probably a listing (many are articles)
-_NEAR = 1.0  # an "article" whose listing or collection score is this close to its own may be a listing...
-_LISTING_LIKE = 0.4  # ...and takes its main region when the text is under this times the share (0.2 of it)
 _TINY = 0.15  # a region under this share of trafilatura's text is a stub (an empty <main>, a skeleton): not used
+#: a region as long as trafilatura's text or up to this much longer adds chrome (a byline, a caption, a related
+#: link), not the items trafilatura dropped: the text stays (a smaller region is the text without its controls)
+_ALIKE = 1.3
 #: a class or id word naming a browsing control: a filter panel, facets, sort controls, pagination, breadcrumbs
 _CONTROL = re.compile(r"^(js-)?(filters?|filter-\w+|facets?|facet-\w+|pagination|pager|paging|breadcrumbs?|"
                       r"breadcrumb-\w+|sort|sort-by|sortby|sorting|toolbar)$", re.I)
@@ -35,26 +36,17 @@ _OPTION = 60  # characters: a facet option (label and count) is shorter than thi
 _LONG = 30  # characters: a line this long seen twice is a duplicate (a responsive page's second copy)
 
 
-def listing_like(scores: dict[str, float]) -> bool:
-    """Whether a page classified as an article scores nearly as well as a listing or a collection (a blog's or a
-    news section's index, a list of awards: trafilatura keeps one entry of it)."""
-    runner_up = max(scores.get("listing", 0.0), scores.get("collection", 0.0))
-    return runner_up > 0 and scores.get("article", 0.0) - runner_up <= _NEAR
-
-
-def region_share(page_type: str, share: float, text: str, region: str, *, sure: bool = True,
-                 listing_like: bool = False) -> bool:
+def region_share(page_type: str, share: float, text: str, region: str, *, sure: bool = True) -> bool:
     """Whether a page of ``page_type`` whose extracted ``text`` is beside its main ``region`` takes the region:
     the other region types when the text is under ``share`` of it; a collection or listing more readily
     (:data:`_READILY` times ``share``; a listing the classifier is not ``sure`` of, :data:`_UNSURE_LISTING` times),
-    unless the region is a stub; an article that is ``listing_like`` (see :func:`listing_like`) less readily
-    (:data:`_LISTING_LIKE` times ``share``: its text is a small part of it)."""
+    unless the region is a stub or only a little longer than the text (:data:`_ALIKE`)."""
     size = len(text.strip())
-    if listing_like:
-        return size < _LISTING_LIKE * share * len(region)
     if page_type not in _READILY:
         return size < share * len(region)
     readily = _READILY[page_type] if sure or page_type != "listing" else _UNSURE_LISTING
+    if size <= len(region) < _ALIKE * size:
+        return False
     return size < readily * share * len(region) and len(region) >= _TINY * size
 
 

@@ -23,7 +23,7 @@ PAGE_TYPES: tuple[PageType, ...] = ("article", "forum", "product", "collection",
 _SCHEMA: dict[str, tuple[PageType, float]] = {
     "article": ("article", 2.0), "newsarticle": ("article", 3.0), "blogposting": ("article", 3.0),
     "reportagenewsarticle": ("article", 3.0), "scholarlyarticle": ("article", 2.0), "recipe": ("article", 2.0),
-    "howto": ("article", 1.0), "review": ("article", 0.5),
+    "howto": ("article", 1.0), "review": ("article", 0.5), "claimreview": ("article", 2.0),  # a fact-check
     "qapage": ("forum", 4.0), "discussionforumposting": ("forum", 4.0), "question": ("forum", 2.0),
     "answer": ("forum", 1.5), "socialmediaposting": ("forum", 1.5),
     "product": ("product", 4.0), "productgroup": ("product", 4.0), "productmodel": ("product", 3.0),

@@ -28,8 +28,8 @@ unsure is an article, ``_REGION_UNSURE``) whose text is under ``_REGION_SHARE`` 
 ``_SERVICE_REGION_SHARE``) of its main region's text gets the
 region's whole text (:func:`_main_region`): trafilatura dropped the page's items (a listing's entries, a grid's
 cards, a service page's feature blocks) as link-dense boilerplate. A collection or listing page takes its region
-more readily, without its browsing controls, and so does an article that scores nearly as well as a listing when
-trafilatura kept a small part of its region (:mod:`perplexed.extract._listing`). Measured on a fixed half of WCXB dev (md5 of the
+more readily, without its browsing controls, unless the region is only a little longer than the text
+(:mod:`perplexed.extract._listing`). Measured on a fixed half of WCXB dev (md5 of the
 page id) and checked on the other half; not for sure articles (on the article-extraction benchmark the region of an
 article adds its comments and menus).
 """
@@ -42,7 +42,7 @@ from typing import Any, Literal
 
 from perplexed.extract._consent import drop_consent, without_lines
 from perplexed.extract._forum import thread_posts, without_controls
-from perplexed.extract._listing import listing_like, once, prune, region_share
+from perplexed.extract._listing import once, prune, region_share
 from perplexed.extract._pagetype import _PRICE, PageType, classify
 from perplexed.extract._product import without_boilerplate, without_repeats
 from perplexed.extract._structured import structured_data
@@ -349,8 +349,7 @@ def _by_type(tree: Any, raw_html: str, url: str | None, fmt: Format, structured:
         text = _trafilatura(raw_html, url, fmt)
     if banner:  # trafilatura read the raw page: the lines of its consent banner go (before the region check)
         text = without_lines(text, banner)
-    near = page_type == "article" and kind.confidence >= _REGION_UNSURE and listing_like(kind.scores)
-    if page_type in _REGION_TYPES and (page_type != "article" or kind.confidence < _REGION_UNSURE or near):
+    if page_type in _REGION_TYPES and (page_type != "article" or kind.confidence < _REGION_UNSURE):
         # trafilatura keeps a small share of the main region: it dropped the page's items (a listing's entries,
         # a docs page's tables, a service page's feature blocks) as link-dense boilerplate; the region is the text
         listing = page_type in ("collection", "listing")
@@ -358,6 +357,6 @@ def _by_type(tree: Any, raw_html: str, url: str | None, fmt: Format, structured:
             prune(tree)
         region = once(_main_region(tree, fmt)) if listing else _main_region(tree, fmt)
         share = _SERVICE_REGION_SHARE if page_type == "service" else _REGION_SHARE
-        if region_share(page_type, share, text, region, sure=strategy == page_type, listing_like=near):
+        if region_share(page_type, share, text, region, sure=strategy == page_type):
             text = region
     return TypedText(text, page_type, kind.confidence, structured)
