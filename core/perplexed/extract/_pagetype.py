@@ -34,6 +34,8 @@ _SCHEMA: dict[str, tuple[PageType, float]] = {
     "service": ("service", 3.0), "professionalservice": ("service", 2.0), "faqpage": ("service", 1.0),
     "course": ("service", 1.5), "softwareapplication": ("service", 1.5), "webapplication": ("service", 1.5),
 }
+#: a FAQPage's questions and answers (its ``mainEntity``) are its FAQ, not a forum thread: not counted for it
+_FAQ_PARTS = frozenset({"question", "answer"})
 _OG: dict[str, tuple[PageType, float]] = {"article": ("article", 1.0), "product": ("product", 2.5),
                                           "product.group": ("collection", 1.5), "og:product": ("product", 2.5)}
 _URL: list[tuple[re.Pattern[str], PageType, float]] = [
@@ -94,9 +96,11 @@ def classify(tree: Any, structured: dict[str, Any], url: str | None, text: str =
     """The page's type from its parsed HTML ``tree`` (lxml), its :func:`structured_data` and its URL."""
     scores: dict[str, float] = dict.fromkeys(PAGE_TYPES, 0.0)
     scores["article"] = 1.0
-    for kind in structured.get("types", []):
-        hit = _SCHEMA.get(str(kind).lower())
-        if hit:
+    kinds = [str(kind).lower() for kind in structured.get("types", [])]
+    faq = "faqpage" in kinds and "qapage" not in kinds
+    for kind in kinds:
+        hit = _SCHEMA.get(kind)
+        if hit and not (faq and kind in _FAQ_PARTS):
             scores[hit[0]] += hit[1]
     og = _OG.get(str(structured.get("og_type", "")).lower())
     if og:

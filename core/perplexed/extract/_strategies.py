@@ -69,13 +69,17 @@ class TypedText:
 
 
 def _trafilatura(document: Any, url: str | None, fmt: Format, comments: bool = False) -> str:
-    """trafilatura's text of ``document``; its recall pass when the precise pass kept (almost) nothing of a page
-    (a raw page only: a tree may have been changed by the first pass)."""
+    """trafilatura's text of ``document``; its recall pass when the precise pass kept (almost) nothing of a page,
+    then its pass with comments (a raw page only: a tree may have been changed by the first pass)."""
     text = _trafilatura_pass(document, url, fmt, comments, recall=False)
     if len(text) < _RECALL_BELOW and isinstance(document, str):
         again = _trafilatura_pass(document, url, fmt, comments, recall=True)
         if len(again) > len(text):
-            return again
+            text = again
+        if len(text) < _RECALL_BELOW and not comments:  # a page that is all comments (a thread, a link's discussion)
+            with_comments = _trafilatura_pass(document, url, fmt, True, recall=False)
+            if len(with_comments) > len(text):
+                text = with_comments
     return text
 
 
