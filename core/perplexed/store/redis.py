@@ -689,7 +689,9 @@ class RedisStore(ResilientStore):
         if parts.password:
             register_secret(unquote(parts.password))
         options, connect_timeout = _client_options(scheme, rest, use_cluster)
-        clean = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))  # the options go as arguments
+        # the options go as arguments; "://" kept by hand: urlunsplit writes "unix:/path" for an empty netloc,
+        # which redis-py >= 8.2 refuses (its parse_url wants the "unix://" prefix)
+        clean = f"{parts.scheme}://{parts.netloc}{parts.path}"
         if not use_cluster:
             try:
                 from redis.asyncio.connection import parse_url
@@ -698,7 +700,7 @@ class RedisStore(ResilientStore):
                     f"store: RedisStore needs the redis client: {install_hint('redis')}"
                 ) from None
             try:
-                parsed = dict(parse_url(urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))))
+                parsed = dict(parse_url(clean))
             except ValueError as exc:
                 raise ConfigError(f"RedisStore: the URL cannot be used ({exc})") from None
             parsed.pop("connection_class", None)
