@@ -19,7 +19,6 @@ followers get the leader's answer, as copies).
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -113,24 +112,12 @@ def lookup(op: Operation[Any], on_attempt: AttemptCallback | None, loop: asyncio
         _usage._failed(1, exc)
     saved = price if record is not None else 0.0
     _otel.record_metrics(op.name, attempt)
-    logger = _engine.logger
-    if logger.isEnabledFor(logging.DEBUG):
-        logger.debug(
-            "attempt provider=%s outcome=%s duration_ms=%d cost=%.6f error=%s",
-            attempt.provider, attempt.outcome.value, attempt.duration_ms, attempt.cost, attempt.error,
-        )
-    if telemetry.listening():
-        telemetry.emit(
-            ("perplexed", op.name, "attempt"),
-            {"duration_ms": attempt.duration_ms, "cost": attempt.cost},
-            {"provider": label, "outcome": attempt.outcome.value, "billable": attempt.billable, "error": None,
-             "detail": attempt.detail, op.subject_key: op.subject, "cached": True, "reason": None},
-        )
+    _engine.announce(("perplexed", op.name, "attempt"), attempt, op.subject_key, op.subject)
     if on_attempt is not None:
         try:
             on_attempt(attempt)
         except Exception:
-            logger.exception("on_attempt callback raised; ignored")
+            _engine.logger.exception("on_attempt callback raised; ignored")
     result = _result_of(op.subject, label, op.from_cache(answer.hits), [attempt], saved)
     if record is not None:
         _usage.write_in_process(store, [record])

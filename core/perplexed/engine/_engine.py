@@ -214,26 +214,7 @@ class Engine:
         if self.learn is not None:
             self.learn(attempt)
         self.ledger(order, attempt)
-        if logger.isEnabledFor(logging.DEBUG):
-            logger.debug(
-                "attempt provider=%s outcome=%s duration_ms=%d cost=%.6f error=%s",
-                attempt.provider, attempt.outcome.value, attempt.duration_ms, attempt.cost, attempt.error,
-            )
-        if telemetry.listening():
-            telemetry.emit(
-                self.event,
-                {"duration_ms": attempt.duration_ms, "cost": attempt.cost},
-                {
-                    "provider": attempt.provider,
-                    "outcome": attempt.outcome.value,
-                    "billable": attempt.billable,
-                    "error": attempt.error,
-                    "detail": attempt.detail,
-                    self.op.subject_key: self.op.subject,
-                    "cached": attempt.cached,
-                    "reason": attempt.reason,
-                },
-            )
+        announce(self.event, attempt, self.op.subject_key, self.op.subject)
         if self.on_attempt is not None:
             try:
                 self.on_attempt(attempt)
@@ -754,3 +735,27 @@ def _safe_cause(exc: BaseException | None) -> BaseException | None:
     if redact(text) != text:
         return ProviderError("unexpected", f"{type(exc).__name__}: {text}")  # redacted by PerplexedError
     return exc
+
+
+def announce(event: tuple[str, ...], attempt: Attempt, subject_key: str, subject: Any) -> None:
+    """An attempt's debug log line and its telemetry event (the engine's and the cache-hit path's)."""
+    if logger.isEnabledFor(logging.DEBUG):
+        logger.debug(
+            "attempt provider=%s outcome=%s duration_ms=%d cost=%.6f error=%s",
+            attempt.provider, attempt.outcome.value, attempt.duration_ms, attempt.cost, attempt.error,
+        )
+    if telemetry.listening():
+        telemetry.emit(
+            event,
+            {"duration_ms": attempt.duration_ms, "cost": attempt.cost},
+            {
+                "provider": attempt.provider,
+                "outcome": attempt.outcome.value,
+                "billable": attempt.billable,
+                "error": attempt.error,
+                "detail": attempt.detail,
+                subject_key: subject,
+                "cached": attempt.cached,
+                "reason": attempt.reason,
+            },
+        )

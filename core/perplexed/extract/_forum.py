@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["thread_posts", "without_controls"]
+__all__ = ["BLOCK_TAGS", "CONTROL_TAGS", "block_text", "thread_posts", "without_controls"]
 
 _POST_WORDS = {"post", "message", "comment", "answer", "reply", "topic-post", "postbody", "post-body", "cooked",
                "message-body", "messagecontent", "comment-body", "s-prose", "post-content", "post_message",
@@ -27,8 +27,8 @@ _AUTHOR = re.compile(r"(^|[\s_-])(author|username|user-?name|poster|user|byline|
 _CHROME = re.compile(r"avatar|signature|userextras|user-extras|userstats|user-stats|postprofile|usertitle|"
                      r"user-title|userbanner|user-banner|expandlink|actionbar|reactionsbar|profile-icons|"
                      r"post-tools|post-footer|postfoot|back2top|member-stats|memberstats")
-_CONTROLS = ("button", "form", "nav", "footer", "select", "svg", "noscript")
-_BLOCKS = {"p", "div", "li", "pre", "blockquote", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "br", "section",
+CONTROL_TAGS = ("button", "form", "nav", "footer", "select", "svg", "noscript")
+BLOCK_TAGS = {"p", "div", "li", "pre", "blockquote", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "br", "section",
            "article", "ul", "ol", "table", "header", "dd", "dt"}
 _CLASS_WORD = re.compile(r"[\w-]+")
 _POST_MIN = 2
@@ -47,16 +47,18 @@ def _chrome(node: Any, size: int) -> bool:
     return bool(klass) and bool(_CHROME.search(klass.lower())) and len(node.text_content()) < _CHROME_SHARE * size
 
 
-def _walk(node: Any, out: list[str], size: int) -> None:
-    if not isinstance(node.tag, str) or node.tag in _CONTROLS or _chrome(node, size):
+def block_text(node: Any, out: list[str], size: int | None = None) -> None:
+    """``node``'s text into ``out``, a newline after each block, controls skipped (and, given the post's ``size``,
+    a post's chrome: :func:`_chrome`)."""
+    if not isinstance(node.tag, str) or node.tag in CONTROL_TAGS or (size is not None and _chrome(node, size)):
         if node.tail:
             out.append(node.tail)
         return
     if node.text:
         out.append(node.text)
     for child in node:
-        _walk(child, out, size)
-    if node.tag in _BLOCKS:
+        block_text(child, out, size)
+    if node.tag in BLOCK_TAGS:
         out.append("\n")
     if node.tail:
         out.append(node.tail)
@@ -69,7 +71,7 @@ def _post_text(member: Any) -> str:
         parts.append(member.text)
     size = len(member.text_content())
     for child in member:
-        _walk(child, parts, size)
+        block_text(child, parts, size)
     lines = (re.sub(r"[ \t\r\f\v]+", " ", line).strip() for line in "".join(parts).split("\n"))
     return without_controls("\n".join(line for line in lines if line))
 
@@ -112,7 +114,7 @@ def _author_line(author: Any, size: int) -> str:
     """The author element's text on one line, its chrome (avatar letters, member title, statistics) skipped."""
     parts: list[str] = [author.text or ""]
     for child in author:
-        _walk(child, parts, size)
+        block_text(child, parts, size)
     return " ".join(" ".join(parts).split())
 
 

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from perplexed.extract._consent import drop_consent, without_lines
-from perplexed.extract._forum import thread_posts, without_controls
+from perplexed.extract._forum import BLOCK_TAGS, CONTROL_TAGS, block_text, thread_posts, without_controls
 from perplexed.extract._listing import once, prune, region_share
 from perplexed.extract._pagetype import _PRICE, PageType, classify
 from perplexed.extract._product import without_boilerplate, without_repeats
@@ -110,30 +110,9 @@ def _unwrap_heading_links(tree: Any) -> None:
             anchor.drop_tag()
 
 
-_CONTROLS = ("button", "form", "nav", "footer", "select", "svg", "noscript")
-_BLOCKS = {"p", "div", "li", "pre", "blockquote", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "br", "section",
-           "article", "ul", "ol", "table", "header", "dd", "dt"}
-
-
-def _block_text(node: Any, out: list[str]) -> None:
-    """The text of ``node`` with a line break after each block (controls skipped)."""
-    if not isinstance(node.tag, str) or node.tag in _CONTROLS:
-        if node.tail:
-            out.append(node.tail)
-        return
-    if node.text:
-        out.append(node.text)
-    for child in node:
-        _block_text(child, out)
-    if node.tag in _BLOCKS:
-        out.append("\n")
-    if node.tail:
-        out.append(node.tail)
-
-
 def _lines(node: Any) -> str:
     parts: list[str] = []
-    _block_text(node, parts)
+    block_text(node, parts)
     lines = (re.sub(r"[ \t\r\f\v]+", " ", line).strip() for line in "".join(parts).split("\n"))
     return "\n".join(line for line in lines if line)
 
@@ -214,8 +193,8 @@ _MD_HEADING = {"h1": "# ", "h2": "## ", "h3": "### ", "h4": "#### ", "h5": "####
 
 
 def _region_parts(node: Any, out: list[str], markdown: bool) -> None:
-    """Like :func:`_block_text`, with markdown marks for headings, list items, code blocks and table cells."""
-    if not isinstance(node.tag, str) or node.tag in _CONTROLS:
+    """Like :func:`~perplexed.extract._forum.block_text`, with markdown marks for headings, list items, code blocks and table cells."""
+    if not isinstance(node.tag, str) or node.tag in CONTROL_TAGS:
         if node.tail:
             out.append(node.tail)
         return
@@ -236,7 +215,7 @@ def _region_parts(node: Any, out: list[str], markdown: bool) -> None:
         _region_parts(child, out, markdown)
     if markdown and tag in ("td", "th"):
         out.append(" | ")
-    if tag in _BLOCKS:
+    if tag in BLOCK_TAGS:
         out.append("\n")
     if node.tail:
         out.append(node.tail)
