@@ -460,12 +460,11 @@ async def close(response: httpx.Response) -> None:
         response.close()
 
 
-def _raw(response: httpx.Response) -> tuple[AsyncIterator[bytes], bool]:
-    """The response's raw body chunks, and whether reading them suspends (an async response). A sync
-    response (the direct path) is read within the attempt's budget (:func:`_sync_raw`)."""
-    if isinstance(response.stream, httpx.AsyncByteStream):
-        return response.aiter_raw(), True
-    return _sync_raw(response), False
+def _raw(response: httpx.Response, suspends: bool) -> AsyncIterator[bytes]:
+    """The response's raw body chunks: ``suspends``, an async response's; else (the direct path) a sync
+    response's, read within the attempt's budget (:func:`_sync_raw`). Iterate it where it is made (``async for
+    x in _raw(...)``): an iterator left in a local would outlive a failed read in its traceback."""
+    return response.aiter_raw() if suspends else _sync_raw(response)
 
 
 async def _sync_raw(response: httpx.Response) -> AsyncIterator[bytes]:
@@ -609,8 +608,8 @@ async def aiter_decoded(
             raise _too_large(max_bytes, status, declared)
         raw_size = 0
         size = 0
-        chunks, suspends = _raw(response)
-        async for raw in chunks:
+        suspends = isinstance(response.stream, httpx.AsyncByteStream)
+        async for raw in _raw(response, suspends):
             raw_size += len(raw)
             if raw_size > raw_cap:
                 raise _too_large(max_bytes, status)
@@ -669,8 +668,8 @@ async def _read_zstd(response: httpx.Response, max_bytes: int) -> bytes:
         counter = decoder_for("zstd", max_bytes)
         raw: list[bytes] = []
         size = 0
-        chunks, suspends = _raw(response)
-        async for chunk in chunks:
+        suspends = isinstance(response.stream, httpx.AsyncByteStream)
+        async for chunk in _raw(response, suspends):
             size += len(chunk)
             if size > raw_cap:
                 raise _too_large(max_bytes, status)
