@@ -47,7 +47,6 @@ from perplexed._errors import PerplexedError, ProviderError, Reason, UpstreamErr
 from perplexed._logs import get_logger
 from perplexed._models import Attempt, Outcome
 from perplexed.engine import _adaptive, _governance, _usage
-from perplexed.net import _direct
 from perplexed.engine._strategies import (
     Candidate,
     best_answer,
@@ -56,6 +55,7 @@ from perplexed.engine._strategies import (
     observed_p95,
     sample_latency,
 )
+from perplexed.net import _direct
 from perplexed.policy import _ledger
 from perplexed.policy._failures import classify_exception
 from perplexed.policy._options import ChainOptions

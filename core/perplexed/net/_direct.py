@@ -40,7 +40,7 @@ _driving: contextvars.ContextVar[bool] = contextvars.ContextVar("perplexed_direc
 _deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("perplexed_direct_deadline", default=None)
 
 
-class Expired(TimeoutError):  # noqa: N818 - internal: turned into asyncio.timeout's TimeoutError by Timer
+class Expired(TimeoutError):
     """The attempt's deadline passed during a sync request or between two reads (raised by the sync I/O)."""
 
 

@@ -42,8 +42,8 @@ __all__ = [
     "aiter_decoded",
     "close",
     "get_client",
-    "pooled",
     "origin",
+    "pooled",
     "read_capped",
     "redirect_origin",
     "send",
@@ -421,10 +421,17 @@ def pooled(transport: httpx.AsyncBaseTransport | None = None) -> httpx.AsyncClie
 
 
 async def send(client: httpx.AsyncClient | httpx.Client, request: httpx.Request) -> httpx.Response:
-    """Send ``request`` through ``client``, streamed. A sync client (the direct path) completes at once: its
-    timeouts are what is left of the attempt's budget, and running out of it raises ``_direct.Expired``."""
-    if not isinstance(client, httpx.Client):
-        return await client.send(request, stream=True)
+    """Send ``request`` through ``client``, streamed. A sync client (the direct path) completes at once
+    (:func:`_send_now`)."""
+    if isinstance(client, httpx.Client):
+        return _send_now(client, request)
+    loop_client: httpx.AsyncClient = client
+    return await loop_client.send(request, stream=True)
+
+
+def _send_now(client: httpx.Client, request: httpx.Request) -> httpx.Response:
+    """:func:`send` through the sync client: its timeouts are what is left of the attempt's budget
+    (:class:`_Budget`), and running out of it raises ``_direct.Expired``."""
     ends = _direct.deadline()
     if ends is None:  # pragma: no cover - the engine always sets a budget
         return client.send(request, stream=True)
@@ -448,7 +455,7 @@ class _Budget(dict[str, float]):
         super().__init__()
         self._ends = ends
 
-    def get(self, key: str, default: Any = None) -> float:  # type: ignore[override]
+    def get(self, key: str, default: Any = None) -> float:
         return max(1e-4, self._ends - _direct.clock())
 
 
