@@ -59,6 +59,7 @@ def server() -> Iterator[LoopbackServer]:
         srv.route("/same/search", Status(302, "", headers={"Location": "/ok/search?q=moved&format=json"}))
         srv.route("/away/search", Status(302, "", headers={"Location": "http://127.0.0.2:9/x"}))
         srv.route("/drip/search", Drip(OK, interval=0.1, chunks=20))
+        srv.route("/drip-slow/search", Drip(b'{"results": [{"url": "https://example.com/d"}]}', interval=0.2, chunks=46))
         srv.route("/reset/search", ResetMidBody())
         srv.route("/close/search", Close())
         yield srv
@@ -182,13 +183,16 @@ def test_the_budget_holds_on_the_direct_path(server: LoopbackServer) -> None:
 def test_a_trickling_body_is_stopped_at_the_deadline(server: LoopbackServer) -> None:
     """Each read gets what is left of the budget, and the deadline is checked between reads: a server that
     keeps sending (every read answers in time) still ends at the budget."""
-    (drip,) = _members(server, ["drip"])
+    (drip,) = _members(server, ["drip-slow"])  # a byte every 200 ms
     started = time.perf_counter()
     with pytest.raises(UpstreamError) as caught:
-        perplexed.search("zoning", drip, provider_timeout_ms=350)
+        perplexed.search("zoning", drip, provider_timeout_ms=300)
     elapsed = time.perf_counter() - started
-    assert caught.value.attempts[0].reason == "timeout"
-    assert elapsed < 0.35 + 0.4
+    attempt = caught.value.attempts[0]
+    assert (attempt.outcome.value, attempt.reason) == ("timeout", "timeout")
+    # not the next byte's arrival (400 ms): each read waits only what is left of the budget
+    assert 300 <= attempt.duration_ms <= 300 + 50
+    assert elapsed < 0.3 + 0.4
     assert drip.threads == [threading.current_thread()]
 
 

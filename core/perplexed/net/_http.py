@@ -401,7 +401,11 @@ def sync_client() -> httpx.Client:
             client = _sync
             if client is None or client.is_closed:
                 kwargs = _client_settings(_prepare)
-                kwargs["transport"] = httpx.HTTPTransport(limits=DEFAULT_LIMITS, verify=ssl_context())
+                kwargs["transport"] = transport = httpx.HTTPTransport(limits=DEFAULT_LIMITS, verify=ssl_context())
+                pool = getattr(transport, "_pool", None)
+                backend = getattr(pool, "_network_backend", None)
+                if isinstance(backend, httpcore.NetworkBackend):  # else each read waits what was left at its start
+                    pool._network_backend = _BudgetBackend(backend)  # type: ignore[union-attr]
                 client = _sync = httpx.Client(**kwargs)
     return client
 
@@ -442,6 +446,56 @@ def _send_now(client: httpx.Client, request: httpx.Request) -> httpx.Response:
         return client.send(request, stream=True)
     except httpx.TimeoutException as exc:  # the only timeouts set are the budget's
         raise _direct.Expired from exc
+
+
+def _left(timeout: float | None) -> float | None:
+    """The timeout of one socket operation of a sync request: what is left of the attempt's budget (at least
+    0.1 ms: a zero timeout would make the socket non-blocking, not time out), else ``timeout``."""
+    ends = _direct.deadline()
+    return timeout if ends is None else max(1e-4, ends - _direct.clock())
+
+
+class _BudgetBackend(httpcore.NetworkBackend):
+    """The sync pool's network backend, whose every connect, TLS handshake, read and write waits at most what is
+    left of the attempt's budget (:func:`_left`): httpcore computes a body's read timeout once, when the body
+    starts, so a server dripping bytes would otherwise get that much again for every read."""
+
+    def __init__(self, inner: httpcore.NetworkBackend) -> None:
+        self._inner = inner
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                    socket_options: Any = None) -> httpcore.NetworkStream:
+        return _BudgetStream(self._inner.connect_tcp(host, port, _left(timeout), local_address, socket_options))
+
+    def connect_unix_socket(self, path: str, timeout: float | None = None,
+                            socket_options: Any = None) -> httpcore.NetworkStream:  # pragma: no cover - no uds
+        return _BudgetStream(self._inner.connect_unix_socket(path, _left(timeout), socket_options))
+
+    def sleep(self, seconds: float) -> None:  # pragma: no cover - httpcore's retries (none configured)
+        self._inner.sleep(seconds)
+
+
+class _BudgetStream(httpcore.NetworkStream):
+    """A connection of the sync pool (see :class:`_BudgetBackend`)."""
+
+    def __init__(self, inner: httpcore.NetworkStream) -> None:
+        self._inner = inner
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._inner.read(max_bytes, _left(timeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, _left(timeout))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
+                  timeout: float | None = None) -> httpcore.NetworkStream:
+        return _BudgetStream(self._inner.start_tls(ssl_context, server_hostname, _left(timeout)))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
 
 
 class _Budget(dict[str, float]):
