@@ -4,8 +4,9 @@ The run loop, timing, cancellation, cost accounting, governance and telemetry li
 (``_engine``), once, for every operation; this module says what a search is (:class:`SearchOperation`) and
 drives a provider's sans-io flow over HTTP (:func:`drive_flow`). The sync API runs the same coroutine: in the
 caller's thread with httpx's sync client when every await of it completes at once (``net._direct``,
-:func:`_runs_direct`), else on the portal loop (``_portal``), so sync and async behave identically. A cache hit of the in-process store is
-answered before the engine is set up (``_cache_hit``; in the caller's thread for the sync API).
+:func:`_runs_direct`), else on the portal loop (``_portal``), so sync and async behave identically. A cache
+hit of the in-process store is answered before the engine is set up (``_cache_hit``; in the caller's thread
+for the sync API).
 
 Rules (README, "Chain rules"):
 
