@@ -18,10 +18,13 @@ busy machine hit all of them alike), and compared by the median of per-round dif
   against a raw ``httpx.Client`` request + parse.
 * **side by side on one loopback server** (issue 21): ``asearch`` vs a raw ``httpx.AsyncClient`` ``get`` +
   ``.json()``, and sync ``search`` vs a raw sync ``httpx.Client`` ``get`` + ``.json()`` (ratios of medians).
+* **the framework adapters' sync calls** (issue 35), interleaved with the sync rows: LangChain's
+  ``PerplexedRetriever.invoke`` and LlamaIndex's ``PerplexedRetriever.retrieve`` over the same provider, vs
+  the raw sync ``httpx.Client`` ``get`` + ``.json()`` (skipped when the adapter's framework is not installed).
 
 Targets: single-provider overhead <= 5 % and <= 40 us; chain extra <= 2 ms; asearch <= 1.1x a raw
-AsyncClient get + json; sync search <= 1.3x a raw httpx.Client get + json. Exit status 1 when missed (use
-``--no-check`` to only print).
+AsyncClient get + json; sync search <= 1.3x a raw httpx.Client get + json; LangChain invoke <= 1.4x and
+LlamaIndex retrieve <= 1.5x the same raw call. Exit status 1 when missed (use ``--no-check`` to only print).
 """
 
 from __future__ import annotations
@@ -162,7 +165,7 @@ def measure_sync(base: str, rounds: int, warmup: int) -> Samples:
         assert result.provider == "ok"
 
     variants = {"raw_sync": raw_sync, "raw_sync_get_json": raw_sync_get_json, "engine_sync": engine_sync,
-                "engine_async_same_thread": engine_async}
+                "engine_async_same_thread": engine_async, **_adapters(ok)}
     samples: dict[str, list[float]] = {name: [] for name in variants}
     cpu: dict[str, list[float]] = {name: [] for name in variants}
     names = list(variants)
@@ -181,6 +184,34 @@ def measure_sync(base: str, rounds: int, warmup: int) -> Samples:
     loop.run_until_complete(perplexed.net._http.aclose_clients())
     loop.close()
     return samples, cpu
+
+
+def _adapters(ok: SearXNG) -> dict[str, Callable[[], None]]:
+    """The adapters' sync calls over ``ok`` (an adapter whose framework is missing is left out)."""
+    variants: dict[str, Callable[[], None]] = {}
+    try:
+        from langchain_perplexed import PerplexedRetriever as LangChainRetriever
+    except ImportError:
+        pass
+    else:
+        lc = LangChainRetriever(provider=ok)
+
+        def langchain_invoke() -> None:
+            assert len(lc.invoke(QUERY)) == 10
+
+        variants["langchain_invoke"] = langchain_invoke
+    try:
+        from llama_index_perplexed import PerplexedRetriever as LlamaRetriever
+    except ImportError:
+        pass
+    else:
+        li = LlamaRetriever(provider=ok)
+
+        def llama_retrieve() -> None:
+            assert len(li.retrieve(QUERY)) == 10
+
+        variants["llama_index_retrieve"] = llama_retrieve
+    return variants
 
 
 def main() -> int:
@@ -253,7 +284,20 @@ def main() -> int:
     print(f"side by side: sync search {eng_sync:.1f} us vs raw httpx.Client get + json {raw_sync_json:.1f} us: "
           f"sync ratio {sync_x:.3f}x (target <= 1.3x)")
 
-    ok = ratio <= 0.05 and overhead <= 40 and extra <= 2000 and async_x <= 1.1 and sync_x <= 1.3
+    adapters_ok = True
+    for name, label, target in (("langchain_invoke", "LangChain PerplexedRetriever.invoke", 1.4),
+                                ("llama_index_retrieve", "LlamaIndex PerplexedRetriever.retrieve", 1.5)):
+        if name not in s:
+            print(f"side by side: {label}: skipped (its framework is not installed)")
+            continue
+        adapter = median_us(s[name])
+        adapter_x = adapter / raw_sync_json
+        adapters_ok = adapters_ok and adapter_x <= target
+        print(f"side by side: {label} {adapter:.1f} us vs raw httpx.Client get + json {raw_sync_json:.1f} us: "
+              f"{name} ratio {adapter_x:.3f}x (target <= {target}x)")
+
+    ok = (ratio <= 0.05 and overhead <= 40 and extra <= 2000 and async_x <= 1.1 and sync_x <= 1.3
+          and adapters_ok)
     print("targets:", "met" if ok else "MISSED")
     return 0 if ok or args.no_check else 1
 

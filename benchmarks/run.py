@@ -70,6 +70,13 @@ def engine(quick: bool) -> list[Row]:
     chain = _num(r"extra ([\d.]+) ms", out)
     async_x = _num(r"asearch ratio ([\d.]+)x", out)
     sync_x = _num(r"sync ratio ([\d.]+)x", out)
+    adapters = []
+    for name, label, target in (("langchain_invoke", "LangChain PerplexedRetriever.invoke", 1.4),
+                                ("llama_index_retrieve", "LlamaIndex PerplexedRetriever.retrieve", 1.5)):
+        if f"{name} ratio" in out:
+            x = _num(rf"{name} ratio ([\d.]+)x", out)
+            adapters.append(Row(f"{label} vs raw httpx.Client get + json (same loopback server)", f"{x:.2f}x",
+                                f"<= {target}x (issue 35)", x <= target))
     return [
         Row(
             "engine overhead, single provider (median)",
@@ -81,6 +88,7 @@ def engine(quick: bool) -> list[Row]:
             async_x <= 1.1),
         Row("sync search vs raw httpx.Client get + json (same loopback server)", f"{sync_x:.2f}x", "<= 1.3x (issue 35)",
             sync_x <= 1.3),
+        *adapters,
         Row(
             "3-provider chain, two fail fast: extra over the third alone",
             f"{chain:.2f} ms",

@@ -89,7 +89,7 @@ def hit_document(
 
 def result_documents(result: Result, *, flat: bool = False) -> list[Document]:
     """The Documents of a search result, in hit order (``metadata["id"]`` is 1..n)."""
+    answered_by, cost, attempts = result.provider, result.cost, result.attempts  # once (cost is a computed sum)
     return [
-        hit_document(hit, answered_by=result.provider, cost=result.cost, attempts=result.attempts, flat=flat)
-        for hit in result.hits
+        hit_document(hit, answered_by=answered_by, cost=cost, attempts=attempts, flat=flat) for hit in result.hits
     ]

@@ -108,6 +108,11 @@ class _AttemptEvents:
                 inheritable_metadata=run_manager.inheritable_metadata,
             )
 
+    @property
+    def forwards(self) -> bool:
+        """Whether the run has handlers to forward events to."""
+        return self._manager is not None
+
     def __call__(self, attempt: Attempt) -> None:
         if self._manager is not None:
             self._dispatch(ATTEMPT_EVENT, attempt_event_data(attempt))

@@ -34,6 +34,10 @@ def run_core(
     runs of it (a tool run sets that context itself).
     """
     events = SyncAttemptEvents(run_manager)
+    if not events.forwards:  # no handler to call: nothing to forward (a sync search may then run in the
+        result = fn(*args, **kwargs)  # caller's thread, see perplexed's sync API)
+        events.usage(result)
+        return result
     args, call_kwargs = _with_events(events, args, kwargs)
     with telemetry.scoped(events.telemetry):
         if isinstance(run_manager, CallbackManagerForRetrieverRun) and has_handlers(run_manager):

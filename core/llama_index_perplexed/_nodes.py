@@ -32,9 +32,18 @@ def node_id_for_url(url: str) -> str:
     """A node id that is a pure function of the URL (a UUID5 in the URL namespace).
 
     The same page gets the same id in every retrieval and from every provider, so LlamaIndex's dedupe by
-    ``node_id`` (and any docstore keyed on it) sees it once.
+    ``node_id`` (and any docstore keyed on it) sees it once. Remembered for the URLs seen last (a pure
+    function: a retrieval's nodes cost no hashing for a URL seen before).
     """
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, url.strip()))
+    node_id = _NODE_IDS.get(url)
+    if node_id is None:
+        if len(_NODE_IDS) >= 4096:
+            _NODE_IDS.clear()
+        node_id = _NODE_IDS[url] = str(uuid.uuid5(uuid.NAMESPACE_URL, url.strip()))
+    return node_id
+
+
+_NODE_IDS: dict[str, str] = {}
 
 
 def _usable(score: float | None) -> float | None:
@@ -65,13 +74,14 @@ def score_hits(hits: Sequence[Hit]) -> list[float]:
     return out
 
 
-def hit_metadata(hit: Hit, result: Result | None = None) -> dict[str, Any]:
+def hit_metadata(hit: Hit, result: Result | None = None, *, cost: float | None = None) -> dict[str, Any]:
     """The node metadata of one hit, as in the LangChain adapter.
 
     ``id`` (the 1-based number an ``[n]`` marker cites), ``title``, ``url``, ``published`` (ISO date; absent
     when unknown), ``author`` (when the provider reports one, e.g. Exa; absent otherwise), ``score`` (the provider's own, or ``None``), ``provider``, and the search's
     ``answered_by``, ``cost`` (USD, the whole chain run, the same on every node of a result) and
-    ``attempts`` (``[{provider, outcome, cost, duration_ms}]``).
+    ``attempts`` (``[{provider, outcome, cost, duration_ms}]``). ``cost``: ``result.cost`` computed already
+    (the nodes of one result share it).
     """
     metadata: dict[str, Any] = {"id": hit.id, "title": hit.title, "url": hit.url}
     if hit.published is not None:
@@ -86,17 +96,19 @@ def hit_metadata(hit: Hit, result: Result | None = None) -> dict[str, Any]:
     if hit.page is not None and hit.page.page_type is not None:  # a fetched page (fetch_content): its type
         metadata["page_type"] = hit.page.page_type
     metadata["answered_by"] = result.provider if result is not None else hit.provider
-    metadata["cost"] = result.cost if result is not None else 0.0
+    metadata["cost"] = (result.cost if cost is None else cost) if result is not None else 0.0
     metadata["attempts"] = [a.summary() for a in result.attempts] if result is not None else []
     return metadata
 
 
-def hit_to_node(hit: Hit, score: float | None = None, result: Result | None = None) -> NodeWithScore:
+def hit_to_node(
+    hit: Hit, score: float | None = None, result: Result | None = None, *, cost: float | None = None
+) -> NodeWithScore:
     """One hit as a ``NodeWithScore`` of a ``TextNode`` (id from the URL, text = content or snippet)."""
     node = TextNode(
         id_=node_id_for_url(hit.url),
         text=hit.text,
-        metadata=hit_metadata(hit, result),
+        metadata=hit_metadata(hit, result, cost=cost),
         excluded_llm_metadata_keys=list(BOOKKEEPING_KEYS),
         excluded_embed_metadata_keys=list(BOOKKEEPING_KEYS),
     )
@@ -106,7 +118,8 @@ def hit_to_node(hit: Hit, score: float | None = None, result: Result | None = No
 def result_to_nodes(result: Result) -> list[NodeWithScore]:
     """Every hit of a search result as a node, in the result's order, scored by :func:`score_hits`."""
     scores = score_hits(result.hits)
-    return [hit_to_node(hit, score, result) for hit, score in zip(result.hits, scores, strict=True)]
+    cost = result.cost  # once: a computed sum over the attempts
+    return [hit_to_node(hit, score, result, cost=cost) for hit, score in zip(result.hits, scores, strict=True)]
 
 
 def answer_source_nodes(ans: Answer) -> list[NodeWithScore]:

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
+from llama_index.core.instrumentation.event_handlers import NullEventHandler
 from llama_index.core.instrumentation.events import BaseEvent
 from perplexed import PerplexedError, Usage, telemetry
 
@@ -165,7 +166,20 @@ def dispatching() -> Iterator[None]:
         return
     token = _active.set(True)
     try:
-        with telemetry.scoped(_forward):
-            yield
+        if _observed():
+            with telemetry.scoped(_forward):
+                yield
+        else:  # no event handler to forward to: the core sees no listener (a sync search may then run in
+            yield  # the caller's thread, see perplexed's sync API)
     finally:
         _active.reset(token)
+
+
+def _observed() -> bool:
+    """Whether an event dispatched here reaches a handler (other than LlamaIndex's ``NullEventHandler``)."""
+    current: Any = dispatcher
+    while current is not None:
+        if any(not isinstance(h, NullEventHandler) for h in current.event_handlers):
+            return True
+        current = current.parent if current.propagate else None
+    return False

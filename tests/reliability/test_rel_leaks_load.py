@@ -253,27 +253,34 @@ async def test_ten_thousand_mixed_chain_runs_leak_nothing() -> None:
 
 
 def test_sync_search_under_threads_leaks_no_thread_and_no_portal_task() -> None:
-    """500 sync runs from 16 caller threads: the portal is one thread, reused; nothing stays pending on it."""
+    """500 sync runs from 16 caller threads: the portal is one thread, reused; nothing stays pending on it.
+    Half the runs pass ``on_attempt`` (they run on the portal), half not (the direct path, in the caller's
+    thread: it starts no thread either)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from perplexed.net import _portal  # private: no task is left on the portal loop
 
+    seen: list[Attempt] = []
     with _servers() as urls:
-        perplexed.search("warm", SearXNG(base_url=urls["good"]))  # start the portal before the baseline
+        perplexed.search("warm", SearXNG(base_url=urls["good"]), on_attempt=seen.append)  # the portal, started
+        perplexed.search("warm", SearXNG(base_url=urls["good"]))  # the direct path's pool, built
         threads_before = threading.active_count()
         plans = [p for p in _plans(2000, seed=10) if not p.hangs][:500]
 
-        def one(plan: Plan) -> str | None:
+        def one(numbered: tuple[int, Plan]) -> str | None:
+            i, plan = numbered
             try:
                 outcome: Any = perplexed.search(
-                    "load", _providers(plan, urls), provider_timeout_ms=FAST_BUDGET_MS
+                    "load", _providers(plan, urls), provider_timeout_ms=FAST_BUDGET_MS,
+                    on_attempt=seen.append if i % 2 else None,
                 )
             except Exception as exc:
                 outcome = exc
             return _check(plan, outcome)[1]
 
         with ThreadPoolExecutor(16) as pool:
-            problems = [p for p in pool.map(one, plans) if p is not None]
+            problems = [p for p in pool.map(one, enumerate(plans)) if p is not None]
+        assert len(seen) >= 1 + len(plans) // 2  # the portal's runs called on_attempt
         assert problems == [], problems[:5]
 
         async def pending() -> int:

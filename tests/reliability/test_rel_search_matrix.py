@@ -162,6 +162,19 @@ def test_search_sync(fault_name: str, shape: str, good: LoopbackServer, metered:
 
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("fault_name", list(FAULTS))
+def test_search_sync_direct(fault_name: str, shape: str, good: LoopbackServer, metered: LoopbackServer) -> None:
+    """The same cells through the sync API's direct path (no ``on_attempt``: the search runs in this thread,
+    with no event loop); each attempt is seen by the provider's flow in this thread."""
+    with _cell(fault_name, shape, good, metered) as (fault, spec, kw, seen, server):
+        del kw["on_attempt"]
+        m = measure(lambda: perplexed.search("zoning setbacks", spec, **kw))
+        outcome = m.error if m.error is not None else m.value
+        seen.extend(getattr(outcome, "attempts", []))
+        _check_cell(fault, shape, kw["deadline_ms"], m, seen, server)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("fault_name", list(FAULTS))
 async def test_asearch(fault_name: str, shape: str, good: LoopbackServer, metered: LoopbackServer) -> None:
     with _cell(fault_name, shape, good, metered) as (fault, spec, kw, seen, server):
         m = await ameasure(lambda: perplexed.asearch("zoning setbacks", spec, **kw))

@@ -55,6 +55,7 @@ from perplexed.engine._strategies import (
     observed_p95,
     sample_latency,
 )
+from perplexed.net import _direct
 from perplexed.policy import _ledger
 from perplexed.policy._failures import classify_exception
 from perplexed.policy._options import ChainOptions
@@ -149,8 +150,15 @@ class Engine:
         self.op = op
         self.chain = chain = op.chain
         self.on_attempt = on_attempt
-        self.loop = asyncio.get_running_loop()
-        self.deadline = self.loop.time() + chain.deadline_ms / 1000 if deadline is None else deadline
+        # the clock of deadlines and the per-attempt timeout: the running loop's, or on the sync API's direct
+        # path (no loop: see net._direct) the same monotonic clock and a timeout the sync I/O enforces
+        self.time: Callable[[], float]
+        self.timeout: Callable[[float], Any]
+        if _direct.driving():
+            self.time, self.timeout = _direct.clock, _direct.Timer
+        else:
+            self.time, self.timeout = asyncio.get_running_loop().time, asyncio.timeout
+        self.deadline = self.time() + chain.deadline_ms / 1000 if deadline is None else deadline
         self.member_budget = chain.provider_timeout_ms / 1000
         self.recorded: list[tuple[int, Attempt]] = []
         self.in_order = True  # attempts were recorded in chain order (no sort needed)
@@ -309,7 +317,7 @@ class Engine:
             ledger = _ledger.current()
             if ledger is not None:  # a cap across searches (perplexed.evaluate's budget_usd)
                 return await self.ledgered(ledger, member, early)
-        remaining = self.deadline - self.loop.time()
+        remaining = self.deadline - self.time()
         capped = remaining < self.member_budget
         budget = remaining if capped else self.member_budget
         gov = self.gov
@@ -389,7 +397,7 @@ class Engine:
         charged: float | None
         opening = time.perf_counter()
         with _otel.attempt_span(op.name, member.label, int(budget * 1000)) as call_span:
-            timer: asyncio.Timeout | None = None  # one timeout an attempt, made when the call starts
+            timer: asyncio.Timeout | _direct.Timer | None = None  # one an attempt, made when the call starts
             now = time.perf_counter()  # the span is open: its set-up (process warm-up) is not the provider's time
             start = now if started is None else started + (now - opening)
             try:
@@ -400,7 +408,7 @@ class Engine:
                     start += setup  # provider's time nor its budget (the chain's deadline holds)
                     if capped:
                         left = max(0.0, budget - setup)
-                timer = asyncio.timeout(left)
+                timer = self.timeout(left)
                 async with timer:
                     raw = await op.call(member, client)
                 answer, charged, detail = op.finish(member, raw)
@@ -457,7 +465,7 @@ class Engine:
         if gov is None or not self.reached_end or self.candidates:
             return None
         member = gov.take_trial_candidate()
-        if member is None or self.deadline - self.loop.time() <= 0:
+        if member is None or self.deadline - self.time() <= 0:
             return None
         attempt, answer, exc = await self.attempt(member, early=True)
         if attempt.outcome is Outcome.SKIPPED and attempt.reason == "cooling_down":
@@ -478,7 +486,7 @@ class Engine:
         """The chain over ``members`` (chain position, member), in order. Returns the result of an ``ok``
         answer, or ``None`` when the chain ended without one (see :meth:`fallback`)."""
         for order, member in members:
-            if self.deadline - self.loop.time() <= 0:
+            if self.deadline - self.time() <= 0:
                 self.record(order, self.deadline_attempt(member))
                 continue
             attempt, answer, exc = await self.attempt(member)
@@ -526,7 +534,7 @@ class Engine:
             while next_order < len(members):
                 order, next_order = next_order, next_order + 1
                 member = members[order]
-                now = self.loop.time()
+                now = self.time()
                 if self.deadline - now <= 0:
                     self.record(order, self.deadline_attempt(member))
                     continue
@@ -545,7 +553,7 @@ class Engine:
             while tasks and not ended:
                 timeout: float | None = None
                 if not stopped and next_order < len(members) and hedge_at != math.inf:
-                    timeout = max(0.0, hedge_at - self.loop.time())
+                    timeout = max(0.0, hedge_at - self.time())
                 done, _ = await asyncio.wait(tasks, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
                 if not done:  # the newest call is slow: start the next member beside it
                     await launch()
@@ -621,7 +629,7 @@ class Engine:
                 rest.append((order, member))
         if not group:
             return await self.sequential(rest)
-        if self.deadline - self.loop.time() <= 0:  # pragma: no cover - the deadline is at least 1 ms away
+        if self.deadline - self.time() <= 0:  # pragma: no cover - the deadline is at least 1 ms away
             for order, member in group:
                 self.record(order, self.deadline_attempt(member))
             return await self.sequential(rest)
@@ -676,7 +684,7 @@ class Engine:
 
 
 def _failed(
-    member: Provider, exc: Exception, timer: asyncio.Timeout | None, budget: float, capped: bool
+    member: Provider, exc: Exception, timer: asyncio.Timeout | _direct.Timer | None, budget: float, capped: bool
 ) -> tuple[Outcome, Reason, str, float | None, BaseException | None]:
     """How a member call that raised ``exc`` is recorded: (outcome, reason, error, charged, failure).
 

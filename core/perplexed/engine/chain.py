@@ -2,9 +2,11 @@
 
 The run loop, timing, cancellation, cost accounting, governance and telemetry live in the engine
 (``_engine``), once, for every operation; this module says what a search is (:class:`SearchOperation`) and
-drives a provider's sans-io flow over HTTP (:func:`drive_flow`). The sync API runs the same coroutine on the
-portal loop (see ``_portal``), so sync and async behave identically. A cache hit of the in-process store is
-answered before the engine is set up (``_cache_hit``; in the caller's thread for the sync API).
+drives a provider's sans-io flow over HTTP (:func:`drive_flow`). The sync API runs the same coroutine: in the
+caller's thread with httpx's sync client when every await of it completes at once (``net._direct``,
+:func:`_runs_direct`), else on the portal loop (``_portal``), so sync and async behave identically. A cache
+hit of the in-process store is answered before the engine is set up (``_cache_hit``; in the caller's thread
+for the sync API).
 
 Rules (README, "Chain rules"):
 
@@ -36,11 +38,11 @@ from perplexed import telemetry
 from perplexed._errors import BodyTooLargeError, ContentDecodingError
 from perplexed._logs import get_logger
 from perplexed._models import Attempt, Hit, ProviderAnswer, Result
-from perplexed.engine import _cache_hit, _engine
+from perplexed.engine import _cache_hit, _engine, _governance, _usage
 from perplexed.engine._engine import AttemptCallback
 from perplexed.engine._hits import _finalize, _norm_url, finalize_hits, fuse
 from perplexed.engine._strategies import check_floor, judge
-from perplexed.net import _portal
+from perplexed.net import _direct, _portal
 from perplexed.policy._keywords import check_names, check_search_options
 from perplexed.policy._options import (
     _DEFAULT_SEARCH_OPTIONS,
@@ -53,6 +55,7 @@ from perplexed.policy._options import (
 from perplexed.policy._policy import Purse
 from perplexed.providers import CallableProvider, Provider, resolve
 from perplexed.providers._base import to_answer
+from perplexed.store.memory import MemoryStore
 
 if TYPE_CHECKING:
     import httpx
@@ -232,7 +235,36 @@ def search(
         probe = _cache_hit.lookup(op, None, _portal.current_loop())
         if probe.result is not None:
             return probe.result
+        if _runs_direct(op):  # the engine in this thread, with the sync I/O (see net._direct)
+            return _direct.run(_run_op, op, None, probe)
     return _portal.run(_run_op, op, on_attempt, probe)
+
+
+def _runs_direct(op: SearchOperation) -> bool:
+    """Whether a sync search (no ``on_attempt``, no telemetry listener, not on the portal's thread: checked by
+    :func:`search`) runs in the caller's thread with no event loop (``net._direct``) rather than on the
+    portal: when every await of its run completes at once. That is: no event loop runs in this thread, the
+    strategy is ``sequential``, nothing is governed (no cache, budget, store, rate limit, cool-down: no
+    single flight nor store round trip), the usage ledger is in-process, and every member is an HTTP
+    provider on the pooled client (a function or ``local`` provider runs in a thread of its own, awaited
+    on a loop; a custom transport may be async)."""
+    if op.chain.strategy != "sequential":
+        return False
+    for member in op.members:
+        if isinstance(member, CallableProvider) or member.transport is not None:
+            return False
+    try:
+        asyncio.get_running_loop()
+        return False
+    except RuntimeError:
+        pass
+    try:
+        if _governance.plan(op) is not None:
+            return False
+        store = _usage.target()
+    except Exception:  # an unopenable PERPLEXED_STORE: the engine says so, on the portal
+        return False
+    return _usage._is_default(store) or type(store) is MemoryStore
 
 
 async def run(prepared: Search, *, on_attempt: AttemptCallback | None = None, deadline: float | None = None,
@@ -283,14 +315,16 @@ class SearchOperation:
         self.options = prepared.options
         self._options_key: str | None = None
 
-    def client(self, member: Provider) -> httpx.AsyncClient | None:
+    def client(self, member: Provider) -> httpx.AsyncClient | httpx.Client | None:
         if isinstance(member, CallableProvider):
             return None
-        from perplexed.net._http import get_client
+        from perplexed.net._http import pooled
 
-        return get_client(member.transport)
+        return pooled(member.transport)
 
-    async def call(self, member: Provider, client: httpx.AsyncClient | None) -> tuple[ProviderAnswer, bool]:
+    async def call(
+        self, member: Provider, client: httpx.AsyncClient | httpx.Client | None
+    ) -> tuple[ProviderAnswer, bool]:
         return await _call(member, self.subject, self.options, client)
 
     def finish(self, member: Provider, raw: tuple[ProviderAnswer, bool]) -> tuple[list[Hit], float, str | None]:
@@ -352,7 +386,7 @@ def search_options_key(options: SearchOptions) -> str:
 
 
 async def _call(
-    provider: Provider, query: str, options: SearchOptions, client: httpx.AsyncClient | None = None
+    provider: Provider, query: str, options: SearchOptions, client: httpx.AsyncClient | httpx.Client | None = None
 ) -> tuple[ProviderAnswer, bool]:
     """One provider call. Returns the answer and whether its hits are fresh objects the engine may modify."""
     if isinstance(provider, CallableProvider):
@@ -383,21 +417,27 @@ async def read_body(provider: Provider, response: httpx.Response) -> bytes:
 
 
 async def drive_flow(
-    provider: Provider, flow: Generator[httpx.Request, httpx.Response, T], client: httpx.AsyncClient | None = None
+    provider: Provider,
+    flow: Generator[httpx.Request, httpx.Response, T],
+    client: httpx.AsyncClient | httpx.Client | None = None,
 ) -> T:
     """Drive a provider's sans-io flow over HTTP: send each request it yields, read the response (capped at
     ``provider.max_body_bytes``, redirects only as :func:`_redirect` allows), send it back, until the flow
     returns its value. The one driver of provider flows (the chain; ``doctor --live`` records through a
-    transport). Raises the flow's failures, ``ProviderError`` for a body too large, malformed or redirected."""
-    from perplexed.net._http import get_client, redirect_origin
+    transport). Raises the flow's failures, ``ProviderError`` for a body too large, malformed or redirected.
+
+    ``client`` may be the sync pooled client (the sync API's direct path, see ``net._direct``): the same
+    logic, every await then completes at once (``_http.send``, ``read_capped`` and ``close`` see a sync
+    client and response)."""
+    from perplexed.net._http import close, pooled, redirect_origin, send
 
     try:
         request = next(flow)
         if client is None:
-            client = get_client(provider.transport)
+            client = pooled(provider.transport)
         hops = 0
         while True:
-            response = await client.send(request, stream=True)
+            response = await send(client, request)
             try:
                 target = redirect_origin(response)
                 if target is not None:  # never followed blindly: a key must not reach another origin
@@ -406,7 +446,7 @@ async def drive_flow(
                     continue
                 await read_body(provider, response)
             finally:
-                await response.aclose()
+                await close(response)
             try:
                 request = flow.send(response)
             except StopIteration as stop:

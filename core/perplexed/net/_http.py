@@ -18,6 +18,7 @@ The shared clients are built for talking to servers that may be hostile:
 from __future__ import annotations
 
 import asyncio
+import atexit
 import http.cookiejar
 import ssl
 import threading
@@ -31,7 +32,7 @@ import httpx
 
 from perplexed._errors import BodyTooLargeError, ContentDecodingError, ResponseBodyError
 from perplexed._logs import redact_loggers
-from perplexed.net import _portal
+from perplexed.net import _direct, _portal
 from perplexed.net._decode import DEFAULT_MAX_BODY_BYTES, Decoder, accept_encoding, decoder_for
 
 __all__ = [
@@ -39,11 +40,15 @@ __all__ = [
     "accept_encoding",
     "aclose_clients",
     "aiter_decoded",
+    "close",
     "get_client",
     "origin",
+    "pooled",
     "read_capped",
     "redirect_origin",
+    "send",
     "ssl_context",
+    "sync_client",
     "warm_up",
 ]
 
@@ -311,14 +316,7 @@ def get_client(transport: httpx.AsyncBaseTransport | None = None) -> httpx.Async
     key = None if transport is None else id(transport)
     client = per_loop.get(key)
     if client is None or client.is_closed:
-        kwargs: dict[str, Any] = {
-            "limits": DEFAULT_LIMITS,
-            "timeout": None,
-            "follow_redirects": False,
-            "verify": ssl_context(),
-            "cookies": httpx.Cookies(_no_cookies()),
-            "event_hooks": {"request": [_prepare_request]},
-        }
+        kwargs = _client_settings(_prepare_request)
         kwargs["transport"] = _pooled_transport() if transport is None else transport
         client = per_loop[key] = httpx.AsyncClient(**kwargs)
         _load_async_backend()
@@ -387,12 +385,192 @@ async def aclose_clients() -> None:
 _portal.on_close(aclose_clients)
 
 
+# -- the sync I/O of the direct path (see ``_direct``): one pooled, thread-safe httpx.Client for every thread
+
+_sync_lock = threading.Lock()
+_sync: httpx.Client | None = None
+
+
+def sync_client() -> httpx.Client:
+    """The process's pooled sync client (the sync API's direct path), built as the loops' clients are
+    (:func:`_client_settings`). httpx's sync pool is thread-safe: every caller thread shares it."""
+    global _sync
+    client = _sync
+    if client is None or client.is_closed:
+        with _sync_lock:
+            client = _sync
+            if client is None or client.is_closed:
+                kwargs = _client_settings(_prepare)
+                kwargs["transport"] = transport = httpx.HTTPTransport(limits=DEFAULT_LIMITS, verify=ssl_context())
+                pool = getattr(transport, "_pool", None)
+                backend = getattr(pool, "_network_backend", None)
+                if isinstance(backend, httpcore.NetworkBackend):  # else each read waits what was left at its start
+                    pool._network_backend = _BudgetBackend(backend)  # type: ignore[union-attr]
+                client = _sync = httpx.Client(**kwargs)
+    return client
+
+
+@atexit.register
+def _close_sync() -> None:  # pragma: no cover - exercised at interpreter exit
+    if _sync is not None:
+        _sync.close()
+
+
+def pooled(transport: httpx.AsyncBaseTransport | None = None) -> httpx.AsyncClient | httpx.Client:
+    """The pooled client a provider request goes through: the sync one on the direct path (which takes no
+    custom transport), else the running loop's (:func:`get_client`)."""
+    if transport is None and _direct.driving():
+        return sync_client()
+    return get_client(transport)
+
+
+async def send(client: httpx.AsyncClient | httpx.Client, request: httpx.Request) -> httpx.Response:
+    """Send ``request`` through ``client``, streamed. A sync client (the direct path) completes at once
+    (:func:`_send_now`)."""
+    if isinstance(client, httpx.Client):
+        return _send_now(client, request)
+    loop_client: httpx.AsyncClient = client
+    return await loop_client.send(request, stream=True)
+
+
+def _send_now(client: httpx.Client, request: httpx.Request) -> httpx.Response:
+    """:func:`send` through the sync client: its timeouts are what is left of the attempt's budget
+    (:class:`_Budget`), and running out of it raises ``_direct.Expired``."""
+    ends = _direct.deadline()
+    if ends is None:  # pragma: no cover - the engine always sets a budget
+        return client.send(request, stream=True)
+    if ends <= _direct.clock():
+        raise _direct.Expired
+    request.extensions = {**request.extensions, "timeout": _Budget(ends)}
+    try:
+        return client.send(request, stream=True)
+    except httpx.TimeoutException as exc:  # the only timeouts set are the budget's
+        raise _direct.Expired from exc
+
+
+def _left(timeout: float | None) -> float | None:
+    """The timeout of one socket operation of a sync request: what is left of the attempt's budget (at least
+    0.1 ms: a zero timeout would make the socket non-blocking, not time out), else ``timeout``."""
+    ends = _direct.deadline()
+    return timeout if ends is None else max(1e-4, ends - _direct.clock())
+
+
+class _BudgetBackend(httpcore.NetworkBackend):
+    """The sync pool's network backend, whose every connect, TLS handshake, read and write waits at most what is
+    left of the attempt's budget (:func:`_left`): httpcore computes a body's read timeout once, when the body
+    starts, so a server dripping bytes would otherwise get that much again for every read."""
+
+    def __init__(self, inner: httpcore.NetworkBackend) -> None:
+        self._inner = inner
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                    socket_options: Any = None) -> httpcore.NetworkStream:
+        return _BudgetStream(self._inner.connect_tcp(host, port, _left(timeout), local_address, socket_options))
+
+    def connect_unix_socket(self, path: str, timeout: float | None = None,
+                            socket_options: Any = None) -> httpcore.NetworkStream:  # pragma: no cover - no uds
+        return _BudgetStream(self._inner.connect_unix_socket(path, _left(timeout), socket_options))
+
+    def sleep(self, seconds: float) -> None:  # pragma: no cover - httpcore's retries (none configured)
+        self._inner.sleep(seconds)
+
+
+class _BudgetStream(httpcore.NetworkStream):
+    """A connection of the sync pool (see :class:`_BudgetBackend`)."""
+
+    def __init__(self, inner: httpcore.NetworkStream) -> None:
+        self._inner = inner
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._inner.read(max_bytes, _left(timeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, _left(timeout))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
+                  timeout: float | None = None) -> httpcore.NetworkStream:
+        return _BudgetStream(self._inner.start_tls(ssl_context, server_hostname, _left(timeout)))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+class _Budget(dict[str, float]):
+    """A sync request's timeouts (``request.extensions["timeout"]``, which httpcore reads at each step: the
+    pool wait, the connect, each write, each read): whatever step asks, what is left of the attempt's budget
+    at that moment (at least 0.1 ms: a zero timeout would make the socket non-blocking, not time out)."""
+
+    __slots__ = ("_ends",)
+
+    def __init__(self, ends: float) -> None:
+        super().__init__()
+        self._ends = ends
+
+    def get(self, key: str, default: Any = None) -> float:
+        return max(1e-4, self._ends - _direct.clock())
+
+
+async def close(response: httpx.Response) -> None:
+    """Close a streamed response (its connection goes back to the pool), a sync or an async one."""
+    if isinstance(response.stream, httpx.AsyncByteStream):
+        await response.aclose()
+    else:
+        response.close()
+
+
+def _raw(response: httpx.Response, suspends: bool) -> AsyncIterator[bytes]:
+    """The response's raw body chunks: ``suspends``, an async response's; else (the direct path) a sync
+    response's, read within the attempt's budget (:func:`_sync_raw`). Iterate it where it is made (``async for
+    x in _raw(...)``): an iterator left in a local would outlive a failed read in its traceback."""
+    return response.aiter_raw() if suspends else _sync_raw(response)
+
+
+async def _sync_raw(response: httpx.Response) -> AsyncIterator[bytes]:
+    """A sync response's raw chunks, read within the attempt's budget: each read waits at most what is left
+    of it (:class:`_Budget`), and a budget spent between two reads (a server trickling bytes) raises
+    ``_direct.Expired``."""
+    ends = _direct.deadline()
+    chunks = response.iter_raw()
+    while True:
+        if ends is not None and ends <= _direct.clock():
+            raise _direct.Expired
+        try:
+            chunk = next(chunks)
+        except StopIteration:
+            return
+        except httpx.TimeoutException as exc:
+            raise _direct.Expired from exc
+        yield chunk
+
+
 def _no_cookies() -> http.cookiejar.CookieJar:
     """A cookie jar that stores nothing: the shared client talks to many unrelated servers."""
     return http.cookiejar.CookieJar(policy=http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
 
 
+def _client_settings(hook: Callable[[httpx.Request], Any]) -> dict[str, Any]:
+    """What every pooled client is built with (the loops' async ones and the sync one): the pool limits, no
+    timeout (every call passes its own budget), no redirects, the shared TLS context, no cookies, ``hook`` on
+    every request (:func:`_prepare`)."""
+    return {
+        "limits": DEFAULT_LIMITS,
+        "timeout": None,
+        "follow_redirects": False,
+        "verify": ssl_context(),
+        "cookies": httpx.Cookies(_no_cookies()),
+        "event_hooks": {"request": [hook]},
+    }
+
+
 async def _prepare_request(request: httpx.Request) -> None:
+    """:func:`_prepare` as an async client's request hook."""
+    _prepare(request)
+
+
+def _prepare(request: httpx.Request) -> None:
     """Every request through a shared client: an explicit ``Accept-Encoding``, and a port that exists."""
     request.headers["Accept-Encoding"] = accept_encoding()
     port = request.url.port
@@ -491,7 +669,8 @@ async def aiter_decoded(
             raise _too_large(max_bytes, status, declared)
         raw_size = 0
         size = 0
-        async for raw in response.aiter_raw():
+        suspends = isinstance(response.stream, httpx.AsyncByteStream)
+        async for raw in _raw(response, suspends):
             raw_size += len(raw)
             if raw_size > raw_cap:
                 raise _too_large(max_bytes, status)
@@ -504,7 +683,8 @@ async def aiter_decoded(
                 if size > max_bytes:
                     raise _too_large(max_bytes, status)
                 yield chunk
-                await asyncio.sleep(0)  # one bounded decoding step done: let deadlines and others run
+                if suspends:  # one bounded decoding step done: let deadlines and others run
+                    await asyncio.sleep(0)
         for chunk in _drain(decoders):
             size += len(chunk)
             if size > max_bytes:
@@ -549,21 +729,24 @@ async def _read_zstd(response: httpx.Response, max_bytes: int) -> bytes:
         counter = decoder_for("zstd", max_bytes)
         raw: list[bytes] = []
         size = 0
-        async for chunk in response.aiter_raw():
+        suspends = isinstance(response.stream, httpx.AsyncByteStream)
+        async for chunk in _raw(response, suspends):
             size += len(chunk)
             if size > raw_cap:
                 raise _too_large(max_bytes, status)
             raw.append(chunk)
             for _ in counter.feed(chunk):  # the decoder raises BodyTooLargeError past the cap
-                await asyncio.sleep(0)
+                if suspends:
+                    await asyncio.sleep(0)
         del counter  # its window is freed before the second pass allocates one
         keeper = decoder_for("zstd", max_bytes)
-        chunks: list[bytes] = []
+        kept: list[bytes] = []
         for piece in raw:
             for out in keeper.feed(piece):
-                chunks.append(out)
-                await asyncio.sleep(0)
-        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+                kept.append(out)
+                if suspends:
+                    await asyncio.sleep(0)
+        return kept[0] if len(kept) == 1 else b"".join(kept)
     except ResponseBodyError as exc:
         exc.status = status
         raise
