@@ -201,6 +201,24 @@ class MemoryStore(Store):
         with self._lock:
             return self._cached(key, self.clock())
 
+    def _hit_now(self, key: str) -> tuple[Sequence[Any], str | None] | None:
+        """:meth:`cached_now` as ``(hits, detail)``, in one call (the engine's cache-hit path)."""
+        with self._lock:
+            cache = self._cache
+            entry = cache.get(key)
+            if entry is None:
+                return None
+            if entry[0] > self.clock():
+                cache.move_to_end(key)
+                hits = entry[1]
+                if type(hits) is not FrozenHits:  # the entry's first read builds the hit objects
+                    hits = shared_hits(hits)
+                    cache[key] = (entry[0], hits, entry[2], entry[3])
+                return (copy_hits(hits) if hits.copy_out else hits), entry[2]
+            del cache[key]
+            self._cache_bytes -= entry[3]
+            return None
+
     def _cached(self, key: str, now: float) -> CachedAnswer | None:
         entry = self._cache.get(key)
         if entry is None:
