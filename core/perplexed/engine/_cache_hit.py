@@ -28,7 +28,6 @@ from perplexed._models import Attempt, Result, _cached_attempt, _result_of
 from perplexed.engine import _engine, _gov_settings, _governance, _usage
 from perplexed.engine._gov_identity import _digest, cache_identity
 from perplexed.policy import _ledger
-from perplexed.store._ledger import UsageRecord
 from perplexed.store.memory import MemoryStore
 
 if TYPE_CHECKING:
@@ -110,14 +109,14 @@ def lookup(op: Operation[Any], on_attempt: AttemptCallback | None, loop: asyncio
     except Exception:  # a pricing bug: nothing saved
         price = 0.0
     name = op.name
-    record: UsageRecord | None = None
+    now: float | None = None
     try:  # _usage.entry()'s line for a cache hit (_usage.operation_of and default_tag, inline)
         operation = (_usage._operation.get() or "search") if name == "search" else name
-        record = UsageRecord(store.clock(), operation, label, chain.tag or _usage._settings.tag or "",
-                             "ok", "", False, 0.0, "", float(attempt.duration_ms), True, price)
+        tag = chain.tag or _usage._settings.tag or ""
+        now = store.clock()
     except Exception as exc:  # pragma: no cover - defensive (a store's clock), as the engine's ledger()
         _usage._failed(1, exc)
-    saved = price if record is not None else 0.0
+    saved = price if now is not None else 0.0
     _otel.record_metrics(name, attempt)
     _engine.announce(("perplexed", name, "attempt"), attempt, op.subject_key, op.subject)
     if on_attempt is not None:
@@ -126,6 +125,6 @@ def lookup(op: Operation[Any], on_attempt: AttemptCallback | None, loop: asyncio
         except Exception:
             _engine.logger.exception("on_attempt callback raised; ignored")
     result = _result_of(op.subject, label, op.from_cache(hits), [attempt], saved)
-    if record is not None:
-        _usage.write_in_process(store, [record])
+    if now is not None:
+        _usage.write_hit_in_process(store, now, operation, label, tag, float(attempt.duration_ms), price)
     return Probe(result)
