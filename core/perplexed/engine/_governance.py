@@ -210,7 +210,7 @@ class Governor:
         lookup = key
         if key is not None:  # in-process single flight: always on with the cache
             loop = asyncio.get_running_loop()
-            flights = _flights.get(loop)
+            flights = _flights.data.get(weakref.ref(loop))  # _flights.get(loop), without its Python-level get()
             if flights is None:
                 flights = _flights[loop] = {}
             leader = flights.get(key)
