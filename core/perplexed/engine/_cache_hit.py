@@ -19,6 +19,7 @@ followers get the leader's answer, as copies).
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import weakref
 from typing import TYPE_CHECKING, Any
@@ -118,7 +119,8 @@ def lookup(op: Operation[Any], on_attempt: AttemptCallback | None, loop: asyncio
         _usage._failed(1, exc)
     saved = price if now is not None else 0.0
     _otel.record_metrics(name, attempt)
-    _engine.announce(("perplexed", name, "attempt"), attempt, op.subject_key, op.subject)
+    if telemetry.listening() or _engine.logger.isEnabledFor(logging.DEBUG):  # announce()'s own two tests
+        _engine.announce(("perplexed", name, "attempt"), attempt, op.subject_key, op.subject)
     if on_attempt is not None:
         try:
             on_attempt(attempt)
