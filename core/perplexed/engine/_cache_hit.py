@@ -86,7 +86,7 @@ def lookup(op: Operation[Any], on_attempt: AttemptCallback | None, loop: asyncio
             _KEYS.clear()
         key = _KEYS[key_of] = _digest(parts[0], identity, *parts[1:])
     if loop is not None:  # _flights.get(loop), without the WeakKeyDictionary's Python-level get()
-        flights = _governance._flights.data.get(weakref.ref(loop))
+        flights = _governance._flight_tables.get(weakref.ref(loop))
         if flights and key in flights:  # an identical search is calling: its followers wait for it
             return Probe(None, member, key)
     found = store._hit_now(key)

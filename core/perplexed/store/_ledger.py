@@ -72,13 +72,13 @@ _HitLine = tuple[float, str, str, str, float, float]
 
 
 def _ts(item: UsageRecord | _HitLine) -> float:
-    return item[0] if type(item) is tuple else item.ts  # type: ignore[union-attr]
+    return item[0] if isinstance(item, tuple) else item.ts
 
 
 def _record(item: UsageRecord | _HitLine) -> UsageRecord:
-    if type(item) is not tuple:
-        return item  # type: ignore[return-value]
-    ts, operation, provider, tag, latency_ms, saved = item  # type: ignore[misc]
+    if not isinstance(item, tuple):
+        return item
+    ts, operation, provider, tag, latency_ms, saved = item
     return UsageRecord(ts, operation, provider, tag, "ok", "", False, 0.0, "", latency_ms, True, saved)
 
 

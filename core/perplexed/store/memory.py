@@ -221,8 +221,8 @@ class MemoryStore(Store):
     def cached_now(self, key: str) -> CachedAnswer | None:
         """The live cached answer of ``key`` (its LRU place refreshed), else None: the first step of
         :meth:`admit_now`, alone (a cache hit consults nothing else: the engine's cache-hit path)."""
-        with self._lock:
-            return self._cached(key, self.clock())
+        found = self._hit_now(key)
+        return None if found is None else CachedAnswer(found[0], found[1])
 
     def _hit_now(self, key: str) -> tuple[Sequence[Any], str | None] | None:
         """:meth:`cached_now` as ``(hits, detail)``, in one call (the engine's cache-hit path)."""
