@@ -109,8 +109,12 @@ class MemoryLedger:
             items = self._records
             items.append((ts, operation, provider, tag, latency_ms, saved))
             horizon = ts - keep_s
-            while items and _ts(items[0]) < horizon:
+            first = items[0]
+            while (first[0] if isinstance(first, tuple) else first.ts) < horizon:  # _ts(first), inline
                 items.popleft()
+                if not items:
+                    break
+                first = items[0]
 
     def read(self, since: float, until: float) -> list[UsageRecord]:
         with self._lock:
