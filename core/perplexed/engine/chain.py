@@ -150,6 +150,17 @@ def _prepared(
 ) -> Search:
     """The argument dispatch of :func:`search` and :func:`asearch`: a call that sets no option (the common
     case) shares the default options; any other is validated in full by :func:`prepare`."""
+    memo_key: tuple[Any, ...] | None = None
+    if (len(options) == 1 and max_results is None and provider_timeout_ms is None and deadline_ms is None
+            and fallback_on is None and type(query) is str):  # one option (cache_ttl_s=...): see _CHECKED
+        ((name, value),) = options.items()
+        kind = type(value)
+        if kind is int or kind is float or kind is str or kind is bool:  # hashable, equal by value
+            memo_key = (query, name, kind, value)
+            known = _CHECKED.get(memo_key)  # only a chain option's calls are kept: a hit is one
+            if known is not None:  # query and option checked before (pure checks): only the provider is new
+                providers, is_chain = resolve(provider)
+                return Search(known[0], providers, is_chain, known[1], _DEFAULT_SEARCH_OPTIONS)
     if (
         not options
         and provider_timeout_ms is None
@@ -161,18 +172,6 @@ def _prepared(
     if max_results is None and options and _CHAIN_NAMES.issuperset(options):
         # chain options only (cache_ttl_s=..., a service's settings): prepare()'s checks, in its order, without
         # the search options' (the defaults: nothing to check)
-        memo_key: tuple[Any, ...] | None = None
-        known: tuple[str, ChainOptions] | None = None
-        if (len(options) == 1 and type(query) is str and provider_timeout_ms is None and deadline_ms is None
-                and fallback_on is None):  # one chain option (cache_ttl_s=...): see _CHECKED
-            ((name, value),) = options.items()
-            kind = type(value)
-            if kind is int or kind is float or kind is str or kind is bool:  # hashable, equal by value
-                memo_key = (query, name, kind, value)
-                known = _CHECKED.get(memo_key)
-        if known is not None:  # query and options checked before (pure checks): only the provider is new
-            providers, is_chain = resolve(provider)
-            return Search(known[0], providers, is_chain, known[1], _DEFAULT_SEARCH_OPTIONS)
         cleaned = clean_query(query)
         chain = ChainOptions.build(provider_timeout_ms=provider_timeout_ms, deadline_ms=deadline_ms,
                                    fallback_on=fallback_on, **options)
