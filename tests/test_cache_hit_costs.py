@@ -151,3 +151,18 @@ def test_a_cached_answers_hits_are_read_only_copies_of_the_providers() -> None:
     with pytest.raises(TypeError):
         cached.hits[0].raw["tags"].append("z")  # type: ignore[attr-defined]
     assert cached.hits[1].raw == {} and cached.hits[1].sources == []
+
+
+async def test_a_hit_reads_the_price_from_the_environment_every_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    perplexed.configure(store=MemoryStore())
+    monkeypatch.setenv("PERPLEXED_PRICE_KB", "0.25")
+    provider = FunctionProvider(answers([]), name="kb")
+    await perplexed.asearch("q", provider, cache_ttl_s=600)
+    first = await perplexed.asearch("q", provider, cache_ttl_s=600)
+    monkeypatch.setenv("PERPLEXED_PRICE_KB", "0.75")  # read again at once, not remembered
+    second = await perplexed.asearch("q", provider, cache_ttl_s=600)
+    monkeypatch.delenv("PERPLEXED_PRICE_KB")
+    third = await perplexed.asearch("q", provider, cache_ttl_s=600)
+    assert all(r.attempts[0].cached for r in (first, second, third))
+    assert (first.usage.saved_usd, second.usage.saved_usd) == (pytest.approx(0.25), pytest.approx(0.75))
+    assert third.usage.saved_usd == pytest.approx(provider.default_price)
