@@ -223,8 +223,10 @@ def write_hit_in_process(store: Any, ts: float, operation: str, provider: str, t
     tag, "ok", "", False, 0.0, "", latency_ms, True, saved)``), the record made when the ledger is read (the
     engine's cache-hit path). Never raises."""
     try:
-        default = store is None or store is _gov_settings._settings.default_store  # _is_default(store)
-        ledger = _default_ledger if default else store._usage_ledger()
+        if store is None or store is _gov_settings._settings.default_store:  # _is_default(store)
+            ledger = _default_ledger
+        else:  # Store._usage_ledger(), its usual case inline (an empty ledger is falsy: then the call)
+            ledger = store.__dict__.get("_perplexed_usage") or store._usage_ledger()
         ledger.add_hit(ts, operation, provider, tag, latency_ms, saved, _settings.keep_s)
     except Exception as exc:  # pragma: no cover - defensive (an in-process list)
         _failed(1, exc)
