@@ -52,6 +52,7 @@ class Probe:
 
 
 _NONE = Probe(None)
+_new_probe = object.__new__
 _ATTEMPTS: dict[tuple[str, str | None], Attempt] = {}
 _KEYS: dict[tuple[str, ...], str] = {}
 
@@ -129,4 +130,6 @@ def lookup(op: Operation[Any], on_attempt: AttemptCallback | None, loop: asyncio
     result = _result_of(op.subject, label, op.from_cache(hits), [attempt], saved)
     if now is not None:
         _usage.write_hit_in_process(store, now, operation, label, tag, float(attempt.duration_ms), price)
-    return Probe(result)
+    probe = _new_probe(Probe)  # Probe(result), without a Python-level __init__ call
+    probe.result, probe.member, probe.key = result, None, None
+    return probe

@@ -49,6 +49,11 @@ def provider_identity(provider: Provider) -> str:
         return _remembered(provider, ("callable", provider.name, provider.label, f"{cls.__module__}.{cls.__qualname__}",
                                       str(getattr(provider, "_base_url", "") or ""),
                                       str(getattr(provider, "path", "") or "")))
+    return _http_identity(provider)
+
+
+def _http_identity(provider: Provider) -> str:
+    """:func:`provider_identity` of a provider that is no :class:`CallableProvider` (an HTTP API)."""
     try:
         base_url = provider.base_url
     except ConfigError:
@@ -111,5 +116,5 @@ def cache_identity(provider: Provider) -> str:
         identity = _digest("object", provider.name, provider.label, _object_token(provider._cache_subject))
         provider.__dict__["_gov_cache_identity"] = identity
         return identity
-    return provider_identity(provider)
+    return _http_identity(provider)  # provider_identity(provider): not a CallableProvider (tested above)
 
