@@ -227,11 +227,12 @@ class MemoryStore(Store):
     def _hit_now(self, key: str) -> tuple[Sequence[Any], str | None] | None:
         """:meth:`cached_now` as ``(hits, detail)``, in one call (the engine's cache-hit path)."""
         with self._lock:
+            now = self.clock()  # first, as cached_now() read it (a test's clock may count its readings)
             cache = self._cache
             entry = cache.get(key)
             if entry is None:
                 return None
-            if entry[0] > self.clock():
+            if entry[0] > now:
                 cache.move_to_end(key)
                 hits = entry[1]
                 if type(hits) is not FrozenHits:  # the entry's first read builds the hit objects
