@@ -193,8 +193,8 @@ def _metric_attrs(op_name: str, attempt: Any) -> tuple[dict[str, Any], dict[str,
 
 def record_metrics(op_name: str, attempt: Any) -> None:
     """One attempt's duration and cost, by provider (never raises)."""
-    if _metrics_checked and _metrics_api is None:  # no OpenTelemetry: nothing to do, at once
-        return
+    if _metrics_api is None if _metrics_checked else "opentelemetry.metrics._internal" not in sys.modules:
+        return  # no OpenTelemetry, or no meter provider can have been set yet (_instruments()'s first tests)
     try:
         instruments = _instruments()
         if instruments is None:

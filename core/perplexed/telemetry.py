@@ -104,7 +104,7 @@ def _get_tracer() -> Any:
     if not _otel_checked:
         # nothing can have installed a tracer provider while opentelemetry.trace is not even imported (and its
         # variable is unset): no import of the API (~6 ms) for a process that does not trace
-        if "opentelemetry.trace" not in sys.modules and not _env_set():
+        if "opentelemetry.trace" not in sys.modules and not (_env_read[0] if _env_read else _env_set()):
             return None
         _otel_checked = True
         try:

@@ -19,7 +19,9 @@ followers get the leader's answer, as copies).
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from perplexed import _otel, telemetry
@@ -27,7 +29,6 @@ from perplexed._models import Attempt, Result, _cached_attempt, _result_of
 from perplexed.engine import _engine, _gov_settings, _governance, _usage
 from perplexed.engine._gov_identity import _digest, cache_identity
 from perplexed.policy import _ledger
-from perplexed.store._ledger import UsageRecord
 from perplexed.store.memory import MemoryStore
 
 if TYPE_CHECKING:
@@ -51,6 +52,7 @@ class Probe:
 
 
 _NONE = Probe(None)
+_new_probe = object.__new__
 _ATTEMPTS: dict[tuple[str, str | None], Attempt] = {}
 _KEYS: dict[tuple[str, ...], str] = {}
 
@@ -60,6 +62,9 @@ def lookup(op: Operation[Any], on_attempt: AttemptCallback | None, loop: asyncio
     for when this path is not taken). ``loop``: the loop whose single flights count (the running loop, or the
     portal's for a synchronous search). Raises what the engine would before any call (an unopenable
     ``PERPLEXED_STORE``)."""
+    # Written for a cache hit's cost (issue 35): a hit usually runs right after other work (an HTTP call, the
+    # caller's own code) has pushed this path out of the CPU's caches, where every function call and every
+    # object touched counts several times over; the engine's helpers are inlined here where they are one line.
     chain = op.chain
     if (not chain.cache_ttl_s or chain.strategy != "sequential" or chain.min_hits is not None
             or chain.accept is not None or not op.members):
@@ -81,45 +86,50 @@ def lookup(op: Operation[Any], on_attempt: AttemptCallback | None, loop: asyncio
         if len(_KEYS) >= 4096:
             _KEYS.clear()
         key = _KEYS[key_of] = _digest(parts[0], identity, *parts[1:])
-    if loop is not None:
-        flights = _governance._flights.get(loop)
+    if loop is not None:  # _flights.get(loop), without the WeakKeyDictionary's Python-level get()
+        flights = _governance._flight_tables.get(weakref.ref(loop))
         if flights and key in flights:  # an identical search is calling: its followers wait for it
             return Probe(None, member, key)
-    answer = store.cached_now(key)
-    if answer is None:
+    found = store._hit_now(key)
+    if found is None:
         return Probe(None, member, key)
+    hits, detail = found
     label = member.label
     duration_ms = int((time.perf_counter() - start) * 1000)
     if duration_ms:
-        attempt = _cached_attempt(label, duration_ms, answer.detail)
+        attempt = _cached_attempt(label, duration_ms, detail)
     else:  # the usual case: one frozen attempt per (label, detail), shared as the cached hits are
-        attempt_key = (label, answer.detail)
+        attempt_key = (label, detail)
         attempt = _ATTEMPTS.get(attempt_key)  # type: ignore[assignment]
         if attempt is None:
             if len(_ATTEMPTS) >= 1024:
                 _ATTEMPTS.clear()
-            attempt = _ATTEMPTS[attempt_key] = _cached_attempt(label, 0, answer.detail)
+            attempt = _ATTEMPTS[attempt_key] = _cached_attempt(label, 0, detail)
     # the engine's record(): the usage-ledger line (what the hit saved), the log line, the event, on_attempt
     try:
         price = float(op.price(member))
     except Exception:  # a pricing bug: nothing saved
         price = 0.0
-    record: UsageRecord | None = None
-    try:  # _usage.entry()'s line for a cache hit
-        record = UsageRecord(store.clock(), _usage.operation_of(op.name), label, chain.tag or _usage.default_tag() or "",
-                             "ok", "", False, 0.0, "", float(attempt.duration_ms), True, price)
+    name = op.name
+    now: float | None = None
+    try:  # _usage.entry()'s line for a cache hit (_usage.operation_of and default_tag, inline)
+        operation = (_usage._operation.get() or "search") if name == "search" else name
+        tag = chain.tag or _usage._settings.tag or ""
+        now = store.clock()
     except Exception as exc:  # pragma: no cover - defensive (a store's clock), as the engine's ledger()
         _usage._failed(1, exc)
-    saved = price if record is not None else 0.0
-    _otel.record_metrics(op.name, attempt)
-    _engine.announce(("perplexed", op.name, "attempt"), attempt, op.subject_key, op.subject)
+    saved = price if now is not None else 0.0
+    _otel.record_metrics(name, attempt)
+    if telemetry.listening() or _engine.logger.isEnabledFor(logging.DEBUG):  # announce()'s own two tests
+        _engine.announce(("perplexed", name, "attempt"), attempt, op.subject_key, op.subject)
     if on_attempt is not None:
         try:
             on_attempt(attempt)
         except Exception:
             _engine.logger.exception("on_attempt callback raised; ignored")
-    result = _result_of(op.subject, label, op.from_cache(answer.hits), [attempt], saved)
-    if record is not None:
-        _usage.write_in_process(store, [record])
-    return Probe(result)
-
+    result = _result_of(op.subject, label, op.from_cache(hits), [attempt], saved)
+    if now is not None:
+        _usage.write_hit_in_process(store, now, operation, label, tag, float(attempt.duration_ms), price)
+    probe = _new_probe(Probe)  # Probe(result), without a Python-level __init__ call
+    probe.result, probe.member, probe.key = result, None, None
+    return probe

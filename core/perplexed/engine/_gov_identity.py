@@ -26,17 +26,34 @@ def _digest(*parts: str) -> str:
     return hashlib.blake2b("\0".join(parts).encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
+def _remembered(provider: Provider, parts: tuple[str, ...]) -> str:
+    """``_digest(*parts)``, kept on the provider with the parts it hashed (the parts are read every time: a
+    changed label or URL is another identity; only the hash is saved)."""
+    cached = provider.__dict__.get("_gov_identity_of")
+    if cached is not None and cached[0] == parts:
+        return cached[1]  # type: ignore[no-any-return]
+    identity = _digest(*parts)
+    provider.__dict__["_gov_identity_of"] = (parts, identity)
+    return identity
+
+
 def provider_identity(provider: Provider) -> str:
     """A stable hash naming ``provider`` across processes: registry name, base URL and a hash of its key
     (HTTP providers); label and the function's qualified name (function providers)."""
     if isinstance(provider, FunctionProvider):
         fn = provider._fn
         qual = f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', type(fn).__qualname__)}"
-        return _digest("fn", provider.label, qual)
+        return _remembered(provider, ("fn", provider.label, qual))
     if isinstance(provider, CallableProvider):
         cls = type(provider)
-        return _digest("callable", provider.name, provider.label, f"{cls.__module__}.{cls.__qualname__}",
-                       str(getattr(provider, "_base_url", "") or ""), str(getattr(provider, "path", "") or ""))
+        return _remembered(provider, ("callable", provider.name, provider.label, f"{cls.__module__}.{cls.__qualname__}",
+                                      str(getattr(provider, "_base_url", "") or ""),
+                                      str(getattr(provider, "path", "") or "")))
+    return _http_identity(provider)
+
+
+def _http_identity(provider: Provider) -> str:
+    """:func:`provider_identity` of a provider that is no :class:`CallableProvider` (an HTTP API)."""
     try:
         base_url = provider.base_url
     except ConfigError:
@@ -99,5 +116,5 @@ def cache_identity(provider: Provider) -> str:
         identity = _digest("object", provider.name, provider.label, _object_token(provider._cache_subject))
         provider.__dict__["_gov_cache_identity"] = identity
         return identity
-    return provider_identity(provider)
+    return _http_identity(provider)  # provider_identity(provider): not a CallableProvider (tested above)
 

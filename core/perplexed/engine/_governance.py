@@ -130,6 +130,11 @@ def plan(op: Governed, purse: Purse | None = None) -> Governor | None:
 _flights: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Future[CachedAnswer | None]]] = (
     weakref.WeakKeyDictionary()
 )
+# the table under _flights (its ``data``, never rebound): ``_flight_tables.get(weakref.ref(loop))`` is
+# ``_flights.get(loop)`` without the WeakKeyDictionary's Python-level get() (a governed search and a cache hit)
+_flight_tables: dict[weakref.ref[asyncio.AbstractEventLoop], dict[str, asyncio.Future[CachedAnswer | None]]] = (
+    _flights.data  # type: ignore[attr-defined]
+)
 _NO_STORE_SPEND = "the state store failed: spend limits cannot be checked, so paid calls are skipped"
 _billed_cancels: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
 
@@ -210,7 +215,7 @@ class Governor:
         lookup = key
         if key is not None:  # in-process single flight: always on with the cache
             loop = asyncio.get_running_loop()
-            flights = _flights.get(loop)
+            flights = _flight_tables.get(weakref.ref(loop))  # _flights.get(loop)
             if flights is None:
                 flights = _flights[loop] = {}
             leader = flights.get(key)

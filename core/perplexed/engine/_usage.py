@@ -217,6 +217,24 @@ def write_in_process(store: Any, records: Sequence[UsageRecord]) -> None:
         _kept()
 
 
+def write_hit_in_process(store: Any, ts: float, operation: str, provider: str, tag: str, latency_ms: float,
+                         saved: float) -> None:
+    """:func:`write_in_process` of a cache hit's line (:func:`entry`'s: ``UsageRecord(ts, operation, provider,
+    tag, "ok", "", False, 0.0, "", latency_ms, True, saved)``), the record made when the ledger is read (the
+    engine's cache-hit path). Never raises."""
+    try:
+        if store is None or store is _gov_settings._settings.default_store:  # _is_default(store)
+            ledger = _default_ledger
+        else:  # Store._usage_ledger(), its usual case inline (an empty ledger is falsy: then the call)
+            ledger = store.__dict__.get("_perplexed_usage") or store._usage_ledger()
+        ledger.add_hit(ts, operation, provider, tag, latency_ms, saved, _settings.keep_s)
+    except Exception as exc:  # pragma: no cover - defensive (an in-process list)
+        _failed(1, exc)
+        return
+    if _lost[0]:
+        _kept()
+
+
 def write_now(store: Any, records: Sequence[UsageRecord]) -> None:
     """:func:`write` from synchronous code (the Agent API's record): in-process at once, else scheduled."""
     if _is_default(store):

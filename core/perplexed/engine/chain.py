@@ -153,6 +153,17 @@ def _prepared(
 ) -> Search:
     """The argument dispatch of :func:`search` and :func:`asearch`: a call that sets no option (the common
     case) shares the default options; any other is validated in full by :func:`prepare`."""
+    memo_key: tuple[Any, ...] | None = None
+    if (len(options) == 1 and max_results is None and provider_timeout_ms is None and deadline_ms is None
+            and fallback_on is None and type(query) is str):  # one option (cache_ttl_s=...): see _CHECKED
+        ((name, value),) = options.items()
+        kind = type(value)
+        if kind is int or kind is float or kind is str or kind is bool:  # hashable, equal by value
+            memo_key = (query, name, kind, value)
+            known = _CHECKED.get(memo_key)  # only a chain option's calls are kept: a hit is one
+            if known is not None:  # query and option checked before (pure checks): only the provider is new
+                providers, is_chain = resolve(provider)
+                return Search(known[0], providers, is_chain, known[1], _DEFAULT_SEARCH_OPTIONS)
     if (
         not options
         and provider_timeout_ms is None
@@ -169,6 +180,10 @@ def _prepared(
                                    fallback_on=fallback_on, **options)
         providers, is_chain = resolve(provider)
         check_floor(chain.min_hits, _DEFAULT_SEARCH_OPTIONS.max_results)
+        if memo_key is not None:
+            if len(_CHECKED) >= 256:
+                _CHECKED.clear()
+            _CHECKED[memo_key] = (cleaned, chain)
         return Search(cleaned, providers, is_chain, chain, _DEFAULT_SEARCH_OPTIONS)
     return prepare(
         query,
@@ -179,6 +194,12 @@ def _prepared(
         max_results=max_results,
         **options,
     )
+
+
+# (query, chain option, its type, its value) -> (the cleaned query, the chain options) of a call that passed
+# prepare()'s checks of them: clean_query, ChainOptions.build and check_floor are pure functions of those, so the
+# same search again (a cache hit, usually) skips them; bounded, cleared when full
+_CHECKED: dict[tuple[Any, ...], tuple[str, ChainOptions]] = {}
 
 
 async def asearch(
@@ -312,8 +333,8 @@ class SearchOperation:
         self.subject = prepared.query
         self.members = prepared.providers
         self.chain = prepared.chain
-        self.options = prepared.options
-        self._options_key: str | None = None
+        self.options = options = prepared.options
+        self._options_key: str | None = "" if options is _DEFAULT_SEARCH_OPTIONS else None  # search_options_key
 
     def client(self, member: Provider) -> httpx.AsyncClient | httpx.Client | None:
         if isinstance(member, CallableProvider):

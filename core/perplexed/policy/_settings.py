@@ -103,10 +103,17 @@ def price_override(name: str) -> float | None:
         if len(_price_vars) >= _CACHE_MAX:
             _price_vars.clear()
         _price_vars[name] = var
-    try:
-        raw = env_get(var)
-    except (UnicodeError, ValueError):  # a label no environment variable can name (a lone surrogate, a NUL)
-        return None
+    key = _env_keys.get(var)
+    if key is not None and os.environ is _environ:  # env_get(var), inline: a price is read on every attempt
+        raw = _environ._data.get(key)  # type: ignore[attr-defined]
+        if raw is None:
+            return None
+        raw = _environ.decodevalue(raw)
+    else:
+        try:
+            raw = env_get(var)
+        except (UnicodeError, ValueError):  # a label no environment variable can name (a lone surrogate, a NUL)
+            return None
     if raw is None or not raw.strip():
         return None
     try:

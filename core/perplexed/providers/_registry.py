@@ -196,6 +196,10 @@ def resolve(spec: Any, operation: Operation = "search") -> tuple[list[Provider],
     """Turn a spec into providers able to do ``operation``. Returns ``(providers, is_chain)``; a list spec is a
     chain even of one. None is the default chain (``PERPLEXED_PROVIDER`` for a search, ``["http"]`` for a fetch).
     A provider that does not declare ``operation`` is a ConfigError here, before any call."""
+    if type(spec) in _PLAIN_PROVIDERS:  # the common case first: a provider object (no ABC check each time)
+        if operation not in spec.operations:
+            check_operation(spec, operation)
+        return [spec], False
     if spec is None:
         if operation == "fetch":
             return [_one(name, operation) for name in DEFAULT_FETCH_CHAIN], True
@@ -217,7 +221,13 @@ def resolve(spec: Any, operation: Operation = "search") -> tuple[list[Provider],
         if len(members) > 1:
             check_packages(members, operation)
         return members, True
+    if isinstance(spec, Provider) and len(_PLAIN_PROVIDERS) < 1024:
+        _PLAIN_PROVIDERS.add(type(spec))  # a provider class that is no sequence (checked above)
     return [_one(spec, operation)], False
+
+
+# provider classes seen in resolve() that are not sequences: their objects take the first branch
+_PLAIN_PROVIDERS: set[type] = set()
 
 
 def check_packages(members: Sequence[Provider], operation: Operation) -> None:

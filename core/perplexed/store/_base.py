@@ -516,13 +516,20 @@ def freeze_hits(hits: Sequence[Hit]) -> FrozenFields | FrozenHits:
     odd = [False]
     out: list[Any] = []
     for hit in hits:
-        if _is_frozen(hit):
+        fields = hit.__dict__
+        raw, sources, page = fields["raw"], fields["sources"], fields["page"]
+        raw_kind, sources_kind = raw.__class__, sources.__class__
+        if (raw_kind is ReadOnlyDict and sources_kind is ReadOnlyList
+                and (page is None or (page.structured.__class__ is ReadOnlyDict
+                                      and page.attempts.__class__ is ReadOnlyList))):  # _is_frozen(hit)
             out.append(hit)
             continue
-        fields = hit.__dict__.copy()
-        fields["raw"] = _frozen(fields["raw"], odd)
-        fields["sources"] = _frozen(fields["sources"], odd)
-        page = fields["page"]
+        fields = fields.copy()
+        # _frozen() of each, its commonest cases inline (an empty dict or list: the shared read-only one)
+        if raw_kind is not ReadOnlyDict:
+            fields["raw"] = _NO_DICT if raw_kind is dict and not raw else _frozen(raw, odd)
+        if sources_kind is not ReadOnlyList:
+            fields["sources"] = _NO_LIST if sources_kind is list and not sources else _frozen(sources, odd)
         if page is not None:
             fields["page"] = page.model_copy(update={"structured": _frozen(page.structured, odd),
                                                      "attempts": ReadOnlyList(page.attempts)})

@@ -65,6 +65,23 @@ def decode_record(data: bytes | str) -> UsageRecord:
                        float(cost), str(source), float(latency), bool(cached), float(saved))
 
 
+# A cache hit's line as the memory ledger keeps it until read: (ts, operation, provider, tag, latency_ms, saved),
+# the rest of its UsageRecord fixed (outcome "ok", cached, nothing billed). Building the frozen record costs more
+# than the rest of a cache hit's ledger write, and most lines are never read: the record is made by read().
+_HitLine = tuple[float, str, str, str, float, float]
+
+
+def _ts(item: UsageRecord | _HitLine) -> float:
+    return item[0] if isinstance(item, tuple) else item.ts
+
+
+def _record(item: UsageRecord | _HitLine) -> UsageRecord:
+    if not isinstance(item, tuple):
+        return item
+    ts, operation, provider, tag, latency_ms, saved = item
+    return UsageRecord(ts, operation, provider, tag, "ok", "", False, 0.0, "", latency_ms, True, saved)
+
+
 class MemoryLedger:
     """The in-process ledger (the memory store's, and the default of a third-party store): records in time
     order, trimmed past the retention as they are added."""
@@ -72,7 +89,7 @@ class MemoryLedger:
     __slots__ = ("_lock", "_records")
 
     def __init__(self) -> None:
-        self._records: deque[UsageRecord] = deque()
+        self._records: deque[UsageRecord | _HitLine] = deque()
         self._lock = threading.Lock()
 
     def add(self, records: Iterable[UsageRecord], keep_s: float) -> None:
@@ -80,17 +97,32 @@ class MemoryLedger:
             items = self._records
             items.extend(records)
             if items:
-                horizon = items[-1].ts - keep_s
-                while items and items[0].ts < horizon:
+                horizon = _ts(items[-1]) - keep_s
+                while items and _ts(items[0]) < horizon:
                     items.popleft()
+
+    def add_hit(self, ts: float, operation: str, provider: str, tag: str, latency_ms: float, saved: float,
+                keep_s: float) -> None:
+        """:meth:`add` of a cache hit's line: ``UsageRecord(ts, operation, provider, tag, "ok", "", False, 0.0,
+        "", latency_ms, True, saved)``, made when it is read (the engine's cache-hit path)."""
+        with self._lock:
+            items = self._records
+            items.append((ts, operation, provider, tag, latency_ms, saved))
+            horizon = ts - keep_s
+            first = items[0]
+            while (first[0] if isinstance(first, tuple) else first.ts) < horizon:  # _ts(first), inline
+                items.popleft()
+                if not items:
+                    break
+                first = items[0]
 
     def read(self, since: float, until: float) -> list[UsageRecord]:
         with self._lock:
-            return [r for r in self._records if since <= r.ts < until]
+            return [_record(r) for r in self._records if since <= _ts(r) < until]
 
     def trim(self, before: float) -> int:
         with self._lock:
-            kept = [r for r in self._records if r.ts >= before]
+            kept = [r for r in self._records if _ts(r) >= before]
             dropped = len(self._records) - len(kept)
             self._records = deque(kept)
             return dropped

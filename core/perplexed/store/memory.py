@@ -135,11 +135,14 @@ _HIT_BYTES = 512
 _VALUE_BYTES = 64
 
 
+_SCALARS = frozenset({type(None), int, float, bool})
+
+
 def _answer_bytes(hits: FrozenFields | FrozenHits, detail: str | None) -> int:
     """A cheap estimate of what a cached answer holds: its strings' lengths plus a fixed cost per hit and
     per value (nested lists and dicts walked iteratively, never recursively). A hit's top-level values are
     mostly strings and numbers, read in one pass; only containers (``raw``, ``sources``, a fetched page's
-    fields) are walked."""
+    fields) are walked (:func:`_walk`). Exact-type tests first: this runs on every cache write."""
     size = 256 + (len(detail) if detail else 0)
     stack: list[Any] = []
     for hit in hits:
@@ -147,16 +150,36 @@ def _answer_bytes(hits: FrozenFields | FrozenHits, detail: str | None) -> int:
         size += _HIT_BYTES + _VALUE_BYTES * len(fields)
         for value in fields.values():
             kind = value.__class__
-            if kind is str or kind is bytes:
+            if kind is str:
+                size += len(value)
+            elif kind in _SCALARS:
+                continue
+            elif kind is bytes:
                 size += len(value)
             elif (kind is ReadOnlyDict or kind is ReadOnlyList or kind is tuple) and value:
                 stack.append(value)
             elif kind is Page:
                 stack.append(value.__dict__)
+    return _walk(stack, size) if stack else size
+
+
+def _walk(stack: list[Any], size: int) -> int:
+    """``size`` plus :data:`_VALUE_BYTES` for every value under the containers in ``stack`` (and the length of
+    each string), without recursion."""
     while stack:
         value = stack.pop()
         size += _VALUE_BYTES
-        if isinstance(value, str | bytes):
+        kind = value.__class__
+        if kind is str or kind is bytes:
+            size += len(value)
+        elif kind in _SCALARS:
+            continue
+        elif kind is ReadOnlyDict or kind is dict:
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif kind is ReadOnlyList or kind is list or kind is tuple:
+            stack.extend(value)
+        elif isinstance(value, str | bytes):  # subclasses, then other containers
             size += len(value)
         elif isinstance(value, dict):
             stack.extend(value.keys())
@@ -198,8 +221,27 @@ class MemoryStore(Store):
     def cached_now(self, key: str) -> CachedAnswer | None:
         """The live cached answer of ``key`` (its LRU place refreshed), else None: the first step of
         :meth:`admit_now`, alone (a cache hit consults nothing else: the engine's cache-hit path)."""
+        found = self._hit_now(key)
+        return None if found is None else CachedAnswer(found[0], found[1])
+
+    def _hit_now(self, key: str) -> tuple[Sequence[Any], str | None] | None:
+        """:meth:`cached_now` as ``(hits, detail)``, in one call (the engine's cache-hit path)."""
         with self._lock:
-            return self._cached(key, self.clock())
+            now = self.clock()  # first, as cached_now() read it (a test's clock may count its readings)
+            cache = self._cache
+            entry = cache.get(key)
+            if entry is None:
+                return None
+            if entry[0] > now:
+                cache.move_to_end(key)
+                hits = entry[1]
+                if type(hits) is not FrozenHits:  # the entry's first read builds the hit objects
+                    hits = shared_hits(hits)
+                    cache[key] = (entry[0], hits, entry[2], entry[3])
+                return (copy_hits(hits) if hits.copy_out else hits), entry[2]
+            del cache[key]
+            self._cache_bytes -= entry[3]
+            return None
 
     def _cached(self, key: str, now: float) -> CachedAnswer | None:
         entry = self._cache.get(key)
