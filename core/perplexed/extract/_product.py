@@ -11,6 +11,10 @@ outside those blocks stays, and a block holding the page's ``<h1>`` or most of i
 testimonial block (the seller's own quotes). When the filter would leave under a fifth of the text, the text is
 kept whole: the extractor took the reviews as the page because they are what it has.
 
+:func:`with_structured` fills a thin product text in from the structured data (JSON-LD, microdata, OpenGraph): the
+name, description and offer the text lacks. A piece counts as there when half its words are in the text (the
+structured copy often differs by a typographic apostrophe or a shortened name: adding it again doubled the text).
+
 :func:`without_repeats` drops a line that repeats an earlier one word for word: a product page shows its name,
 price and options again in a sticky bar, a mobile layout and a gallery caption, and the extractor keeps each copy.
 """
@@ -20,7 +24,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["without_boilerplate", "without_repeats"]
+__all__ = ["with_structured", "without_boilerplate", "without_repeats", "words_say_boilerplate"]
 
 #: class/id words of the blocks around a product that are not the product
 _WORDS = (
@@ -36,11 +40,18 @@ _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 _TOKEN = re.compile(r"\w+")
 _GONE = 0.2  # when less than this share of the text is left, the blocks were the page's content (kept whole)
 _SMALL = 400  # characters: a smaller block is part of the product (a rating line, a press quote)
+_HAS = 0.5  # a structured name or description with this share of its words in the text is there already
 _KEEP = 0.5  # a block with this share of the page's text or more is the page, not a block around it
 
 
 def _key(text: str) -> str:
     return " ".join(_TOKEN.findall(text.lower()))
+
+
+def words_say_boilerplate(node: Any) -> bool:
+    """Whether ``node``'s ``class``/``id`` words name a review, recommendation or consent block."""
+    attrs = _CAMEL.sub("-", f"{node.get('class', '')} {node.get('id', '')}")
+    return len(attrs) >= 3 and _CLASS.search(attrs) is not None
 
 
 def _boilerplate(root: Any, total: int) -> list[Any]:
@@ -50,8 +61,7 @@ def _boilerplate(root: Any, total: int) -> list[Any]:
     for node in root.iter():
         if not isinstance(node.tag, str) or node.tag in ("body", "html", "main"):
             continue
-        attrs = _CAMEL.sub("-", f"{node.get('class', '')} {node.get('id', '')}")
-        if len(attrs) < 3 or not _CLASS.search(attrs):
+        if not words_say_boilerplate(node):
             continue
         if any(ancestor in seen for ancestor in node.iterancestors()):
             continue
@@ -101,6 +111,29 @@ def without_boilerplate(text: str, tree: Any) -> str:
         kept.append(line)
     out = "\n".join(kept).strip()
     return text if len(out) < _GONE * len(text) else out
+
+
+def _lacks(text_words: set[str], piece: str) -> bool:
+    """Whether under :data:`_HAS` of ``piece``'s words are in the text (a typographic apostrophe, a dash or a
+    shortened name is still the same piece)."""
+    words = _TOKEN.findall(piece.lower())
+    return bool(words) and sum(word in text_words for word in words) < _HAS * len(words)
+
+
+def with_structured(text: str, structured: dict[str, Any]) -> str:
+    """A product's ``text`` with its structured name, description and offer added where the text lacks them."""
+    words = set(_TOKEN.findall(text.lower()))
+    extra = []
+    name = structured.get("name", "")
+    if name and _lacks(words, name):
+        extra.append(name)
+    description = structured.get("description", "")
+    if description and _lacks(words, description):
+        extra.append(description)
+    if structured.get("price") and structured["price"] not in text:
+        offer = " ".join(str(structured[k]) for k in ("price", "currency") if structured.get(k))
+        extra.append(f"Price: {offer}" + (f" ({structured['availability']})" if structured.get("availability") else ""))
+    return "\n".join([*extra, text]).strip() if extra else text
 
 
 def without_repeats(text: str) -> str:

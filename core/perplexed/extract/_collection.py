@@ -1,0 +1,34 @@
+"""Collection pages (issue 36): the blocks around a product grid that are not the grid. Pure (CPU only).
+
+A collection page (a category page, a product grid) takes its main region's text (see
+:mod:`perplexed.extract._listing`), and the region holds more than the grid and its introduction: the cookie
+preferences and newsletter sign-up the consent filter did not catch (a preferences dialog rendered in the page,
+outside the banner), customer-review carousels, "recently viewed" and "recommended for you" rails. The annotators
+of WCXB dev leave them out. :func:`prune` takes the blocks whose ``class``/``id`` words say so
+(:mod:`perplexed.extract._product`'s words: reviews, recommendations, consent) out of the tree before its main
+region is read, unless a block holds a good share of the page's text (then the word is on a wrapper of the grid).
+
+Measured on WCXB dev (collection pages, word F1 summed over pages): tune +0.33, holdout +0.19; no page lost more
+than 0.01.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from perplexed.extract._product import words_say_boilerplate
+
+__all__ = ["prune"]
+
+_SHARE = 0.3  # a block with this share of the page's text or more wraps the grid: kept
+
+
+def prune(tree: Any) -> None:
+    """Take a collection page's review, recommendation, cookie-consent and newsletter blocks out of ``tree``."""
+    body = tree.find("body")
+    total = len((body if body is not None else tree).text_content()) or 1
+    for node in list(tree.iter()):
+        if not isinstance(node.tag, str) or node.getparent() is None or node.tag in ("body", "html", "main"):
+            continue
+        if words_say_boilerplate(node) and len(node.text_content()) < _SHARE * total:
+            node.drop_tree()
