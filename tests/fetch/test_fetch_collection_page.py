@@ -4,11 +4,10 @@ container) go before its main region is read."""
 
 from __future__ import annotations
 
+import typed_pages as tp
 from lxml import html as lxml_html
 from perplexed.extract._collection import prune  # private: the collection rule is unit-tested on a tree
 from perplexed.extract._extract import extract_html  # private: extraction without a fetch
-
-import typed_pages as tp
 
 REVIEWS = ["These runners carried me through a whole summer of city walking without a single blister on my feet.",
            "The wool keeps my feet dry on long flights and the soles still look new after half a year of wear."]

@@ -97,7 +97,8 @@ def test_structured_data_fills_in_only_what_a_thin_text_lacks() -> None:
     structured = {"name": "L'atelier Warrior Drop Necklace", "price": "3665.00", "currency": "USD",
                   "description": "This version of L'atelier's warrior design features the signature gold bar."}
     # the text has the name and the description with typographic apostrophes: no second copy is added
-    text = "L’atelier Warrior Drop Necklace\nThis version of L’atelier’s warrior design features the signature gold bar."
+    text = ("L\u2019atelier Warrior Drop Necklace\n"
+            "This version of L\u2019atelier\u2019s warrior design features the signature gold bar.")
     assert with_structured(text, structured) == f"Price: 3665.00 USD\n{text}"
     # a text without them gets the name and the description, before it
     filled = with_structured("Add to cart", structured)
