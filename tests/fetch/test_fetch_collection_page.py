@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import typed_pages as tp
 from lxml import html as lxml_html
-from perplexed.extract._collection import prune  # private: the collection rule is unit-tested on a tree
+from perplexed.extract._collection import (  # private: the collection rules are unit-tested
+    prune,
+    without_card_controls,
+)
 from perplexed.extract._extract import extract_html  # private: extraction without a fetch
 
 REVIEWS = ["These runners carried me through a whole summer of city walking without a single blister on my feet.",
@@ -54,3 +57,17 @@ def test_prune_drops_only_the_named_blocks_and_keeps_a_wrapper_of_the_grid() -> 
                                                                 "class='product-grid related-items'"))
     prune(wrapped)
     assert all(name in wrapped.text_content() for name, _, _ in tp.ITEMS)
+
+
+def test_a_cards_control_and_label_lines_go_and_its_name_and_price_stay() -> None:
+    text = "\n".join(["Alpine Wool Runner", "Regular price", "$98", "Sale price", "$79", "Color:", "Add to cart",
+                     "Quick view", "Harbor Canvas Slip-On", "From $75", "Add to cart"])
+    assert without_card_controls(text).split("\n") == ["Alpine Wool Runner", "$98", "$79", "Harbor Canvas Slip-On",
+                                                       "From $75"]
+
+
+def test_a_collections_extracted_text_has_no_card_controls() -> None:
+    page = collection_page().replace("<span class='price'>", "<div class='atc'>Add to cart</div><span class='price'>")
+    text = extract_html(page, "https://shop.example/collections/mens-shoes", "text").text
+    assert "Add to cart" not in text
+    assert all(name in text for name, _, _ in tp.ITEMS)

@@ -10,15 +10,21 @@ region is read, unless a block holds a good share of the page's text (then the w
 
 Measured on WCXB dev (collection pages, word F1 summed over pages): tune +0.33, holdout +0.19; no page lost more
 than 0.01.
+
+:func:`without_card_controls` drops the lines of a collection's text that are a product card's controls and labels
+and nothing else ("Add to cart", "Quick view", "Regular price", "Sale price", "Choose options", "Color:"): each
+card repeats them, the annotators drop them. A line with anything more (a price, a name) stays. Measured on WCXB
+dev (collection pages, word F1 summed): tune +0.09, holdout +0.12.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from perplexed.extract._product import words_say_boilerplate
 
-__all__ = ["prune"]
+__all__ = ["prune", "without_card_controls"]
 
 _SHARE = 0.3  # a block with this share of the page's text or more wraps the grid: kept
 
@@ -32,3 +38,27 @@ def prune(tree: Any) -> None:
             continue
         if words_say_boilerplate(node) and len(node.text_content()) < _SHARE * total:
             node.drop_tree()
+
+
+#: a product card's control or label line, whole: buttons, price labels, badges ("from" before a price line)
+_CONTROL = re.compile(
+    r"(add to (cart|bag|basket|wish ?list|compare)|quick (view|shop|add|buy)|(regular|sale|unit|original) price|"
+    r"unit price ?/ ?per|choose options?|select options?|view options|more options|view details|see details|"
+    r"compare|add|buy now|shop now|wish ?list|save to wish ?list|notify me|learn more|sold out|on sale|sale|new|"
+    r"best ?seller|from)",
+    re.I,
+)
+_LABEL_WORDS = 3  # a line ending in ":" with this few words is a label without its value ("Color:")
+
+
+def without_card_controls(text: str) -> str:
+    """``text`` without the lines that are only a product card's control or label."""
+    kept = []
+    for line in text.split("\n"):
+        bare = line.strip()
+        if bare.endswith(":") and len(bare.split()) <= _LABEL_WORDS:
+            continue
+        if bare and _CONTROL.fullmatch(bare.rstrip(":").strip()):
+            continue
+        kept.append(line)
+    return "\n".join(kept)
