@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from perplexed.extract._collection import prune as prune_collection
+from perplexed.extract._collection import without_card_controls
 from perplexed.extract._consent import drop_consent, without_lines
 from perplexed.extract._forum import BLOCK_TAGS, CONTROL_TAGS, block_text, thread_posts, without_controls
 from perplexed.extract._listing import once, prune, region_share
@@ -334,4 +335,6 @@ def _by_type(tree: Any, raw_html: str, url: str | None, fmt: Format, structured:
         share = _SERVICE_REGION_SHARE if page_type == "service" else _REGION_SHARE
         if region_share(page_type, share, text, region, sure=strategy == page_type):
             text = region
+    if page_type == "collection":  # its cards' "Add to cart", "Quick view", "Sale price" lines (see _collection)
+        text = without_card_controls(text)
     return TypedText(text, page_type, kind.confidence, structured)
