@@ -15,7 +15,8 @@ beats ``article`` (score margin ``_SURE``); otherwise the page is extracted as a
 - **collection / listing**: trafilatura's text, plus the items of the page's main grid it dropped as link-dense
   (the largest group of 4+ same-class sibling cards, each with a link and a short text, outside navigation,
   headers, footers and asides): each item's title and short description, one line each; facets, sort controls and
-  pagination are not item cards and stay out;
+  pagination are not item cards and stay out; a collection's review, recommendation and consent blocks and its
+  cards' control lines ("Add to cart", "Sale price") go too (:mod:`perplexed.extract._collection`);
 - **documentation**: trafilatura's text (headings, prose, code blocks and tables kept; navigation and sidebars
   dropped by its boilerplate rules). Dropping sidebar/facet/version-picker containers by class before it was
   measured on WCXB dev and made the score worse: not kept.
