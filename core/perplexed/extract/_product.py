@@ -12,8 +12,9 @@ testimonial block (the seller's own quotes). When the filter would leave under a
 kept whole: the extractor took the reviews as the page because they are what it has.
 
 :func:`with_structured` fills a thin product text in from the structured data (JSON-LD, microdata, OpenGraph): the
-name, description and offer the text lacks. A piece counts as there when half its words are in the text (the
-structured copy often differs by a typographic apostrophe or a shortened name: adding it again doubled the text).
+name, description and offer the text lacks. The name counts as there when its words are in the text in a row, the
+description when its first twelve words are: compared by words, not characters (the structured copy often differs
+by a typographic apostrophe or a dash: adding it again doubled the text).
 
 :func:`without_repeats` drops a line that repeats an earlier one word for word: a product page shows its name,
 price and options again in a sticky bar, a mobile layout and a gallery caption, and the extractor keeps each copy.
@@ -40,7 +41,8 @@ _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 _TOKEN = re.compile(r"\w+")
 _GONE = 0.2  # when less than this share of the text is left, the blocks were the page's content (kept whole)
 _SMALL = 400  # characters: a smaller block is part of the product (a rating line, a press quote)
-_HAS = 0.5  # a structured name or description with this share of its words in the text is there already
+_NAME_WORDS = 1000  # a structured name is in the text when all its words are, in a row...
+_OPENING = 12  # ...a description when its first words are
 _KEEP = 0.5  # a block with this share of the page's text or more is the page, not a block around it
 
 
@@ -113,22 +115,22 @@ def without_boilerplate(text: str, tree: Any) -> str:
     return text if len(out) < _GONE * len(text) else out
 
 
-def _lacks(text_words: set[str], piece: str) -> bool:
-    """Whether under :data:`_HAS` of ``piece``'s words are in the text (a typographic apostrophe, a dash or a
-    shortened name is still the same piece)."""
-    words = _TOKEN.findall(piece.lower())
-    return bool(words) and sum(word in text_words for word in words) < _HAS * len(words)
+def _lacks(text_key: str, piece: str, words: int) -> bool:
+    """Whether the text (its words, ``text_key``) lacks ``piece``'s first ``words`` words in a row (compared by
+    words: a typographic apostrophe or a dash is the same piece)."""
+    key = " ".join(_TOKEN.findall(piece.lower())[:words])
+    return bool(key) and f" {key} " not in text_key
 
 
 def with_structured(text: str, structured: dict[str, Any]) -> str:
     """A product's ``text`` with its structured name, description and offer added where the text lacks them."""
-    words = set(_TOKEN.findall(text.lower()))
+    text_key = f" {_key(text)} "
     extra = []
     name = structured.get("name", "")
-    if name and _lacks(words, name):
+    if name and _lacks(text_key, name, _NAME_WORDS):
         extra.append(name)
     description = structured.get("description", "")
-    if description and _lacks(words, description):
+    if description and _lacks(text_key, description, _OPENING):
         extra.append(description)
     if structured.get("price") and structured["price"] not in text:
         offer = " ".join(str(structured[k]) for k in ("price", "currency") if structured.get(k))
