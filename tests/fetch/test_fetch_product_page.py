@@ -8,6 +8,7 @@ import json
 from lxml import html as lxml_html
 from perplexed.extract._extract import extract_html  # private: extraction without a fetch
 from perplexed.extract._product import (  # private: the product rules are unit-tested
+    with_structured,
     without_boilerplate,
     without_repeats,
 )
@@ -90,3 +91,15 @@ def test_a_testimonial_block_is_the_sellers_own_content() -> None:
 def test_repeated_lines_keep_their_first_copy() -> None:
     text = f"{NAME}\n$34.00\n{DESCRIPTION}\n{NAME}\n\n$34.00\nAdd to cart"
     assert without_repeats(text) == f"{NAME}\n$34.00\n{DESCRIPTION}\n\nAdd to cart"
+
+
+def test_structured_data_fills_in_only_what_a_thin_text_lacks() -> None:
+    structured = {"name": "L'atelier Warrior Drop Necklace", "price": "3665.00", "currency": "USD",
+                  "description": "This version of L'atelier's warrior design features the signature gold bar."}
+    # the text has the name and the description with typographic apostrophes: no second copy is added
+    text = ("L\u2019atelier Warrior Drop Necklace\n"
+            "This version of L\u2019atelier\u2019s warrior design features the signature gold bar.")
+    assert with_structured(text, structured) == f"Price: 3665.00 USD\n{text}"
+    # a text without them gets the name and the description, before it
+    filled = with_structured("Add to cart", structured)
+    assert filled.split("\n") == [structured["name"], structured["description"], "Price: 3665.00 USD", "Add to cart"]

@@ -11,6 +11,11 @@ outside those blocks stays, and a block holding the page's ``<h1>`` or most of i
 testimonial block (the seller's own quotes). When the filter would leave under a fifth of the text, the text is
 kept whole: the extractor took the reviews as the page because they are what it has.
 
+:func:`with_structured` fills a thin product text in from the structured data (JSON-LD, microdata, OpenGraph): the
+name, description and offer the text lacks. The name counts as there when its words are in the text in a row, the
+description when its first twelve words are: compared by words, not characters (the structured copy often differs
+by a typographic apostrophe or a dash: adding it again doubled the text).
+
 :func:`without_repeats` drops a line that repeats an earlier one word for word: a product page shows its name,
 price and options again in a sticky bar, a mobile layout and a gallery caption, and the extractor keeps each copy.
 """
@@ -20,7 +25,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["without_boilerplate", "without_repeats"]
+__all__ = ["with_structured", "without_boilerplate", "without_repeats", "words_say_boilerplate"]
 
 #: class/id words of the blocks around a product that are not the product
 _WORDS = (
@@ -36,11 +41,19 @@ _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 _TOKEN = re.compile(r"\w+")
 _GONE = 0.2  # when less than this share of the text is left, the blocks were the page's content (kept whole)
 _SMALL = 400  # characters: a smaller block is part of the product (a rating line, a press quote)
+_NAME_WORDS = 1000  # a structured name is in the text when all its words are, in a row...
+_OPENING = 12  # ...a description when its first words are
 _KEEP = 0.5  # a block with this share of the page's text or more is the page, not a block around it
 
 
 def _key(text: str) -> str:
     return " ".join(_TOKEN.findall(text.lower()))
+
+
+def words_say_boilerplate(node: Any) -> bool:
+    """Whether ``node``'s ``class``/``id`` words name a review, recommendation or consent block."""
+    attrs = _CAMEL.sub("-", f"{node.get('class', '')} {node.get('id', '')}")
+    return len(attrs) >= 3 and _CLASS.search(attrs) is not None
 
 
 def _boilerplate(root: Any, total: int) -> list[Any]:
@@ -50,8 +63,7 @@ def _boilerplate(root: Any, total: int) -> list[Any]:
     for node in root.iter():
         if not isinstance(node.tag, str) or node.tag in ("body", "html", "main"):
             continue
-        attrs = _CAMEL.sub("-", f"{node.get('class', '')} {node.get('id', '')}")
-        if len(attrs) < 3 or not _CLASS.search(attrs):
+        if not words_say_boilerplate(node):
             continue
         if any(ancestor in seen for ancestor in node.iterancestors()):
             continue
@@ -101,6 +113,29 @@ def without_boilerplate(text: str, tree: Any) -> str:
         kept.append(line)
     out = "\n".join(kept).strip()
     return text if len(out) < _GONE * len(text) else out
+
+
+def _lacks(text_key: str, piece: str, words: int) -> bool:
+    """Whether the text (its words, ``text_key``) lacks ``piece``'s first ``words`` words in a row (compared by
+    words: a typographic apostrophe or a dash is the same piece)."""
+    key = " ".join(_TOKEN.findall(piece.lower())[:words])
+    return bool(key) and f" {key} " not in text_key
+
+
+def with_structured(text: str, structured: dict[str, Any]) -> str:
+    """A product's ``text`` with its structured name, description and offer added where the text lacks them."""
+    text_key = f" {_key(text)} "
+    extra = []
+    name = structured.get("name", "")
+    if name and _lacks(text_key, name, _NAME_WORDS):
+        extra.append(name)
+    description = structured.get("description", "")
+    if description and _lacks(text_key, description, _OPENING):
+        extra.append(description)
+    if structured.get("price") and structured["price"] not in text:
+        offer = " ".join(str(structured[k]) for k in ("price", "currency") if structured.get(k))
+        extra.append(f"Price: {offer}" + (f" ({structured['availability']})" if structured.get("availability") else ""))
+    return "\n".join([*extra, text]).strip() if extra else text
 
 
 def without_repeats(text: str) -> str:

@@ -15,7 +15,8 @@ beats ``article`` (score margin ``_SURE``); otherwise the page is extracted as a
 - **collection / listing**: trafilatura's text, plus the items of the page's main grid it dropped as link-dense
   (the largest group of 4+ same-class sibling cards, each with a link and a short text, outside navigation,
   headers, footers and asides): each item's title and short description, one line each; facets, sort controls and
-  pagination are not item cards and stay out;
+  pagination are not item cards and stay out; a collection's review, recommendation and consent blocks and its
+  cards' control lines ("Add to cart", "Sale price") go too (:mod:`perplexed.extract._collection`);
 - **documentation**: trafilatura's text (headings, prose, code blocks and tables kept; navigation and sidebars
   dropped by its boilerplate rules). Dropping sidebar/facet/version-picker containers by class before it was
   measured on WCXB dev and made the score worse: not kept.
@@ -40,11 +41,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from perplexed.extract._collection import prune as prune_collection
+from perplexed.extract._collection import without_card_controls
 from perplexed.extract._consent import drop_consent, without_lines
 from perplexed.extract._forum import BLOCK_TAGS, CONTROL_TAGS, block_text, thread_posts, without_controls
 from perplexed.extract._listing import once, prune, region_share
 from perplexed.extract._pagetype import _PRICE, PageType, classify
-from perplexed.extract._product import without_boilerplate, without_repeats
+from perplexed.extract._product import with_structured, without_boilerplate, without_repeats
 from perplexed.extract._structured import structured_data
 
 __all__ = ["TypedText", "extract_typed"]
@@ -163,18 +166,7 @@ def _with_cards(text: str, tree: Any) -> str:
 
 def _with_structured(text: str, structured: dict[str, Any]) -> str:
     """A product's text, with its structured name, description and offer added where the text lacks them."""
-    lowered = text.lower()
-    extra = []
-    name = structured.get("name", "")
-    if name and name.lower() not in lowered:
-        extra.append(name)
-    description = structured.get("description", "")
-    if description and description[:80].lower() not in lowered:
-        extra.append(description)
-    if structured.get("price") and structured["price"] not in text:
-        offer = " ".join(str(structured[k]) for k in ("price", "currency") if structured.get(k))
-        extra.append(f"Price: {offer}" + (f" ({structured['availability']})" if structured.get("availability") else ""))
-    return "\n".join([*extra, text]).strip() if extra else text
+    return with_structured(text, structured)
 
 
 #: the types whose page falls back to its main region's whole text when trafilatura's text is a small share of it
@@ -338,8 +330,12 @@ def _by_type(tree: Any, raw_html: str, url: str | None, fmt: Format, structured:
         listing = page_type in ("collection", "listing")
         if listing:  # its filter panels, sort controls, pagination and breadcrumbs out (see _listing)
             prune(tree)
+        if page_type == "collection":  # its review, recommendation and consent blocks out (see _collection)
+            prune_collection(tree)
         region = once(_main_region(tree, fmt)) if listing else _main_region(tree, fmt)
         share = _SERVICE_REGION_SHARE if page_type == "service" else _REGION_SHARE
         if region_share(page_type, share, text, region, sure=strategy == page_type):
             text = region
+    if page_type == "collection":  # its cards' "Add to cart", "Quick view", "Sale price" lines (see _collection)
+        text = without_card_controls(text)
     return TypedText(text, page_type, kind.confidence, structured)
