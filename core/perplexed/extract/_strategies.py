@@ -46,6 +46,7 @@ from perplexed.extract._listing import once, prune, region_share
 from perplexed.extract._pagetype import _PRICE, PageType, classify
 from perplexed.extract._product import without_boilerplate, without_repeats
 from perplexed.extract._structured import structured_data
+from perplexed.extract._trees import page_tree, trafilatura_tree
 
 __all__ = ["TypedText", "extract_typed"]
 
@@ -70,9 +71,15 @@ class TypedText:
 
 def _trafilatura(document: Any, url: str | None, fmt: Format, comments: bool = False) -> str:
     """trafilatura's text of ``document``; its recall pass when the precise pass kept (almost) nothing of a page,
-    then its pass with comments (a raw page only: a tree may have been changed by the first pass)."""
+    then its pass with comments (a raw page only: a tree may have been changed by the first pass). A raw page is
+    parsed once, as trafilatura would (:func:`~perplexed.extract._trees.trafilatura_tree`), for all its passes."""
+    raw = isinstance(document, str)
+    if raw:
+        document = trafilatura_tree(document)
+        if document is None:  # no HTML: trafilatura would have found no tree either
+            return ""
     text = _trafilatura_pass(document, url, fmt, comments, recall=False)
-    if len(text) < _RECALL_BELOW and isinstance(document, str):
+    if len(text) < _RECALL_BELOW and raw:
         again = _trafilatura_pass(document, url, fmt, comments, recall=True)
         if len(again) > len(text):
             text = again
@@ -291,13 +298,11 @@ def extract_typed(raw_html: str, url: str | None, fmt: Format) -> TypedText:
     structured = structured_data(raw_html)
     if len(raw_html) > _LIMIT:
         return TypedText(_trafilatura(raw_html, url, fmt), "article", 0.0, structured)
-    from lxml import html as lxml_html  # type: ignore[import-untyped]  # trafilatura's own dependency
+    from lxml import etree  # type: ignore[import-untyped]  # trafilatura's own dependency
 
     try:
-        # the text is decoded already: the bytes handed to lxml are UTF-8 whatever the page's <meta charset> says
-        parser = lxml_html.HTMLParser(encoding="utf-8")
-        tree = lxml_html.fromstring(raw_html.encode("utf-8", "replace"), parser=parser)
-    except (ValueError, TypeError, lxml_html.etree.ParserError):
+        tree = page_tree(raw_html)
+    except (ValueError, TypeError, etree.ParserError):
         return TypedText(_trafilatura(raw_html, url, fmt), "article", 0.0, structured)
     for node in tree.xpath("//script|//style|//template"):
         if node.getparent() is not None:
