@@ -67,29 +67,36 @@ class PageKind:
     scores: dict[str, float] = field(default_factory=dict)
 
 
+_CONTAINERS = frozenset(("ul", "ol", "div", "section"))
+_ITEMS = frozenset(("li", "div", "article"))
+
+
 def _features(tree: Any) -> tuple[Counter[str], Counter[str], int, str]:
-    """Class/id words, tag counts, the number of repeated sibling groups (cards), and the buttons' text."""
-    words: Counter[str] = Counter()
-    tags: Counter[str] = Counter()
+    """Class/id words, tag counts, the number of repeated sibling groups (cards), and the buttons' text. (Each
+    distinct class-and-id string's words are found once and counted as often as the string is seen.)"""
+    names: list[str] = []
+    attributes: list[str] = []
     buttons: list[str] = []
     repeated = 0
-    for node in tree.iter():
+    for node in tree.iter("*"):  # the elements (no comments or processing instructions)
         tag = node.tag
-        if not isinstance(tag, str):
-            continue
-        tags[tag] += 1
+        names.append(tag)
         attrs = node.get("class", "") + " " + node.get("id", "")
         if len(attrs) > 1:
-            words.update(set(_WORD.findall(attrs.lower())))
+            attributes.append(attrs)
         if tag in ("button", "input") and len(buttons) < 200:
             buttons.append(node.get("value", "") + " " + (node.text or ""))
-        if tag in ("ul", "ol", "div", "section") and len(node) >= 4:
+        if tag in _CONTAINERS and len(node) >= 4:
             kinds = Counter((child.tag, child.get("class", "")) for child in node if isinstance(child.tag, str))
             top = kinds.most_common(1)
-            if top and top[0][1] >= 4 and top[0][0][0] in ("li", "div", "article") and \
+            if top and top[0][1] >= 4 and top[0][0][0] in _ITEMS and \
                     sum(1 for child in node if child.find(".//a") is not None) >= 4:
                 repeated += 1
-    return words, tags, repeated, " ".join(buttons)
+    words: Counter[str] = Counter()
+    for attrs, seen in Counter(attributes).items():
+        for word in set(_WORD.findall(attrs.lower())):
+            words[word] += seen
+    return words, Counter(names), repeated, " ".join(buttons)
 
 
 def classify(tree: Any, structured: dict[str, Any], url: str | None, text: str = "") -> PageKind:
