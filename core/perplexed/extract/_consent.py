@@ -35,9 +35,12 @@ _CONTAINERS = ("div", "section", "aside", "dialog", "form", "footer", "header")
 _SHARE = 0.5  # a "banner" with this share of the page's text or more is the page
 
 
-def _named(node: Any) -> bool:
-    names = (node.get("class", "") + " " + node.get("id", "")).split()
-    if any(_CONSENT_NAME.match(name) for name in names):
+def _named(node: Any, seen: dict[str, bool]) -> bool:
+    names = node.get("class", "") + " " + node.get("id", "")
+    named = seen.get(names)
+    if named is None:  # each distinct class-and-id string is matched once per page
+        named = seen[names] = any(_CONSENT_NAME.match(name) for name in names.split())
+    if named:
         return True
     return node.get("role") in ("dialog", "alertdialog", "region") and bool(
         _CONSENT_LABEL.search(node.get("aria-label", "")))
@@ -47,13 +50,16 @@ def drop_consent(tree: Any) -> set[str]:
     """Drop the consent banners of ``tree`` (parsed HTML, changed in place); the lines of text they held (each
     element's text, whitespace collapsed) for :func:`without_lines`."""
     body = tree.find("body")
-    total = len((body if body is not None else tree).text_content())
+    total = -1  # the page's text length, measured at the first named container
     found: list[Any] = []
     inside: set[Any] = set()
+    seen: dict[str, bool] = {}
     for node in tree.iter(*_CONTAINERS):
-        if node.getparent() is None or not _named(node) or any(a in inside for a in node.iterancestors()):
+        if node.getparent() is None or not _named(node, seen) or any(a in inside for a in node.iterancestors()):
             continue
         text = node.text_content()
+        if total < 0:
+            total = len((body if body is not None else tree).text_content())
         if _CONSENT_TEXT.search(text) and len(text) < _SHARE * total:
             found.append(node)
             inside.add(node)
