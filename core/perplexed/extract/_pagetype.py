@@ -54,8 +54,15 @@ _URL: list[tuple[re.Pattern[str], PageType, float]] = [
 #: signal (a Product in JSON-LD, a post stream) still wins. Only for a page with a URL (no URL is no home page).
 _HOME = (re.compile(r"^/(index\.(html?|php))?$"), 2.0)
 _WORD = re.compile(r"[a-z]+")
-_PRICE = re.compile(r"(?:[$€£¥₹]\s?\d[\d,.]*|\d[\d,.]*\s?(?:€|eur|usd|kr)\b)", re.I)
-_CART = re.compile(r"\b(add to (cart|bag|basket|trolley)|buy (it )?now|in den warenkorb|ajouter au panier)\b", re.I)
+#: a price: "$12.99", "€ 5", "12,50 EUR", "99 kr" (case-insensitive). Both patterns open on the set of their possible
+#: first characters (then a lookbehind picks the branch) so that a search only tries the positions of those characters:
+#: the same matches as ``(?:[$€£¥₹]\s?\d[\d,.]*|\d[\d,.]*\s?(?:€|eur|usd|kr)\b)`` with re.I, in a fraction of the time
+_PRICE = re.compile(r"[$€£¥₹\d](?i:(?<=[$€£¥₹])\s?\d[\d,.]*|(?<=\d)[\d,.]*\s?(?:€|eur|usd|kr)\b)")
+#: an add-to-cart control's words; the same matches as ``\b(add to (cart|bag|basket|trolley)|buy (it )?now|in den
+#: warenkorb|ajouter au panier)\b`` with re.I ("i" there also matches U+0130 and U+0131)
+_CART = re.compile("[aAbBiI\u0130\u0131](?<!\\w[aAbBiI\u0130\u0131])"
+                   r"(?i:(?<=a)dd to (cart|bag|basket|trolley)|(?<=b)uy (it )?now|(?<=i)n den warenkorb|"
+                   r"(?<=a)jouter au panier)\b")
 
 
 @dataclass
