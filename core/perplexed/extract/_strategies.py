@@ -42,7 +42,7 @@ from typing import Any, Literal
 
 from perplexed.extract._consent import drop_consent, without_lines
 from perplexed.extract._forum import BLOCK_TAGS, CONTROL_TAGS, block_text, thread_posts, without_controls
-from perplexed.extract._listing import once, prune, region_share
+from perplexed.extract._listing import LISTING_ALIKE_SHARE, listing_alike, once, prune, region_share
 from perplexed.extract._pagetype import _PRICE, PageType, classify
 from perplexed.extract._product import without_boilerplate, without_repeats
 from perplexed.extract._structured import structured_data
@@ -316,7 +316,8 @@ def extract_typed(raw_html: str, url: str | None, fmt: Format) -> TypedText:
 
 def _by_type(tree: Any, raw_html: str, url: str | None, fmt: Format, structured: dict[str, Any],
              banner: set[str] | None = None) -> TypedText:
-    kind = classify(tree, structured, url, tree.text_content())
+    page_text = tree.text_content()
+    kind = classify(tree, structured, url, page_text)
     page_type = kind.type
     # a type's strategy only when the type clearly beats "article" (the default strategy is the safe one)
     strategy = page_type if kind.scores[page_type] - kind.scores["article"] >= _SURE else "article"
@@ -337,14 +338,16 @@ def _by_type(tree: Any, raw_html: str, url: str | None, fmt: Format, structured:
         text = _trafilatura(raw_html, url, fmt)
     if banner:  # trafilatura read the raw page: the lines of its consent banner go (before the region check)
         text = without_lines(text, banner)
-    if page_type in _REGION_TYPES and (page_type != "article" or kind.confidence < _REGION_UNSURE):
+    # an "article" that is nearly a listing, of whose page trafilatura kept little (see _listing.listing_alike)
+    alike = page_type == "article" and kind.confidence >= _REGION_UNSURE and listing_alike(kind.scores, text, page_text)
+    if page_type in _REGION_TYPES and (page_type != "article" or kind.confidence < _REGION_UNSURE or alike):
         # trafilatura keeps a small share of the main region: it dropped the page's items (a listing's entries,
         # a docs page's tables, a service page's feature blocks) as link-dense boilerplate; the region is the text
         listing = page_type in ("collection", "listing")
         if listing:  # its filter panels, sort controls, pagination and breadcrumbs out (see _listing)
             prune(tree)
         region = once(_main_region(tree, fmt)) if listing else _main_region(tree, fmt)
-        share = _SERVICE_REGION_SHARE if page_type == "service" else _REGION_SHARE
+        share = _SERVICE_REGION_SHARE if page_type == "service" else LISTING_ALIKE_SHARE if alike else _REGION_SHARE
         if region_share(page_type, share, text, region, sure=strategy == page_type):
             text = region
     return TypedText(text, page_type, kind.confidence, structured)
