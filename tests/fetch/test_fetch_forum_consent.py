@@ -129,3 +129,17 @@ def test_a_page_that_is_mostly_its_consent_text_keeps_it() -> None:
             f"</h1>{policy}</div></main>" + FOOT)
     extracted = extract_html(page, "https://shop.example.org/cookie-policy", "text")
     assert "partners store and access information" in extracted.text
+
+
+def test_a_consent_managers_preference_center_is_dropped_even_beside_little_text() -> None:
+    """A consent manager's own container (named after its SDK) is never the page, though its purpose texts be
+    longer than a short page's own text."""
+    purposes = "".join(f"<p>{BANNER} Purpose {i}.</p>" for i in range(8))
+    center = (f"<div id='onetrust-consent-sdk'><div id='onetrust-pc-sdk' role='region' aria-label='Your Privacy "
+              f"Choices'><h2>Privacy Preference Center</h2>{purposes}</div></div>")
+    page = (HEAD.format(title="Tomato sauce recipes") + NAV + "<main><h1>Tomato sauce recipes</h1><p>Our collection "
+            "of tomato sauce recipes has something for every dish, from pasta to a vegetable tian.</p></main>"
+            + center + FOOT)
+    extracted = extract_html(page, "https://recipes.example.org/tomato-sauce-recipes", "text")
+    assert "collection of tomato sauce recipes" in extracted.text
+    assert "partners store and access information" not in extracted.text

@@ -8,7 +8,9 @@ from __future__ import annotations
 import typed_pages as tp
 from perplexed.extract._extract import extract_html  # private: extraction without a fetch
 from perplexed.extract._listing import (  # private: the listing rules unit-tested
+    listing_alike,
     once,
+    prune,
     region_share,
 )
 
@@ -78,3 +80,25 @@ def test_long_lines_are_kept_once_and_code_blocks_as_they_are() -> None:
     code = "print('the same long line of code, twice in a block')"
     text = f"{line}\nShort\nShort\n{line}\n```\n{code}\n{code}\n```"
     assert once(text) == f"{line}\nShort\nShort\n```\n{code}\n{code}\n```"
+
+
+def test_an_article_that_is_nearly_a_listing_reads_its_region_when_trafilatura_kept_little() -> None:
+    page = "p" * 10_000  # the whole page's text
+    near = {"article": 3.5, "listing": 3.2}
+    assert listing_alike(near, "t" * 1000, page)  # a tenth of the page: its entries were dropped
+    assert not listing_alike(near, "t" * 3000, page)  # trafilatura kept a good share of the page
+    assert not listing_alike({"article": 3.0, "listing": 2.0}, "t" * 1000, page)  # clearly an article
+    assert not listing_alike({"article": 1.0, "listing": 0.0}, "t" * 1000, page)  # no listing signal at all
+
+
+def test_a_pickers_options_are_browsing_controls() -> None:
+    """A drop-down of links with ARIA option roles (a language picker) goes; the items stay."""
+    from lxml import html as lxml_html  # type: ignore[import-untyped]
+
+    languages = "".join(f"<a role='menuitemradio' href='?l={n}'><span>Language {n}</span></a>" for n in range(30))
+    items = "".join(f"<li><a href='/r/{n}'>Repository {n}</a> <p>What repository {n} does.</p></li>" for n in range(5))
+    tree = lxml_html.fromstring(f"<html><body><main><h1>Trending</h1><details><summary>Language</summary>"
+                                f"<div role='listbox'>{languages}</div></details><ul>{items}</ul></main></body></html>")
+    prune(tree)
+    text = tree.text_content()
+    assert "Language 7" not in text and "Repository 3" in text and "What repository 4 does." in text

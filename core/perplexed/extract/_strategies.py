@@ -45,10 +45,11 @@ from perplexed.extract._collection import prune as prune_collection
 from perplexed.extract._collection import without_card_controls
 from perplexed.extract._consent import drop_consent, without_lines
 from perplexed.extract._forum import BLOCK_TAGS, CONTROL_TAGS, block_text, thread_posts, without_controls
-from perplexed.extract._listing import once, prune, region_share
+from perplexed.extract._listing import LISTING_ALIKE_SHARE, listing_alike, once, prune, region_share
 from perplexed.extract._pagetype import _PRICE, PageType, classify
 from perplexed.extract._product import with_structured, without_boilerplate, without_repeats
 from perplexed.extract._structured import structured_data
+from perplexed.extract._trees import page_tree, trafilatura_tree
 
 __all__ = ["TypedText", "extract_typed"]
 
@@ -73,9 +74,15 @@ class TypedText:
 
 def _trafilatura(document: Any, url: str | None, fmt: Format, comments: bool = False) -> str:
     """trafilatura's text of ``document``; its recall pass when the precise pass kept (almost) nothing of a page,
-    then its pass with comments (a raw page only: a tree may have been changed by the first pass)."""
+    then its pass with comments (a raw page only: a tree may have been changed by the first pass). A raw page is
+    parsed once, as trafilatura would (:func:`~perplexed.extract._trees.trafilatura_tree`), for all its passes."""
+    raw = isinstance(document, str)
+    if raw:
+        document = trafilatura_tree(document)
+        if document is None:  # no HTML: trafilatura would have found no tree either
+            return ""
     text = _trafilatura_pass(document, url, fmt, comments, recall=False)
-    if len(text) < _RECALL_BELOW and isinstance(document, str):
+    if len(text) < _RECALL_BELOW and raw:
         again = _trafilatura_pass(document, url, fmt, comments, recall=True)
         if len(again) > len(text):
             text = again
@@ -283,13 +290,11 @@ def extract_typed(raw_html: str, url: str | None, fmt: Format) -> TypedText:
     structured = structured_data(raw_html)
     if len(raw_html) > _LIMIT:
         return TypedText(_trafilatura(raw_html, url, fmt), "article", 0.0, structured)
-    from lxml import html as lxml_html  # type: ignore[import-untyped]  # trafilatura's own dependency
+    from lxml import etree  # type: ignore[import-untyped]  # trafilatura's own dependency
 
     try:
-        # the text is decoded already: the bytes handed to lxml are UTF-8 whatever the page's <meta charset> says
-        parser = lxml_html.HTMLParser(encoding="utf-8")
-        tree = lxml_html.fromstring(raw_html.encode("utf-8", "replace"), parser=parser)
-    except (ValueError, TypeError, lxml_html.etree.ParserError):
+        tree = page_tree(raw_html)
+    except (ValueError, TypeError, etree.ParserError):
         return TypedText(_trafilatura(raw_html, url, fmt), "article", 0.0, structured)
     for node in tree.xpath("//script|//style|//template"):
         if node.getparent() is not None:
@@ -303,7 +308,8 @@ def extract_typed(raw_html: str, url: str | None, fmt: Format) -> TypedText:
 
 def _by_type(tree: Any, raw_html: str, url: str | None, fmt: Format, structured: dict[str, Any],
              banner: set[str] | None = None) -> TypedText:
-    kind = classify(tree, structured, url, tree.text_content())
+    page_text = tree.text_content()
+    kind = classify(tree, structured, url, page_text)
     page_type = kind.type
     # a type's strategy only when the type clearly beats "article" (the default strategy is the safe one)
     strategy = page_type if kind.scores[page_type] - kind.scores["article"] >= _SURE else "article"
@@ -324,7 +330,9 @@ def _by_type(tree: Any, raw_html: str, url: str | None, fmt: Format, structured:
         text = _trafilatura(raw_html, url, fmt)
     if banner:  # trafilatura read the raw page: the lines of its consent banner go (before the region check)
         text = without_lines(text, banner)
-    if page_type in _REGION_TYPES and (page_type != "article" or kind.confidence < _REGION_UNSURE):
+    # an "article" that is nearly a listing, of whose page trafilatura kept little (see _listing.listing_alike)
+    alike = page_type == "article" and kind.confidence >= _REGION_UNSURE and listing_alike(kind.scores, text, page_text)
+    if page_type in _REGION_TYPES and (page_type != "article" or kind.confidence < _REGION_UNSURE or alike):
         # trafilatura keeps a small share of the main region: it dropped the page's items (a listing's entries,
         # a docs page's tables, a service page's feature blocks) as link-dense boilerplate; the region is the text
         listing = page_type in ("collection", "listing")
@@ -333,7 +341,7 @@ def _by_type(tree: Any, raw_html: str, url: str | None, fmt: Format, structured:
         if page_type == "collection":  # its review, recommendation and consent blocks out (see _collection)
             prune_collection(tree)
         region = once(_main_region(tree, fmt)) if listing else _main_region(tree, fmt)
-        share = _SERVICE_REGION_SHARE if page_type == "service" else _REGION_SHARE
+        share = _SERVICE_REGION_SHARE if page_type == "service" else LISTING_ALIKE_SHARE if alike else _REGION_SHARE
         if region_share(page_type, share, text, region, sure=strategy == page_type):
             text = region
     if page_type == "collection":  # its cards' "Add to cart", "Quick view", "Sale price" lines (see _collection)

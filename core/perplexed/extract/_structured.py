@@ -21,7 +21,10 @@ _JSONLD = re.compile(r"<script[^>]{0,300}?type\s*=\s*[\"']?application/ld\+json[
                      re.I | re.S)
 _META = re.compile(r"<meta\b[^>]{0,1500}>", re.I)
 _ATTR = re.compile(r"([\w:.-]+)\s*=\s*(\"[^\"]*\"|'[^']*'|[^\s>]+)")
-_ITEMTYPE = re.compile(r"itemtype\s*=\s*[\"']?https?://schema\.org/(\w+)", re.I)
+#: ``itemtype=...`` case-insensitively; its first letter as the set of what ``re.I`` matches for "i" (I, i, U+0130,
+#: U+0131), so that the search only tries the positions of that letter (a case-insensitive first letter is tried at
+#: every position: milliseconds on a large page)
+_ITEMTYPE = re.compile("[iI\u0130\u0131]" r"(?i:temtype\s*=\s*[\"']?https?://schema\.org/(\w+))")
 _ITEMPROP_META = re.compile(r"<(?:meta|link)\b[^>]{0,600}?itemprop\s*=\s*[\"'](\w+)[\"'][^>]{0,600}?"
                             r"(?:content|href)\s*=\s*[\"']([^\"']{1,500})[\"']", re.I)
 _ITEMPROP_TEXT = re.compile(r"<(span|div|h1|h2|p|strong|b)\b[^>]{0,600}?itemprop\s*=\s*[\"'](name|price|priceCurrency|"
@@ -118,7 +121,11 @@ def structured_data(raw_html: str) -> StructuredData:
     for node in nodes:
         types.extend(_types(node))
     head = raw_html[:_MAX_SCAN]
-    micro = _ITEMTYPE.findall(head)
+    # microdata is looked for only on a page that has some: every letter these case-insensitive patterns match after
+    # "i" is ASCII, so a page whose lower-cased text lacks "temtype" ("temprop") has no match (issue 36: time)
+    lowered = head.lower()
+    micro = _ITEMTYPE.findall(head) if "temtype" in lowered else []
+    itemprops = "temprop" in lowered
     types.extend(micro)
     main = [t for t in types if t.lower() not in _MINOR]
     if main:
@@ -147,11 +154,11 @@ def structured_data(raw_html: str) -> StructuredData:
                 description = _text(node.get("description"))
                 if description:
                     out["description"] = description[:5000]
-    for prop, value in _ITEMPROP_META.findall(head):
+    for prop, value in _ITEMPROP_META.findall(head) if itemprops else ():
         key = {"priceCurrency": "currency", "datePublished": "published"}.get(prop, prop)
         if key in ("price", "currency", "availability", "published", "name", "sku"):
             out.setdefault(key, _text(value).rsplit("/", 1)[-1] if key == "availability" else _text(value))
-    for _tag, prop, value in _ITEMPROP_TEXT.findall(head):
+    for _tag, prop, value in _ITEMPROP_TEXT.findall(head) if itemprops else ():
         key = {"priceCurrency": "currency"}.get(prop, prop)
         if "product" in {t.lower() for t in micro} or key != "name":
             out.setdefault(key, _text(value))
