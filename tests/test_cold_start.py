@@ -247,3 +247,34 @@ def test_httpx_imported_after_perplexed_comes_without_its_command_line_client() 
         """
     )
     assert "httpx" in loaded and "httpx._main" not in loaded and "click" not in loaded and "rich" not in loaded
+
+
+#: what ``import langchain_perplexed`` leaves for the first component built or called: the search engine, the
+#: answer plan (it imports the engine), the search and fetch operations and the provider registry
+NOT_FOR_AN_ADAPTER_IMPORT = (
+    "perplexed.engine",
+    "perplexed.grounding._answer_plan",
+    "perplexed.operations",
+    "perplexed.providers",
+    "perplexed.agent",
+)
+
+
+def test_importing_the_langchain_adapter_leaves_the_engine_for_the_first_component() -> None:
+    assert loaded_after("import langchain_perplexed", denied=NOT_FOR_AN_ADAPTER_IMPORT) == []
+    loaded = loaded_after(
+        """
+        import langchain_perplexed, perplexed.integration
+        from perplexed.integration import AnswerPlan, check_fetch_content, prepare_answer
+        assert {"AnswerPlan", "prepare_answer", "check_fetch_content", "FetchPlan"} <= set(dir(perplexed.integration))
+        from langchain_perplexed import PerplexedRetriever, RetrieverProvider, as_provider, document_to_hit
+        assert RetrieverProvider.__module__ == "langchain_perplexed.provider" and callable(document_to_hit)
+        from perplexed.providers import FunctionProvider
+        fn = FunctionProvider(lambda q, o: [{"url": "https://a.example/", "title": "A", "snippet": "s"}])
+        docs = PerplexedRetriever(provider=fn, k=1).invoke("zoning setbacks")
+        assert docs[0].metadata["url"] == "https://a.example/", docs
+        assert prepare_answer.__module__ == AnswerPlan.__module__ == "perplexed.grounding._answer_plan"
+        """,
+        denied=NOT_FOR_AN_ADAPTER_IMPORT,
+    )
+    assert {"perplexed.engine", "perplexed.providers"} <= set(loaded)  # loaded when the retriever was built
