@@ -278,3 +278,27 @@ def test_importing_the_langchain_adapter_leaves_the_engine_for_the_first_compone
         denied=NOT_FOR_AN_ADAPTER_IMPORT,
     )
     assert {"perplexed.engine", "perplexed.providers"} <= set(loaded)  # loaded when the retriever was built
+
+
+def test_the_stdio_mcp_server_starts_without_the_agent_api_client_when_no_key_is_set(small_index: str) -> None:
+    loaded = loaded_after(
+        f"""
+        import os, sys
+        os.environ.pop("PERPLEXITY_API_KEY", None)
+        from perplexed.mcp_server import stdio_server
+        spec = {{"name": "local", "index": {small_index!r}}}
+        server = stdio_server(spec)
+        assert "perplexed.agent" not in sys.modules, "the key check imported the Agent API client"
+        said = server.perplexed_summary.split("; ")[-1]
+        assert said == "answer not offered: no Perplexity Agent API key is configured (set PERPLEXITY_API_KEY "\\
+            "where the server runs)", said
+        # with answer options the whole prepare_answer() runs (it imports the client): the same sentence
+        checked = stdio_server(spec, answer_options={{"preset": "fast"}}).perplexed_summary.split("; ")[-1]
+        assert checked == said, (checked, said)
+        from perplexed.agent._client import ENV_API_KEY  # the variable both paths read
+        assert ENV_API_KEY == "PERPLEXITY_API_KEY"
+        """,
+        env={"PERPLEXED_STORE": "memory"},
+        denied=("perplexed.agent",),
+    )
+    assert loaded == ["perplexed.agent"]  # by the second server (answer options) and the check, not the first
