@@ -249,7 +249,7 @@ def test_httpx_imported_after_perplexed_comes_without_its_command_line_client() 
     assert "httpx" in loaded and "httpx._main" not in loaded and "click" not in loaded and "rich" not in loaded
 
 
-#: what ``import langchain_perplexed`` leaves for the first component built or called: the search engine, the
+#: what ``import langchain_perplexed`` (or ``llama_index_perplexed``) leaves for the first component built or called: the search engine, the
 #: answer plan (it imports the engine), the search and fetch operations and the provider registry
 NOT_FOR_AN_ADAPTER_IMPORT = (
     "perplexed.engine",
@@ -260,8 +260,12 @@ NOT_FOR_AN_ADAPTER_IMPORT = (
 )
 
 
-def test_importing_the_langchain_adapter_leaves_the_engine_for_the_first_component() -> None:
-    assert loaded_after("import langchain_perplexed", denied=NOT_FOR_AN_ADAPTER_IMPORT) == []
+@pytest.mark.parametrize("adapter", ["langchain_perplexed", "llama_index_perplexed"])
+def test_importing_an_adapter_leaves_the_engine_for_the_first_component(adapter: str) -> None:
+    assert loaded_after(f"import {adapter}", denied=NOT_FOR_AN_ADAPTER_IMPORT) == []
+
+
+def test_the_langchain_adapter_loads_the_engine_when_a_component_is_built() -> None:
     loaded = loaded_after(
         """
         import langchain_perplexed, perplexed.integration
