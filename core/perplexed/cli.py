@@ -77,6 +77,54 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{_with_choice_hint(message)} (see `{self.prog} --help`)")
 
 
+class _Hollow(_Parser):
+    """A command this run does not run (issue 35: start-up): its name, help and description only, as the
+    command list of ``perplexed --help`` shows it; its arguments are not built, and it is never parsed."""
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> Any:
+        return None
+
+    def add_argument_group(self, *args: Any, **kwargs: Any) -> Any:
+        return self
+
+    def add_mutually_exclusive_group(self, **kwargs: Any) -> Any:
+        return self
+
+    def set_defaults(self, **kwargs: Any) -> None:
+        return None
+
+
+class _Commands:
+    """The subparsers action as the command builders see it: every command is registered (same order, name,
+    help and description), but only ``wanted``'s arguments are built (all of them when ``wanted`` is None)."""
+
+    def __init__(self, sub: Any, wanted: str | None) -> None:
+        self.sub = sub
+        self.wanted = wanted
+
+    def add_parser(self, name: str, **kwargs: Any) -> Any:
+        self.sub._parser_class = _Parser if self.wanted is None or name == self.wanted else _Hollow
+        try:
+            return self.sub.add_parser(name, **kwargs)
+        finally:
+            self.sub._parser_class = _Parser
+
+
+#: every command, as registered by _build_parser (tests/test_cli*.py check each is)
+_COMMAND_NAMES = frozenset({"search", "answer", "fetch", "eval", "usage", "providers", "index", "mcp", "doctor"})
+
+
+def _command_of(args: Sequence[str]) -> str | None:
+    """The command ``args`` run: the first word that is not an option (``perplexed`` itself takes only
+    ``--help`` and ``--version``), when it names one; else None (the whole parser is built)."""
+    for arg in args:
+        if arg == "--":
+            return None
+        if not arg.startswith("-"):
+            return arg if arg in _COMMAND_NAMES else None
+    return None
+
+
 _INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)$")
 
 
@@ -108,7 +156,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"perplexed: the command line needs the 'cli' extra: {install_hint('cli')}\n"
         )
         return EXIT_USAGE
-    parser = _build_parser()
+    parser = _build_parser(_command_of(args_list))
     try:
         try:
             args, extra = parser.parse_known_args(args_list)
@@ -173,7 +221,9 @@ def _error_doc(exc: PerplexedError) -> dict[str, Any]:
     return doc
 
 
-def _build_parser() -> _Parser:
+def _build_parser(command: str | None = None) -> _Parser:
+    """The ``perplexed`` parser; with ``command``, only that command's arguments are built (the others are
+    listed, with their help, as always)."""
     parser = _Parser(
         prog="perplexed",
         description="Reliable, cheap, cited search: a fallback chain of search providers, free first.",
@@ -181,8 +231,9 @@ def _build_parser() -> _Parser:
     )
     parser.add_argument("--version", action="version", version=f"perplexed {__version__}")
     parser.set_defaults(command=None)
-    sub = parser.add_subparsers(title="commands", metavar="COMMAND", parser_class=_Parser)
-    parser.commands = sub.choices
+    action = parser.add_subparsers(title="commands", metavar="COMMAND", parser_class=_Parser)
+    parser.commands = action.choices
+    sub: Any = _Commands(action, command)
 
     def chain_options(p: argparse.ArgumentParser, query: bool = True) -> None:
         if query:
