@@ -306,3 +306,19 @@ def test_the_stdio_mcp_server_starts_without_the_agent_api_client_when_no_key_is
         denied=("perplexed.agent",),
     )
     assert loaded == ["perplexed.agent"]  # by the second server (answer options) and the check, not the first
+
+
+def test_the_cli_builds_only_the_command_it_runs_and_every_help_is_unchanged() -> None:
+    from perplexed import cli  # private: the parser builder, whole and per command
+
+    full = cli._build_parser()
+    assert set(full.commands) == cli._COMMAND_NAMES
+    for name in full.commands:
+        one = cli._build_parser(name)
+        assert one.format_help() == full.format_help()  # the command list, with every command's help
+        assert one.commands[name].format_help() == full.commands[name].format_help(), name
+        others = [other for other in one.commands if other != name]
+        assert all(not one.commands[other]._actions[1:] for other in others)  # only -h: not built
+    assert cli._command_of(["--no-cache", "search", "q"]) == "search"
+    assert cli._command_of(["serch", "q"]) is None and cli._command_of(["--version"]) is None
+    assert cli._command_of(["--", "search"]) is None
