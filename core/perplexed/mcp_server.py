@@ -339,13 +339,13 @@ def _result(text: str, structured: BaseModel) -> dict[str, Any]:
 
 
 def _chain_has_local(spec: Any) -> bool:
-    from perplexed.operations._fetch import chain_has_local
+    from perplexed.operations._fetch_plan import chain_has_local
 
     return chain_has_local(spec)
 
 
 def _fetch_names_local(spec: Any) -> bool:
-    from perplexed.operations._fetch import without_local
+    from perplexed.operations._fetch_plan import without_local
 
     return without_local(spec)[1]
 
@@ -470,9 +470,10 @@ def _answer_unavailable(provider: Any, answer_options: Mapping[str, Any]) -> str
 
 
 def _has_fetch() -> bool:
+    """Whether this version has :func:`perplexed.fetch` (without importing it: the fetch chain loads httpx)."""
     import perplexed
 
-    return callable(getattr(perplexed, "afetch", None))
+    return "afetch" in perplexed.__all__
 
 
 INSTRUCTIONS = (
@@ -526,7 +527,7 @@ def _prepare(provider: Any, fetch_provider: Any, max_chars: int, answer_options:
     state = _Chain(provider, fetch_provider, options, max_chars, extra, dict(fetch_options or {}))
     fetchers: list[Any] = []
     if _has_fetch():
-        from perplexed.operations._fetch import prepare_fetch
+        from perplexed.operations._fetch_plan import prepare_fetch  # the check only: no HTTP client yet
 
         fetchers = prepare_fetch("https://example.com/", fetch_provider, **state.fetch_options()).providers
     tools: list[_ToolDef] = []
