@@ -309,10 +309,10 @@ def test_the_stdio_mcp_server_starts_without_the_agent_api_client_when_no_key_is
 
 
 def test_the_cli_builds_only_the_command_it_runs_and_every_help_is_unchanged() -> None:
-    from perplexed import cli  # private: the parser builder, whole and per command
+    from perplexed import _cli_options, cli  # private: the parser builder, whole and per command
 
     full = cli._build_parser()
-    assert set(full.commands) == cli._COMMAND_NAMES
+    assert set(full.commands) == _cli_options.COMMAND_NAMES
     for name in full.commands:
         one = cli._build_parser(name)
         assert one.format_help() == full.format_help()  # the command list, with every command's help

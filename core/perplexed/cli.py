@@ -28,8 +28,10 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from perplexed import __version__, telemetry
 from perplexed._cli_options import GOVERNANCE_FLAGS as _GOVERNANCE_FLAGS
+from perplexed._cli_options import Commands as _Commands
 from perplexed._cli_options import add_option_flags, configure_governance, option_values
 from perplexed._cli_options import cli_words as _cli_words
+from perplexed._cli_options import command_of as _command_of
 from perplexed._cli_output import CLI_CACHE_TTL_S, EXIT_NO_RESULTS, EXIT_OK, EXIT_USAGE
 from perplexed._cli_output import consoles as _consoles
 from perplexed._cli_output import escape as _escape
@@ -75,54 +77,6 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{_with_choice_hint(message)} (see `{self.prog} --help`)")
-
-
-class _Hollow(_Parser):
-    """A command this run does not run (issue 35: start-up): its name, help and description only, as the
-    command list of ``perplexed --help`` shows it; its arguments are not built, and it is never parsed."""
-
-    def add_argument(self, *args: Any, **kwargs: Any) -> Any:
-        return None
-
-    def add_argument_group(self, *args: Any, **kwargs: Any) -> Any:
-        return self
-
-    def add_mutually_exclusive_group(self, **kwargs: Any) -> Any:
-        return self
-
-    def set_defaults(self, **kwargs: Any) -> None:
-        return None
-
-
-class _Commands:
-    """The subparsers action as the command builders see it: every command is registered (same order, name,
-    help and description), but only ``wanted``'s arguments are built (all of them when ``wanted`` is None)."""
-
-    def __init__(self, sub: Any, wanted: str | None) -> None:
-        self.sub = sub
-        self.wanted = wanted
-
-    def add_parser(self, name: str, **kwargs: Any) -> Any:
-        self.sub._parser_class = _Parser if self.wanted is None or name == self.wanted else _Hollow
-        try:
-            return self.sub.add_parser(name, **kwargs)
-        finally:
-            self.sub._parser_class = _Parser
-
-
-#: every command, as registered by _build_parser (tests/test_cli*.py check each is)
-_COMMAND_NAMES = frozenset({"search", "answer", "fetch", "eval", "usage", "providers", "index", "mcp", "doctor"})
-
-
-def _command_of(args: Sequence[str]) -> str | None:
-    """The command ``args`` run: the first word that is not an option (``perplexed`` itself takes only
-    ``--help`` and ``--version``), when it names one; else None (the whole parser is built)."""
-    for arg in args:
-        if arg == "--":
-            return None
-        if not arg.startswith("-"):
-            return arg if arg in _COMMAND_NAMES else None
-    return None
 
 
 _INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)$")
@@ -222,8 +176,7 @@ def _error_doc(exc: PerplexedError) -> dict[str, Any]:
 
 
 def _build_parser(command: str | None = None) -> _Parser:
-    """The ``perplexed`` parser; with ``command``, only that command's arguments are built (the others are
-    listed, with their help, as always)."""
+    """The ``perplexed`` parser; with ``command``, only that command's arguments are built (all are listed)."""
     parser = _Parser(
         prog="perplexed",
         description="Reliable, cheap, cited search: a fallback chain of search providers, free first.",
