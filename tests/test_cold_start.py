@@ -322,3 +322,44 @@ def test_the_cli_builds_only_the_command_it_runs_and_every_help_is_unchanged() -
     assert cli._command_of(["--no-cache", "search", "q"]) == "search"
     assert cli._command_of(["serch", "q"]) is None and cli._command_of(["--version"]) is None
     assert cli._command_of(["--", "search"]) is None
+
+
+#: what ``perplexed mcp`` on stdio must not load before its first call: the HTTP client (its web_fetch settings
+#: are checked without it), the fetching side, extraction and the Agent API client (when no key is set)
+NOT_FOR_THE_MCP_START = (
+    "httpx",
+    "httpcore",
+    "h11",
+    "perplexed.net._http",
+    "perplexed.net._fetch_net",
+    "perplexed.operations._fetch",
+    "perplexed.extract._extract",
+    "perplexed.agent",
+    "trafilatura",
+    "lxml",
+    "mcp",
+)
+
+
+def test_the_stdio_mcp_server_starts_without_the_http_client(small_index: str) -> None:
+    loaded = loaded_after(
+        f"""
+        import os
+        import perplexed
+        os.environ.pop("PERPLEXITY_API_KEY", None)
+        from perplexed.mcp_server import stdio_server
+        server = stdio_server({{"name": "local", "index": {small_index!r}}}, fetch_options={{"respect_robots": False}})
+        assert "web_fetch: http;" in server.perplexed_summary, server.perplexed_summary
+        assert [tool.name for tool in server.tools.values()] == ["web_search", "web_fetch"], server.tools
+        from perplexed.operations._fetch_plan import prepare_fetch  # private: the check the server ran
+        try:
+            prepare_fetch("https://example.com/", None, allow_privat=True)
+        except perplexed.InvalidRequest as exc:
+            assert "allow_private" in str(exc), exc
+        else:
+            raise AssertionError("a misspelt fetch option passed")
+        """,
+        env={"PERPLEXED_STORE": "memory"},
+        denied=NOT_FOR_THE_MCP_START,
+    )
+    assert loaded == []
