@@ -45,6 +45,7 @@ __all__ = [
     "guarded_client",
     "resolve",
     "robots_verdict",
+    "split_url",  # lives in net._ssrf (it imports no HTTP client); kept here, the same function
 ]
 
 Resolver = Callable[[str, int], Awaitable[Iterable[Any]] | Iterable[Any]]
