@@ -363,3 +363,18 @@ def test_the_stdio_mcp_server_starts_without_the_http_client(small_index: str) -
         denied=NOT_FOR_THE_MCP_START,
     )
     assert loaded == []
+
+
+def test_perplexed_mcp_on_stdio_starts_and_ends_without_the_http_client(small_index: str) -> None:
+    loaded = loaded_after(
+        f"""
+        import os
+        os.environ.pop("PERPLEXITY_API_KEY", None)
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)  # EOF at once: the server starts, then ends
+        from perplexed.cli import main
+        assert main(["mcp", "--provider", "local", "--index", {small_index!r}, "--no-cache"]) == 0
+        """,
+        env={"PERPLEXED_STORE": "memory"},
+        denied=NOT_FOR_THE_MCP_START,
+    )
+    assert loaded == []

@@ -322,7 +322,7 @@ def _port(text: str) -> int:
 
 
 def _cmd_mcp(args: argparse.Namespace) -> int:
-    from perplexed import mcp_server
+    import perplexed.mcp_server as mcp_server  # not `from perplexed import`: that loads the old eager set, httpx too
     from perplexed.commands._fetch import access_options
     from perplexed.mcp._http import authentication, resolve_token
 
