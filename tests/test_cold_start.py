@@ -338,6 +338,7 @@ NOT_FOR_THE_MCP_START = (
     "trafilatura",
     "lxml",
     "mcp",
+    "platformdirs",  # the index is given: where a default one would be is worked out only for a problem
 )
 
 
