@@ -247,3 +247,135 @@ def test_httpx_imported_after_perplexed_comes_without_its_command_line_client() 
         """
     )
     assert "httpx" in loaded and "httpx._main" not in loaded and "click" not in loaded and "rich" not in loaded
+
+
+#: what ``import langchain_perplexed`` (or ``llama_index_perplexed``) leaves for the first component built or called: the search engine, the
+#: answer plan (it imports the engine), the search and fetch operations and the provider registry
+NOT_FOR_AN_ADAPTER_IMPORT = (
+    "perplexed.engine",
+    "perplexed.grounding._answer_plan",
+    "perplexed.operations",
+    "perplexed.providers",
+    "perplexed.agent",
+)
+
+
+@pytest.mark.parametrize("adapter", ["langchain_perplexed", "llama_index_perplexed"])
+def test_importing_an_adapter_leaves_the_engine_for_the_first_component(adapter: str) -> None:
+    assert loaded_after(f"import {adapter}", denied=NOT_FOR_AN_ADAPTER_IMPORT) == []
+
+
+def test_the_langchain_adapter_loads_the_engine_when_a_component_is_built() -> None:
+    loaded = loaded_after(
+        """
+        import langchain_perplexed, perplexed.integration
+        from perplexed.integration import AnswerPlan, check_fetch_content, prepare_answer
+        assert {"AnswerPlan", "prepare_answer", "check_fetch_content", "FetchPlan"} <= set(dir(perplexed.integration))
+        from langchain_perplexed import PerplexedRetriever, RetrieverProvider, as_provider, document_to_hit
+        assert RetrieverProvider.__module__ == "langchain_perplexed.provider" and callable(document_to_hit)
+        from perplexed.providers import FunctionProvider
+        fn = FunctionProvider(lambda q, o: [{"url": "https://a.example/", "title": "A", "snippet": "s"}])
+        docs = PerplexedRetriever(provider=fn, k=1).invoke("zoning setbacks")
+        assert docs[0].metadata["url"] == "https://a.example/", docs
+        assert prepare_answer.__module__ == AnswerPlan.__module__ == "perplexed.grounding._answer_plan"
+        """,
+        denied=NOT_FOR_AN_ADAPTER_IMPORT,
+    )
+    assert {"perplexed.engine", "perplexed.providers"} <= set(loaded)  # loaded when the retriever was built
+
+
+def test_the_stdio_mcp_server_starts_without_the_agent_api_client_when_no_key_is_set(small_index: str) -> None:
+    loaded = loaded_after(
+        f"""
+        import os, sys
+        os.environ.pop("PERPLEXITY_API_KEY", None)
+        from perplexed.mcp_server import stdio_server
+        spec = {{"name": "local", "index": {small_index!r}}}
+        server = stdio_server(spec)
+        assert "perplexed.agent" not in sys.modules, "the key check imported the Agent API client"
+        said = server.perplexed_summary.split("; ")[-1]
+        assert said == "answer not offered: no Perplexity Agent API key is configured (set PERPLEXITY_API_KEY "\\
+            "where the server runs)", said
+        # with answer options the whole prepare_answer() runs (it imports the client): the same sentence
+        checked = stdio_server(spec, answer_options={{"preset": "fast"}}).perplexed_summary.split("; ")[-1]
+        assert checked == said, (checked, said)
+        from perplexed.agent._client import ENV_API_KEY  # the variable both paths read
+        assert ENV_API_KEY == "PERPLEXITY_API_KEY"
+        """,
+        env={"PERPLEXED_STORE": "memory"},
+        denied=("perplexed.agent",),
+    )
+    assert loaded == ["perplexed.agent"]  # by the second server (answer options) and the check, not the first
+
+
+def test_the_cli_builds_only_the_command_it_runs_and_every_help_is_unchanged() -> None:
+    from perplexed import _cli_options, cli  # private: the parser builder, whole and per command
+
+    full = cli._build_parser()
+    assert set(full.commands) == _cli_options.COMMAND_NAMES
+    for name in full.commands:
+        one = cli._build_parser(name)
+        assert one.format_help() == full.format_help()  # the command list, with every command's help
+        assert one.commands[name].format_help() == full.commands[name].format_help(), name
+        others = [other for other in one.commands if other != name]
+        assert all(not one.commands[other]._actions[1:] for other in others)  # only -h: not built
+    assert cli._command_of(["--no-cache", "search", "q"]) == "search"
+    assert cli._command_of(["serch", "q"]) is None and cli._command_of(["--version"]) is None
+    assert cli._command_of(["--", "search"]) is None
+
+
+#: what ``perplexed mcp`` on stdio must not load before its first call: the HTTP client (its web_fetch settings
+#: are checked without it), the fetching side, extraction and the Agent API client (when no key is set)
+NOT_FOR_THE_MCP_START = (
+    "httpx",
+    "httpcore",
+    "h11",
+    "perplexed.net._http",
+    "perplexed.net._fetch_net",
+    "perplexed.operations._fetch",
+    "perplexed.extract._extract",
+    "perplexed.agent",
+    "trafilatura",
+    "lxml",
+    "mcp",
+    "platformdirs",  # the index is given: where a default one would be is worked out only for a problem
+)
+
+
+def test_the_stdio_mcp_server_starts_without_the_http_client(small_index: str) -> None:
+    loaded = loaded_after(
+        f"""
+        import os
+        import perplexed
+        os.environ.pop("PERPLEXITY_API_KEY", None)
+        from perplexed.mcp_server import stdio_server
+        server = stdio_server({{"name": "local", "index": {small_index!r}}}, fetch_options={{"respect_robots": False}})
+        assert "web_fetch: http;" in server.perplexed_summary, server.perplexed_summary
+        assert [tool.name for tool in server.tools.values()] == ["web_search", "web_fetch"], server.tools
+        from perplexed.operations._fetch_plan import prepare_fetch  # private: the check the server ran
+        try:
+            prepare_fetch("https://example.com/", None, allow_privat=True)
+        except perplexed.InvalidRequest as exc:
+            assert "allow_private" in str(exc), exc
+        else:
+            raise AssertionError("a misspelt fetch option passed")
+        """,
+        env={"PERPLEXED_STORE": "memory"},
+        denied=NOT_FOR_THE_MCP_START,
+    )
+    assert loaded == []
+
+
+def test_perplexed_mcp_on_stdio_starts_and_ends_without_the_http_client(small_index: str) -> None:
+    loaded = loaded_after(
+        f"""
+        import os
+        os.environ.pop("PERPLEXITY_API_KEY", None)
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)  # EOF at once: the server starts, then ends
+        from perplexed.cli import main
+        assert main(["mcp", "--provider", "local", "--index", {small_index!r}, "--no-cache"]) == 0
+        """,
+        env={"PERPLEXED_STORE": "memory"},
+        denied=NOT_FOR_THE_MCP_START,
+    )
+    assert loaded == []

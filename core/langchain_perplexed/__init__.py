@@ -31,12 +31,14 @@ from typing import TYPE_CHECKING, Any
 
 from ._documents import NO_RESULTS
 from ._events import ANSWER_EVENT, ATTEMPT_EVENT
-from .provider import RetrieverProvider, as_provider, document_to_hit
 from .retrievers import PerplexedAnswerRetriever, PerplexedRetriever
-from .tools import PerplexedAnswerInput, PerplexedAnswerTool, PerplexedSearchInput, PerplexedSearchTool
 
-if TYPE_CHECKING:  # imported on first use (_LAZY): page fetching and the citation check are not a search
+if TYPE_CHECKING:  # imported on first use (_LAZY): page fetching and the citation check are not a search, and a
+    # retriever as a chain member needs the provider registry (perplexed.providers), which a search loads anyway;
+    # the tools need LangChain's BaseTool (langchain_core.tools.base), which a retriever does not
     from .fetch import PerplexedFetchInput, PerplexedFetchTool, PerplexedLoader
+    from .provider import RetrieverProvider, as_provider, document_to_hit
+    from .tools import PerplexedAnswerInput, PerplexedAnswerTool, PerplexedSearchInput, PerplexedSearchTool
     from .verify import VerifyCitations
 
 __version__ = "0.1.0"
@@ -65,7 +67,14 @@ _LAZY = {
     "PerplexedFetchInput": "langchain_perplexed.fetch",
     "PerplexedFetchTool": "langchain_perplexed.fetch",
     "PerplexedLoader": "langchain_perplexed.fetch",
+    "RetrieverProvider": "langchain_perplexed.provider",
+    "as_provider": "langchain_perplexed.provider",
+    "document_to_hit": "langchain_perplexed.provider",
     "VerifyCitations": "langchain_perplexed.verify",
+    "PerplexedAnswerInput": "langchain_perplexed.tools",
+    "PerplexedAnswerTool": "langchain_perplexed.tools",
+    "PerplexedSearchInput": "langchain_perplexed.tools",
+    "PerplexedSearchTool": "langchain_perplexed.tools",
 }
 
 

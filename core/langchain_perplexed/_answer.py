@@ -6,17 +6,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+import perplexed.integration
 from langchain_core.documents import Document
 from perplexed import Hit
 from perplexed.catalogue import format_answer as _format_answer
 from perplexed.citations import format_footnotes
-from perplexed.integration import AnswerPlan, prepare_answer
 from pydantic import BaseModel, Field, SecretStr
 
 from ._documents import attempts_summary, flatten_metadata, hit_metadata
 
 if TYPE_CHECKING:
     from perplexed import Answer
+    from perplexed.integration import AnswerPlan
 
 __all__ = ["AnswerConfig", "answer_documents", "format_answer", "source_documents"]
 
@@ -102,7 +103,7 @@ class AnswerConfig(BaseModel):
         rest), applying the configured Agent settings under them."""
         rest = dict(overrides)
         kwargs: dict[str, Any] = {}
-        for name in AnswerPlan.ARGUMENTS:
+        for name in perplexed.integration.AnswerPlan.ARGUMENTS:
             if name in ("client", "async_client", "on_attempt"):
                 continue
             if name in rest:
@@ -128,7 +129,7 @@ class AnswerConfig(BaseModel):
 
     def answer_plan(self, query: str, search_kwargs: Mapping[str, Any], agent_kwargs: Mapping[str, Any]) -> AnswerPlan:
         """The :class:`perplexed.AnswerPlan` of one call: the search's kwargs and the Agent API's."""
-        return prepare_answer(query, **search_kwargs, **agent_kwargs)
+        return perplexed.integration.prepare_answer(query, **search_kwargs, **agent_kwargs)
 
 
 def _citations(answer: Answer) -> list[dict[str, Any]]:

@@ -14,9 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from perplexed import ChainOptions, InvalidRequest, SearchOptions
 from perplexed.catalogue import OPTIONS, option
-from perplexed.engine import chain
-from perplexed.integration import AnswerPlan
-from perplexed.providers import with_credentials
+from perplexed.policy._keywords import check_names
 from pydantic import (
     AliasChoices,
     BaseModel,
@@ -103,7 +101,7 @@ class KnownNames(BaseModel):
     @classmethod
     def _known_names(cls, data: Any) -> Any:
         if isinstance(data, Mapping):
-            chain.check_names([str(name) for name in data], _field_names(cls), what="option")
+            check_names([str(name) for name in data], _field_names(cls), what="option")
         return data
 
 
@@ -188,6 +186,11 @@ class SearchConfig(_OptionFields):
     @model_validator(mode="after")
     def _validate_with_core(self) -> SearchConfig:
         # The core's own validation, run now: a typo fails at construction, not at the first query.
+        # the search engine (and the answer plan) are imported now, when a component is built, not with
+        # `import langchain_perplexed` (issue 35: cold start)
+        from perplexed.engine import chain
+        from perplexed.integration import AnswerPlan
+
         chain_options = {name: getattr(self, name) for name in CHAIN_FIELDS}
         if self._grounding_modes and AnswerPlan.is_agent_mode(self.provider):
             ChainOptions.build(**chain_options)  # no chain runs; answer() checks the rest per call
@@ -248,5 +251,7 @@ class ProviderCredentials(BaseModel):
         spec = getattr(self, "provider", None)
         if spec is None and self.api_key is None and self.base_url is None:
             return  # the default chain, read at call time
+        from perplexed.providers import with_credentials  # the provider registry: imported when first needed
+
         bound = with_credentials(spec, api_key=self.api_key, base_url=self.base_url, owner=type(self).__name__)
         object.__setattr__(self, "provider", protect_secrets(bound))

@@ -6,10 +6,10 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+import perplexed.integration
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.runnables.config import patch_config, set_config_context
 from perplexed import Attempt, telemetry
-from perplexed.integration import AnswerPlan
 
 from ._events import AsyncAttemptEvents, AsyncRunManager, SyncAttemptEvents, SyncRunManager, has_handlers
 
@@ -78,7 +78,7 @@ def _with_events(
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """The call's arguments with ``events`` chained before the caller's ``on_attempt``: on the plan when
     the call runs an :class:`perplexed.AnswerPlan`, else as the ``on_attempt`` keyword."""
-    if args and isinstance(args[0], AnswerPlan):
+    if args and isinstance(args[0], perplexed.integration.AnswerPlan):
         plan = args[0]
         return (plan.with_callback(_chain(events, plan.on_attempt)), *args[1:]), kwargs
     return args, {**kwargs, "on_attempt": _chain(events, kwargs.get("on_attempt"))}

@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import perplexed
 import perplexed.integration
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from perplexed.integration import AnswerPlan
 from pydantic import AliasChoices, ConfigDict, Field
 
 from ._answer import AnswerConfig, answer_documents
 from ._config import ProviderCredentials, SearchConfig
 from ._documents import result_documents
 from ._run import arun_core, run_core
+
+if TYPE_CHECKING:
+    from perplexed.integration import AnswerPlan
 
 __all__ = ["PerplexedAnswerRetriever", "PerplexedRetriever"]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import perplexed
 from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackManagerForToolRun
@@ -17,7 +17,6 @@ from perplexed import (
     telemetry,
 )
 from perplexed.catalogue import ANSWER, WEB_SEARCH, AgentTool, narrowed
-from perplexed.integration import AnswerPlan
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from ._answer import AnswerConfig, format_answer, source_documents
@@ -26,6 +25,9 @@ from ._documents import NO_RESULTS, format_hits, result_documents
 from ._portable import CatalogueArguments, input_model
 from ._run import arun_core, run_core
 from ._run import call_id as _call_id
+
+if TYPE_CHECKING:
+    from perplexed.integration import AnswerPlan
 
 __all__ = [
     "PerplexedAnswerInput",

@@ -16,6 +16,8 @@ modules are its own.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 try:  # the extra: without it, say how to install it instead of a bare ModuleNotFoundError
     import llama_index.core  # noqa: F401
 except ImportError as _missing:
@@ -27,10 +29,12 @@ except ImportError as _missing:
 
 from .events import PerplexedAgentEvent, PerplexedAttemptEvent, PerplexedUsageEvent
 from .fetch import PerplexedReader
-from .provider import RetrieverProvider, as_provider
 from .query_engine import PerplexedQueryEngine
 from .retriever import PerplexedRetriever
 from .tools import PerplexedToolSpec
+
+if TYPE_CHECKING:  # imported on first use (_LAZY): a retriever as a chain member needs the provider registry
+    from .provider import RetrieverProvider, as_provider
 
 __all__ = [
     "PerplexedAgentEvent",
@@ -43,3 +47,20 @@ __all__ = [
     "RetrieverProvider",
     "as_provider",
 ]
+
+_LAZY = {"RetrieverProvider": "llama_index_perplexed.provider", "as_provider": "llama_index_perplexed.provider"}
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'llama_index_perplexed' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

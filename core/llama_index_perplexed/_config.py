@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
+# the search engine, the answer plan and the provider registry load when a component is built (issue 35: cold start)
+import perplexed.integration
 from perplexed import ChainOptions, ConfigError, InvalidRequest, SearchOptions
 from perplexed.catalogue import OPTIONS, option
-from perplexed.engine import chain
-from perplexed.integration import AnswerPlan, prepare_answer
-from perplexed.providers import describe, with_credentials
 from pydantic import SecretStr
+
+if TYPE_CHECKING:
+    from perplexed.integration import AnswerPlan
 
 __all__ = ["FETCH_SETTINGS", "SETTINGS", "AnswerConfig", "SearchConfig", "answer_configs", "named_settings", "split_answer_options",
            "with_fetch_settings", "with_settings"]
@@ -95,6 +97,10 @@ class SearchConfig:
                 )
             max_results = similarity_top_k
         options = {k: v for k, v in options.items() if v is not None}
+        from perplexed.engine import chain
+        from perplexed.integration import AnswerPlan
+        from perplexed.providers import with_credentials
+
         agent_mode = answer_mode and AnswerPlan.is_agent_mode(provider)
         if agent_mode:
             chain_kw = {k: v for k, v in options.items() if k in ChainOptions.model_fields}
@@ -118,6 +124,8 @@ class SearchConfig:
 
     def describe(self) -> str:
         """``provider=..., max_results=...`` for the components' reprs (no credential is shown)."""
+        from perplexed.providers import describe
+
         parts = [f"provider={describe(self.provider)!r}"]
         if self.max_results is not None:
             parts.append(f"max_results={self.max_results}")
@@ -127,7 +135,7 @@ class SearchConfig:
 
 def split_answer_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """(answer options of :func:`perplexed.prepare_answer`, the search options)."""
-    answer = {k: v for k, v in options.items() if k in AnswerPlan.ARGUMENTS}
+    answer = {k: v for k, v in options.items() if k in perplexed.integration.AnswerPlan.ARGUMENTS}
     return answer, {k: v for k, v in options.items() if k not in answer}
 
 
@@ -154,7 +162,7 @@ class AnswerConfig:
         base_url: str | None = None,
         **options: Any,
     ) -> None:
-        unknown = sorted(set(options) - set(AnswerPlan.ARGUMENTS))
+        unknown = sorted(set(options) - set(perplexed.integration.AnswerPlan.ARGUMENTS))
         if unknown:  # pragma: no cover - callers split options by name first
             raise InvalidRequest(f"unknown answer option(s): {', '.join(unknown)}", param=unknown[0])
         if client is None and async_client is None:
@@ -175,7 +183,7 @@ class AnswerConfig:
         """The :class:`perplexed.AnswerPlan` of one query."""
         first, second = (self.async_client, self.client) if prefer_async else (self.client, self.async_client)
         client = first if first is not None else second
-        return prepare_answer(query, **search.search_kwargs(), client=client, **self.options)
+        return perplexed.integration.prepare_answer(query, **search.search_kwargs(), client=client, **self.options)
 
     def describe(self) -> str:
         """The answer options for the components' reprs."""

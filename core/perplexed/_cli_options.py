@@ -14,7 +14,16 @@ from perplexed._configure import configure
 from perplexed._errors import ConfigError, UsageError
 from perplexed.policy._optionspec import OPTIONS, option
 
-__all__ = ["GOVERNANCE_FLAGS", "add_option_flags", "cli_words", "configure_governance", "option_values"]
+__all__ = [
+    "COMMAND_NAMES",
+    "GOVERNANCE_FLAGS",
+    "Commands",
+    "add_option_flags",
+    "cli_words",
+    "command_of",
+    "configure_governance",
+    "option_values",
+]
 
 #: The command-line flag of each library option an error message can name (the CLI never shows Python names):
 #: the catalogue's (perplexed.policy._optionspec), and the singular words of the governance messages.
@@ -139,3 +148,55 @@ def _governance_number(text: str, kind: str, source: str) -> Any:
     except ValueError:
         what = "a whole number" if kind == "int" else "an amount of USD" if kind == "usd" else "a number"
         raise UsageError(f"{source}: expected {what}, got {text!r}") from None
+
+
+# --- the parser: only the command a run needs is built (issue 35: start-up) ---------------------------------
+
+
+class _Hollow(argparse.ArgumentParser):
+    """A command this run does not run (issue 35: start-up): its name, help and description only, as the
+    command list of ``perplexed --help`` shows it; its arguments are not built, and it is never parsed."""
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> Any:
+        return None
+
+    def add_argument_group(self, *args: Any, **kwargs: Any) -> Any:
+        return self
+
+    def add_mutually_exclusive_group(self, **kwargs: Any) -> Any:
+        return self
+
+    def set_defaults(self, **kwargs: Any) -> None:
+        return None
+
+
+class Commands:
+    """The subparsers action as the command builders see it: every command is registered (same order, name,
+    help and description), but only ``wanted``'s arguments are built (all of them when ``wanted`` is None)."""
+
+    def __init__(self, sub: Any, wanted: str | None) -> None:
+        self.sub = sub
+        self.wanted = wanted
+        self.parser_class = sub._parser_class
+
+    def add_parser(self, name: str, **kwargs: Any) -> Any:
+        self.sub._parser_class = self.parser_class if self.wanted is None or name == self.wanted else _Hollow
+        try:
+            return self.sub.add_parser(name, **kwargs)
+        finally:
+            self.sub._parser_class = self.parser_class
+
+
+#: every command, as perplexed.cli registers them (tests/test_cold_start.py checks they agree)
+COMMAND_NAMES = frozenset({"search", "answer", "fetch", "eval", "usage", "providers", "index", "mcp", "doctor"})
+
+
+def command_of(args: Sequence[str]) -> str | None:
+    """The command ``args`` run: the first word that is not an option (``perplexed`` itself takes only
+    ``--help`` and ``--version``), when it names one; else None (the whole parser is built)."""
+    for arg in args:
+        if arg == "--":
+            return None
+        if not arg.startswith("-"):
+            return arg if arg in COMMAND_NAMES else None
+    return None

@@ -28,8 +28,10 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from perplexed import __version__, telemetry
 from perplexed._cli_options import GOVERNANCE_FLAGS as _GOVERNANCE_FLAGS
+from perplexed._cli_options import Commands as _Commands
 from perplexed._cli_options import add_option_flags, configure_governance, option_values
 from perplexed._cli_options import cli_words as _cli_words
+from perplexed._cli_options import command_of as _command_of
 from perplexed._cli_output import CLI_CACHE_TTL_S, EXIT_NO_RESULTS, EXIT_OK, EXIT_USAGE
 from perplexed._cli_output import consoles as _consoles
 from perplexed._cli_output import escape as _escape
@@ -108,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"perplexed: the command line needs the 'cli' extra: {install_hint('cli')}\n"
         )
         return EXIT_USAGE
-    parser = _build_parser()
+    parser = _build_parser(_command_of(args_list))
     try:
         try:
             args, extra = parser.parse_known_args(args_list)
@@ -173,7 +175,8 @@ def _error_doc(exc: PerplexedError) -> dict[str, Any]:
     return doc
 
 
-def _build_parser() -> _Parser:
+def _build_parser(command: str | None = None) -> _Parser:
+    """The ``perplexed`` parser; with ``command``, only that command's arguments are built (all are listed)."""
     parser = _Parser(
         prog="perplexed",
         description="Reliable, cheap, cited search: a fallback chain of search providers, free first.",
@@ -181,8 +184,9 @@ def _build_parser() -> _Parser:
     )
     parser.add_argument("--version", action="version", version=f"perplexed {__version__}")
     parser.set_defaults(command=None)
-    sub = parser.add_subparsers(title="commands", metavar="COMMAND", parser_class=_Parser)
-    parser.commands = sub.choices
+    action = parser.add_subparsers(title="commands", metavar="COMMAND", parser_class=_Parser)
+    parser.commands = action.choices
+    sub: Any = _Commands(action, command)
 
     def chain_options(p: argparse.ArgumentParser, query: bool = True) -> None:
         if query:
@@ -318,7 +322,7 @@ def _port(text: str) -> int:
 
 
 def _cmd_mcp(args: argparse.Namespace) -> int:
-    from perplexed import mcp_server
+    import perplexed.mcp_server as mcp_server  # not `from perplexed import`: that loads the old eager set, httpx too
     from perplexed.commands._fetch import access_options
     from perplexed.mcp._http import authentication, resolve_token
 

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from perplexed.grounding._answer_plan import AnswerPlan, prepare_answer
-from perplexed.operations._search import check_fetch_content
 from perplexed.tools._schema import portable_schema
 
-if TYPE_CHECKING:  # imported on first use (__getattr__): fetching imports httpx, a search of local providers not
+if TYPE_CHECKING:  # imported on first use (__getattr__): the answer plan and the fetch check import the search
+    # engine (perplexed.engine.chain), fetching imports httpx; an adapter imported but not yet called needs neither
+    from perplexed.grounding._answer_plan import AnswerPlan, prepare_answer
     from perplexed.operations._fetch import FetchPlan, prepare_fetch
+    from perplexed.operations._search import check_fetch_content
 
 __all__ = [
     "AnswerPlan",
@@ -35,10 +36,25 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in ("FetchPlan", "prepare_fetch"):
-        from perplexed.operations import _fetch
+#: name -> the module it is imported from on first use
+_LAZY = {
+    "AnswerPlan": "perplexed.grounding._answer_plan",
+    "prepare_answer": "perplexed.grounding._answer_plan",
+    "check_fetch_content": "perplexed.operations._search",
+    "FetchPlan": "perplexed.operations._fetch",
+    "prepare_fetch": "perplexed.operations._fetch",
+}
 
-        value = globals()[name] = getattr(_fetch, name)
+
+def __getattr__(name: str) -> Any:
+    module_name = _LAZY.get(name)
+    if module_name is not None:
+        import importlib
+
+        value = globals()[name] = getattr(importlib.import_module(module_name), name)
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

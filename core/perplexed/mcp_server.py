@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Annotated, Any, Literal
 
@@ -338,13 +339,13 @@ def _result(text: str, structured: BaseModel) -> dict[str, Any]:
 
 
 def _chain_has_local(spec: Any) -> bool:
-    from perplexed.operations._fetch import chain_has_local
+    from perplexed.operations._fetch_plan import chain_has_local
 
     return chain_has_local(spec)
 
 
 def _fetch_names_local(spec: Any) -> bool:
-    from perplexed.operations._fetch import without_local
+    from perplexed.operations._fetch_plan import without_local
 
     return without_local(spec)[1]
 
@@ -443,15 +444,25 @@ def _guarded(fn: Callable[..., Awaitable[Any]], name: str) -> Callable[..., Awai
     return call
 
 
+#: ``perplexed.agent``'s key variable (tests/test_cold_start.py checks they agree)
+_AGENT_KEY_ENV = "PERPLEXITY_API_KEY"
+_NO_AGENT_KEY = f"no Perplexity Agent API key is configured (set {_AGENT_KEY_ENV} where the server runs)"
+
+
 def _answer_unavailable(provider: Any, answer_options: Mapping[str, Any]) -> str | None:
     """Why ``answer`` cannot run with this configuration (no Agent API key, ...), or None when it can."""
+    if not answer_options and not os.environ.get(_AGENT_KEY_ENV, "").strip():
+        # What prepare_answer() says below, without importing the Agent API client (issue 35: a third of the
+        # stdio server's start-up): with no answer options its only other checks are the chain's, which
+        # _prepare() has run, and then the key, which it reads from this variable when no client is given.
+        return _NO_AGENT_KEY
     import perplexed.integration
 
     try:
         perplexed.integration.prepare_answer("a question", provider, **answer_options)
     except ConfigError as exc:
-        if "PERPLEXITY_API_KEY" in str(exc):
-            return "no Perplexity Agent API key is configured (set PERPLEXITY_API_KEY where the server runs)"
+        if _AGENT_KEY_ENV in str(exc):
+            return _NO_AGENT_KEY
         return str(exc)
     except InvalidRequest:
         return None  # a problem of the arguments: each call says it
@@ -459,9 +470,10 @@ def _answer_unavailable(provider: Any, answer_options: Mapping[str, Any]) -> str
 
 
 def _has_fetch() -> bool:
+    """Whether this version has :func:`perplexed.fetch` (without importing it: the fetch chain loads httpx)."""
     import perplexed
 
-    return callable(getattr(perplexed, "afetch", None))
+    return "afetch" in perplexed.__all__
 
 
 INSTRUCTIONS = (
@@ -515,7 +527,7 @@ def _prepare(provider: Any, fetch_provider: Any, max_chars: int, answer_options:
     state = _Chain(provider, fetch_provider, options, max_chars, extra, dict(fetch_options or {}))
     fetchers: list[Any] = []
     if _has_fetch():
-        from perplexed.operations._fetch import prepare_fetch
+        from perplexed.operations._fetch_plan import prepare_fetch  # the check only: no HTTP client yet
 
         fetchers = prepare_fetch("https://example.com/", fetch_provider, **state.fetch_options()).providers
     tools: list[_ToolDef] = []
@@ -633,8 +645,6 @@ def stdio_server(
 
     ``PERPLEXED_MCP_SDK=1`` in the environment (the escape hatch) returns :func:`create_server`'s SDK server
     instead, which serves stdio the same way through the ``mcp`` SDK."""
-    import os
-
     from perplexed import __version__
     from perplexed.mcp._stdio import StdioServer, StdioTool
 

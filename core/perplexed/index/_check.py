@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -114,23 +115,25 @@ def _check(path: Path, counts: _Counts, thorough: bool) -> None:
         conn = open_ro(path)
     except (ConfigError, sqlite3.Error) as exc:
         raise _Found(_what(exc), _ELSEWHERE) from None
-    rebuild = f"rebuild it from the indexed folders: `{rebuild_command(path)}`"
+    def rebuild() -> str:  # worked out for a problem only: finding the default index looks at the disk
+        return f"rebuild it from the indexed folders: `{rebuild_command(path)}`"
+
     try:
         _inspect(conn, path, counts, thorough, rebuild)
     except CorruptIndexError as exc:
         detail = str(exc).removeprefix(f"the local index {path} is damaged (").rsplit("); rebuild it", 1)[0]
-        raise _Found(f"damaged ({detail})", rebuild) from None
+        raise _Found(f"damaged ({detail})", rebuild()) from None
     except ConfigError as exc:
         raise _Found(_what(exc), _ELSEWHERE) from None
     except sqlite3.Error as exc:
         if is_corruption(exc):
-            raise _Found(f"damaged ({exc})", rebuild) from None
-        raise _Found(f"cannot read it: {exc}", "try again; if it persists, " + rebuild) from None
+            raise _Found(f"damaged ({exc})", rebuild()) from None
+        raise _Found(f"cannot read it: {exc}", "try again; if it persists, " + rebuild()) from None
     finally:
         conn.close()
 
 
-def _inspect(conn: sqlite3.Connection, path: Path, counts: _Counts, thorough: bool, rebuild: str) -> None:
+def _inspect(conn: sqlite3.Connection, path: Path, counts: _Counts, thorough: bool, rebuild: Callable[[], str]) -> None:
     quick_check(conn, path)
     counts.version = version = schema_version(conn, path)
     if version is None:
@@ -138,7 +141,7 @@ def _inspect(conn: sqlite3.Connection, path: Path, counts: _Counts, thorough: bo
                      f"run `perplexed index FOLDER{index_option(path)}`")
     if version not in ("1", SCHEMA_VERSION):
         raise _Found(f"schema version {version} is newer than this perplexed reads ({SCHEMA_VERSION})",
-                     "upgrade perplexed, or " + rebuild)
+                     "upgrade perplexed, or " + rebuild())
     counts.documents = doc_count(conn)
     if version != "1":
         counts.folders = int(conn.execute("SELECT count(*) FROM roots").fetchone()[0])

@@ -35,6 +35,7 @@ from perplexed.net._ssrf import (
     host_address,
     is_allowed,
     refuse,
+    split_url,
 )
 
 __all__ = [
@@ -44,6 +45,7 @@ __all__ = [
     "guarded_client",
     "resolve",
     "robots_verdict",
+    "split_url",  # lives in net._ssrf (it imports no HTTP client); kept here, the same function
 ]
 
 Resolver = Callable[[str, int], Awaitable[Iterable[Any]] | Iterable[Any]]
@@ -239,23 +241,6 @@ async def check_url(url: str, allowed: Allowed = NOTHING, resolver: Resolver | N
     if addresses and not any(is_allowed(a, allowed) for a in addresses):
         kinds = sorted({classify_address(a) or "public" for a in addresses})
         raise refuse(url, f"{host} resolves only to {' and '.join(kinds)} addresses ({addresses[0]})")
-
-
-def split_url(url: str, param: str = "url") -> Any:
-    """``urlsplit`` of an ``http(s)`` URL with a host; :class:`~perplexed.InvalidRequest` otherwise."""
-    try:
-        parts = urlsplit(url)
-        _ = parts.port
-    except ValueError as exc:
-        raise InvalidRequest(f"{param} is not a valid URL ({exc}): {url[:200]!r}", param=param) from None
-    if parts.scheme.lower() not in ("http", "https"):
-        raise InvalidRequest(
-            f"{param} must be an http(s) URL (or a file:// URL of an indexed document), got {url[:200]!r}",
-            param=param,
-        )
-    if not parts.hostname:
-        raise InvalidRequest(f"{param} has no host: {url[:200]!r}", param=param)
-    return parts
 
 
 # --- robots.txt -------------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
 
 from perplexed._errors import InvalidRequest
 
@@ -298,6 +298,23 @@ def check_literal(url: str, host: str, allowed: Allowed = NOTHING) -> IPAddress 
 _URL_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
 #: code points no host may hold once percent-decoded (WHATWG's forbidden host code points)
 _FORBIDDEN_HOST = frozenset("\x00\t\n\r #/:<>?@[\\]^|%")
+
+
+def split_url(url: str, param: str = "url") -> Any:
+    """``urlsplit`` of an ``http(s)`` URL with a host; :class:`~perplexed.InvalidRequest` otherwise."""
+    try:
+        parts = urlsplit(url)
+        _ = parts.port
+    except ValueError as exc:
+        raise InvalidRequest(f"{param} is not a valid URL ({exc}): {url[:200]!r}", param=param) from None
+    if parts.scheme.lower() not in ("http", "https"):
+        raise InvalidRequest(
+            f"{param} must be an http(s) URL (or a file:// URL of an indexed document), got {url[:200]!r}",
+            param=param,
+        )
+    if not parts.hostname:
+        raise InvalidRequest(f"{param} has no host: {url[:200]!r}", param=param)
+    return parts
 
 
 def normalise_url(url: str, param: str = "url", allowed: Allowed = NOTHING) -> str:

@@ -16,8 +16,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import httpx
-
 from perplexed._errors import (
     ConfigError,
     DocumentError,
@@ -34,7 +32,10 @@ from perplexed.providers._fetching import (
     status_reason,
 )
 
-if TYPE_CHECKING:  # extraction loads with the first page fetched, not with `import perplexed`
+if TYPE_CHECKING:  # extraction loads with the first page fetched, not with `import perplexed`; httpx with the first
+    # request (resolving the http fetch provider, e.g. to check a fetch chain, needs no HTTP client: issue 35)
+    import httpx
+
     from perplexed.extract._extract import Extracted
 
 __all__ = ["DEFAULT_USER_AGENT", "MAX_REDIRECTS", "Http"]
@@ -93,6 +94,8 @@ class Http(FetchProvider):
         return {"User-Agent": self.user_agent, "Accept": _ACCEPT, **self.extra_headers}
 
     def page_request(self, url: str | httpx.URL) -> httpx.Request:
+        import httpx
+
         from perplexed.extract._worker import prewarm
 
         prewarm()  # an extraction worker starts while the page is on the network
