@@ -102,3 +102,29 @@ def test_a_pickers_options_are_browsing_controls() -> None:
     prune(tree)
     text = tree.text_content()
     assert "Language 7" not in text and "Repository 3" in text and "What repository 4 does." in text
+
+
+EVENTS = [("Harbour Jazz Night", "Live quartet on the pier with local food stalls and a late ferry home for everyone."),
+          ("Old Town Walking Tour", "A two hour guided walk through the lanes, the market hall and the cathedral close."),
+          ("Riverside Film Evening", "Classic films under the stars on the lawn, blankets and warm drinks provided."),
+          ("Spring Craft Market", "Makers from the region sell ceramics, prints, knitwear and small batch preserves."),
+          ("Lantern Parade", "Children and families carry paper lanterns from the square down to the harbour wall.")]
+
+
+def test_a_listing_drops_its_recommendation_rail_and_its_cards_controls_as_a_collection_does() -> None:
+    """The collection rules (extract._collection) hold for a listing too: its "you may also like" rail and its
+    cards' control lines go, its entries stay."""
+    cards = "".join(f"<article class='event-card'><h3><a href='/events/{i}'>{name}</a></h3><p>{text}</p>"
+                    "<div class='card-actions'>Add to cart</div><a class='qv'>Quick view</a></article>"
+                    for i, (name, text) in enumerate(EVENTS))
+    rail = ("<section class='recommendations'><h2>You may also like these</h2><ul>"
+            + "".join(f"<li><a href='/x/{i}'>Other event number {i} in town</a></li>" for i in range(5)) + "</ul></section>")
+    page = ("<html><head><title>Events this week</title><script type='application/ld+json'>"
+            '{"@context": "https://schema.org", "@type": "ItemList", "name": "Events this week"}</script></head>'
+            f"<body><main><h1>Events this week</h1><div class='results'>{cards}</div>{rail}</main></body></html>")
+    extracted = extract_html(page, "https://city.example/events/this-week", "text")
+    assert extracted.page_type == "listing"
+    for name, text in EVENTS:
+        assert name in extracted.text and text in extracted.text
+    for gone in ("Add to cart", "Quick view", "You may also like", "Other event number"):
+        assert gone not in extracted.text

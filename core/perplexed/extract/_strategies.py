@@ -15,7 +15,7 @@ beats ``article`` (score margin ``_SURE``); otherwise the page is extracted as a
 - **collection / listing**: trafilatura's text, plus the items of the page's main grid it dropped as link-dense
   (the largest group of 4+ same-class sibling cards, each with a link and a short text, outside navigation,
   headers, footers and asides): each item's title and short description, one line each; facets, sort controls and
-  pagination are not item cards and stay out; a collection's review, recommendation and consent blocks and its
+  pagination are not item cards and stay out; a collection's or listing's review, recommendation and consent blocks and its
   cards' control lines ("Add to cart", "Sale price") go too (:mod:`perplexed.extract._collection`);
 - **documentation**: trafilatura's text (headings, prose, code blocks and tables kept; navigation and sidebars
   dropped by its boilerplate rules). Dropping sidebar/facet/version-picker containers by class before it was
@@ -336,14 +336,13 @@ def _by_type(tree: Any, raw_html: str, url: str | None, fmt: Format, structured:
         # trafilatura keeps a small share of the main region: it dropped the page's items (a listing's entries,
         # a docs page's tables, a service page's feature blocks) as link-dense boilerplate; the region is the text
         listing = page_type in ("collection", "listing")
-        if listing:  # its filter panels, sort controls, pagination and breadcrumbs out (see _listing)
-            prune(tree)
-        if page_type == "collection":  # its review, recommendation and consent blocks out (see _collection)
+        if listing:  # its filter panels, sort controls, pagination and breadcrumbs out (see _listing), and its
+            prune(tree)  # review, recommendation and consent blocks (see _collection)
             prune_collection(tree)
         region = once(_main_region(tree, fmt)) if listing else _main_region(tree, fmt)
         share = _SERVICE_REGION_SHARE if page_type == "service" else LISTING_ALIKE_SHARE if alike else _REGION_SHARE
         if region_share(page_type, share, text, region, sure=strategy == page_type):
             text = region
-    if page_type == "collection":  # its cards' "Add to cart", "Quick view", "Sale price" lines (see _collection)
+    if page_type in ("collection", "listing"):  # its cards' "Add to cart", "Quick view", "Sale price" lines (see _collection)
         text = without_card_controls(text)
     return TypedText(text, page_type, kind.confidence, structured)
