@@ -262,6 +262,12 @@ class WorkerCrashed(Exception):
     an out-of-memory kill); the ``http`` fetch provider records ``malformed``."""
 
 
+class BudgetExpired(TimeoutError):
+    """Internal (never reaches a caller): the attempt's deadline passed during a sync request of the direct path
+    or between two reads (raised by the sync I/O, ``net._http``); ``net._direct.Timer`` turns it into the
+    ``TimeoutError`` that ``asyncio.timeout`` raises, so the attempt is recorded as ``timeout``."""
+
+
 class PerplexedError(Exception):
     """Base class of every perplexed error.
 

@@ -30,6 +30,8 @@ from collections.abc import Callable, Coroutine
 from types import TracebackType
 from typing import Any, TypeVar
 
+from perplexed._errors import BudgetExpired as Expired
+
 __all__ = ["Expired", "Timer", "clock", "deadline", "driving", "run"]
 
 T = TypeVar("T")
@@ -38,10 +40,6 @@ clock = time.monotonic
 
 _driving: contextvars.ContextVar[bool] = contextvars.ContextVar("perplexed_direct", default=False)
 _deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("perplexed_direct_deadline", default=None)
-
-
-class Expired(TimeoutError):
-    """The attempt's deadline passed during a sync request or between two reads (raised by the sync I/O)."""
 
 
 def driving() -> bool:
