@@ -27,7 +27,9 @@ except ImportError as _missing:
         name=_missing.name,
     ) from None
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from perplexed.integration import lazy
 
 from ._documents import NO_RESULTS
 from ._events import ANSWER_EVENT, ATTEMPT_EVENT
@@ -78,16 +80,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module_name = _LAZY.get(name)
-    if module_name is None:
-        raise AttributeError(f"module 'langchain_perplexed' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module_name), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy(__name__, _LAZY)
