@@ -27,9 +27,7 @@ except ImportError as _missing:
         name=_missing.name,
     ) from None
 
-from typing import TYPE_CHECKING
-
-from perplexed.integration import lazy
+from typing import TYPE_CHECKING, Any
 
 from ._documents import NO_RESULTS
 from ._events import ANSWER_EVENT, ATTEMPT_EVENT
@@ -80,4 +78,16 @@ _LAZY = {
 }
 
 
-__getattr__, __dir__ = lazy(__name__, _LAZY)
+def __getattr__(name: str) -> Any:
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'langchain_perplexed' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

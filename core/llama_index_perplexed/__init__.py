@@ -16,9 +16,7 @@ modules are its own.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from perplexed.integration import lazy
+from typing import TYPE_CHECKING, Any
 
 try:  # the extra: without it, say how to install it instead of a bare ModuleNotFoundError
     import llama_index.core  # noqa: F401
@@ -53,4 +51,16 @@ __all__ = [
 _LAZY = {"RetrieverProvider": "llama_index_perplexed.provider", "as_provider": "llama_index_perplexed.provider"}
 
 
-__getattr__, __dir__ = lazy(__name__, _LAZY)
+def __getattr__(name: str) -> Any:
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'llama_index_perplexed' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

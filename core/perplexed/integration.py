@@ -9,7 +9,6 @@ needs them (``perplexed.search``, ``fetch`` and ``answer`` validate their own ar
 - :func:`check_fetch_content` validates search's ``fetch_content`` / ``fetch_provider`` and fetch options
   without searching.
 - :func:`portable_schema` turns a tool's JSON schema into the subset every model vendor accepts.
-- :func:`lazy` makes a package's heavy names load on first use (the adapters keep their import cheap with it).
 
 These names were ``perplexed.NAME`` before; that spelling still works for one minor version, with a
 ``DeprecationWarning``.
@@ -17,9 +16,8 @@ These names were ``perplexed.NAME`` before; that spelling still works for one mi
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from perplexed._lazy import lazy
 from perplexed.tools._schema import portable_schema
 
 if TYPE_CHECKING:  # imported on first use (__getattr__): the answer plan and the fetch check import the search
@@ -32,7 +30,6 @@ __all__ = [
     "AnswerPlan",
     "FetchPlan",
     "check_fetch_content",
-    "lazy",
     "portable_schema",
     "prepare_answer",
     "prepare_fetch",
@@ -49,4 +46,15 @@ _LAZY = {
 }
 
 
-__getattr__, __dir__ = lazy(__name__, _LAZY)
+def __getattr__(name: str) -> Any:
+    module_name = _LAZY.get(name)
+    if module_name is not None:
+        import importlib
+
+        value = globals()[name] = getattr(importlib.import_module(module_name), name)
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
