@@ -202,14 +202,20 @@ async def write(store: Any, records: Sequence[UsageRecord]) -> None:
         _kept()
 
 
+def _in_process(store: Any) -> MemoryLedger:
+    """The in-process ledger a search's lines go to: the default one, else the store's own
+    (``Store._usage_ledger()``, its usual case inline: an empty ledger is falsy, then the call makes it)."""
+    if store is None or store is _gov_settings._settings.default_store:  # _is_default(store)
+        return _default_ledger
+    ledger: MemoryLedger = store.__dict__.get("_perplexed_usage") or store._usage_ledger()
+    return ledger
+
+
 def write_in_process(store: Any, records: Sequence[UsageRecord]) -> None:
     """:func:`write` for the in-process ledgers only (the default ledger, a :class:`MemoryStore`'s), without the
     coroutine: what the engine's cache-hit path writes. Never raises."""
     try:
-        if _is_default(store):
-            _default_ledger.add(records, _settings.keep_s)
-        else:
-            store._usage_ledger().add(records, _settings.keep_s)
+        _in_process(store).add(records, _settings.keep_s)
     except Exception as exc:  # pragma: no cover - defensive (an in-process list)
         _failed(len(records), exc)
         return
@@ -223,11 +229,7 @@ def write_hit_in_process(store: Any, ts: float, operation: str, provider: str, t
     tag, "ok", "", False, 0.0, "", latency_ms, True, saved)``), the record made when the ledger is read (the
     engine's cache-hit path). Never raises."""
     try:
-        if store is None or store is _gov_settings._settings.default_store:  # _is_default(store)
-            ledger = _default_ledger
-        else:  # Store._usage_ledger(), its usual case inline (an empty ledger is falsy: then the call)
-            ledger = store.__dict__.get("_perplexed_usage") or store._usage_ledger()
-        ledger.add_hit(ts, operation, provider, tag, latency_ms, saved, _settings.keep_s)
+        _in_process(store).add_hit(ts, operation, provider, tag, latency_ms, saved, _settings.keep_s)
     except Exception as exc:  # pragma: no cover - defensive (an in-process list)
         _failed(1, exc)
         return

@@ -227,34 +227,23 @@ class MemoryStore(Store):
     def _hit_now(self, key: str) -> tuple[Sequence[Any], str | None] | None:
         """:meth:`cached_now` as ``(hits, detail)``, in one call (the engine's cache-hit path)."""
         with self._lock:
-            now = self.clock()  # first, as cached_now() read it (a test's clock may count its readings)
-            cache = self._cache
-            entry = cache.get(key)
-            if entry is None:
-                return None
-            if entry[0] > now:
-                cache.move_to_end(key)
-                hits = entry[1]
-                if type(hits) is not FrozenHits:  # the entry's first read builds the hit objects
-                    hits = shared_hits(hits)
-                    cache[key] = (entry[0], hits, entry[2], entry[3])
-                return (copy_hits(hits) if hits.copy_out else hits), entry[2]
-            del cache[key]
-            self._cache_bytes -= entry[3]
-            return None
+            return self._cached(key, self.clock())
 
-    def _cached(self, key: str, now: float) -> CachedAnswer | None:
-        entry = self._cache.get(key)
+    def _cached(self, key: str, now: float) -> tuple[Sequence[Any], str | None] | None:
+        """The live entry of ``key`` at ``now`` as ``(hits, detail)`` (its LRU place refreshed), else None (an
+        expired entry is dropped). Called with the lock held."""
+        cache = self._cache
+        entry = cache.get(key)
         if entry is None:
             return None
         if entry[0] > now:  # the same frozen hits for every reader (copies only for odd values)
-            self._cache.move_to_end(key)  # least recently used goes first, not least recently filled
+            cache.move_to_end(key)  # least recently used goes first, not least recently filled
             hits = entry[1]
             if type(hits) is not FrozenHits:  # the entry's first read builds the hit objects
                 hits = shared_hits(hits)
-                self._cache[key] = (entry[0], hits, entry[2], entry[3])
-            return CachedAnswer(copy_hits(hits) if hits.copy_out else hits, entry[2])
-        del self._cache[key]
+                cache[key] = (entry[0], hits, entry[2], entry[3])
+            return (copy_hits(hits) if hits.copy_out else hits), entry[2]
+        del cache[key]
         self._cache_bytes -= entry[3]
         return None
 
@@ -264,9 +253,9 @@ class MemoryStore(Store):
             now = self.clock()
             key = request.cache_key
             if key is not None:
-                answer = self._cached(key, now)
-                if answer is not None:
-                    return Decision("cached", answer=answer)
+                found = self._cached(key, now)
+                if found is not None:
+                    return Decision("cached", answer=CachedAnswer(found[0], found[1]))
             if request.over_call_budget:
                 return Decision("over_budget")
             provider = request.provider
