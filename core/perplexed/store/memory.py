@@ -148,15 +148,11 @@ def _answer_bytes(hits: FrozenFields | FrozenHits, detail: str | None) -> int:
     for hit in hits:
         fields = hit[1] if type(hit) is tuple else hit.__dict__
         size += _HIT_BYTES + _VALUE_BYTES * len(fields)
-        for value in fields.values():
+        for value in [v for v in fields.values() if v]:  # None, "", 0 and empty containers add nothing more
             kind = value.__class__
-            if kind is str:
+            if kind is str or kind is bytes:
                 size += len(value)
-            elif kind in _SCALARS:
-                continue
-            elif kind is bytes:
-                size += len(value)
-            elif (kind is ReadOnlyDict or kind is ReadOnlyList or kind is tuple) and value:
+            elif kind is ReadOnlyDict or kind is ReadOnlyList or kind is tuple:
                 stack.append(value)
             elif kind is Page:
                 stack.append(value.__dict__)
