@@ -25,7 +25,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["with_structured", "without_boilerplate", "without_repeats", "words_say_boilerplate"]
+from perplexed.extract._pagetype import _PRICE
+
+__all__ = ["is_rail", "with_structured", "without_boilerplate", "without_repeats", "words_say_boilerplate"]
 
 #: class/id words of the blocks around a product that are not the product
 _WORDS = (
@@ -43,6 +45,10 @@ _GONE = 0.2  # when less than this share of the text is left, the blocks were th
 _SMALL = 400  # characters: a smaller block is part of the product (a rating line, a press quote)
 _NAME_WORDS = 1000  # a structured name is in the text when all its words are, in a row...
 _OPENING = 12  # ...a description when its first words are
+_RAIL = 3  # a block with this many product cards (a link and a price each)...
+_RAIL_SHARE = 0.6  # ...among its children is a rail of other products ("similar items", "sponsored")
+_RAIL_TAGS = frozenset({"ul", "ol", "div", "section"})
+_GLUED = 40  # characters: a longer line is matched without its spaces too
 _KEEP = 0.5  # a block with this share of the page's text or more is the page, not a block around it
 
 
@@ -56,14 +62,25 @@ def words_say_boilerplate(node: Any) -> bool:
     return len(attrs) >= 3 and _CLASS.search(attrs) is not None
 
 
+def is_rail(node: Any) -> bool:
+    """Whether ``node`` is a rail of other products: ``_RAIL`` or more element children, most of them (``_RAIL_SHARE``)
+    cards that each hold a link and a price."""
+    children = [child for child in node if isinstance(child.tag, str)]
+    if len(children) < _RAIL:
+        return False
+    cards = sum(1 for child in children
+                if child.tag != "a" and child.find(".//a") is not None and _PRICE.search(child.text_content()))
+    return cards >= _RAIL and cards >= _RAIL_SHARE * len(children)
+
+
 def _boilerplate(root: Any, total: int) -> list[Any]:
-    """The outermost review, recommendation and consent blocks under ``root``."""
+    """The outermost review, recommendation, consent and product-rail blocks under ``root``."""
     found: list[Any] = []
     seen: set[Any] = set()
     for node in root.iter():
         if not isinstance(node.tag, str) or node.tag in ("body", "html", "main"):
             continue
-        if not words_say_boilerplate(node):
+        if not words_say_boilerplate(node) and not (node.tag in _RAIL_TAGS and is_rail(node)):
             continue
         if any(ancestor in seen for ancestor in node.iterancestors()):
             continue
@@ -94,24 +111,38 @@ def _outside(root: Any, skip: set[Any]) -> list[str]:
     return parts
 
 
+def _dropped(text: str, blocks: list[Any], outside: str, glued_too: bool = False) -> str:
+    """``text`` without its lines found in ``blocks`` and not in ``outside`` (the words of the rest of the page);
+    with ``glued_too``, a long line is also looked for without its spaces."""
+    inside = " " + " | ".join(_key(" ".join(block.itertext())) for block in blocks) + " "
+    inside_glued, outside_glued = inside.replace(" ", ""), outside.replace(" ", "")
+    kept = []
+    for line in text.split("\n"):
+        key = _key(line)
+        if key and f" {key} " in inside and f" {key} " not in outside:
+            continue
+        glued = key.replace(" ", "")  # the extractor glues a card's pieces ("Advertiser: x" + "Promoted items")
+        if glued_too and len(glued) >= _GLUED and glued in inside_glued and glued not in outside_glued:
+            continue
+        kept.append(line)
+    return "\n".join(kept).strip()
+
+
 def without_boilerplate(text: str, tree: Any) -> str:
     """``text`` (extracted from the product page ``tree``, lxml, not changed) without the lines that come only
-    from its review, recommendation and consent blocks."""
+    from its review, recommendation and consent blocks and its rails of other products."""
     body = tree.find("body")
     root = body if body is not None else tree
     total = len(root.text_content())
     blocks = _boilerplate(root, total) if total else []
     if not blocks:
         return text
-    inside = " " + " | ".join(_key(" ".join(block.itertext())) for block in blocks) + " "
     outside = f" {_key(' '.join(_outside(root, set(blocks))))} "
-    kept = []
-    for line in text.split("\n"):
-        key = _key(line)
-        if key and f" {key} " in inside and f" {key} " not in outside:
-            continue
-        kept.append(line)
-    out = "\n".join(kept).strip()
+    rails = [block for block in blocks if is_rail(block)]
+    if rails:  # other products' cards are never the page, however much of the text they are
+        text = _dropped(text, rails, outside, glued_too=True) or text
+    named = [block for block in blocks if not is_rail(block)]
+    out = _dropped(text, named, outside) if named else text
     return text if len(out) < _GONE * len(text) else out
 
 
