@@ -62,6 +62,11 @@ def words_say_boilerplate(node: Any) -> bool:
     return len(attrs) >= 3 and _CLASS.search(attrs) is not None
 
 
+def _dialog(node: Any) -> bool:
+    """Whether ``node`` is a dialog (a modal: sign-in, sharing, "save to a collection", a size guide's overlay)."""
+    return node.tag == "dialog" or node.get("role") in ("dialog", "alertdialog") or node.get("aria-modal") == "true"
+
+
 def is_rail(node: Any) -> bool:
     """Whether ``node`` is a rail of other products: ``_RAIL`` or more element children, most of them (``_RAIL_SHARE``)
     cards that each hold a link and a price."""
@@ -80,7 +85,7 @@ def _boilerplate(root: Any, total: int) -> list[Any]:
     for node in root.iter():
         if not isinstance(node.tag, str) or node.tag in ("body", "html", "main"):
             continue
-        if not words_say_boilerplate(node) and not (node.tag in _RAIL_TAGS and is_rail(node)):
+        if not words_say_boilerplate(node) and not _dialog(node) and not (node.tag in _RAIL_TAGS and is_rail(node)):
             continue
         if any(ancestor in seen for ancestor in node.iterancestors()):
             continue
