@@ -8,6 +8,7 @@ import json
 from lxml import html as lxml_html
 from perplexed.extract._extract import extract_html  # private: extraction without a fetch
 from perplexed.extract._product import (  # private: the product rules are unit-tested
+    is_rail,
     with_structured,
     without_boilerplate,
     without_repeats,
@@ -103,3 +104,47 @@ def test_structured_data_fills_in_only_what_a_thin_text_lacks() -> None:
     # a text without them gets the name and the description, before it
     filled = with_structured("Add to cart", structured)
     assert filled.split("\n") == [structured["name"], structured["description"], "Price: 3665.00 USD", "Add to cart"]
+
+
+OTHERS = [("Summit Camp Mug with a double wall and a lid", "$19.00"), ("Trail Snack Box in recycled steel", "$24.50"),
+          ("Canyon Flask for the backcountry, 350 ml", "$31.00"), ("Harbor Tumbler with a sliding lid", "$22.00")]
+
+
+def rail_page() -> str:
+    """A product page with a rail of other products whose class words say nothing (a plain carousel)."""
+    cards = "".join(f"<li class='carousel__item'><div><a href='/p/{i}'><h3>{name}</h3></a>"
+                    f"<span>{price}</span><span>Sponsored seller offer</span><p>Free delivery by Tuesday, free returns "
+                    f"within thirty days of the delivery date</p></div></li>"
+                    for i, (name, price) in enumerate(OTHERS))
+    specs = "".join(f"<p>{DESCRIPTION}</p>" for _ in range(4))  # the page is more than its rail
+    return ("<html><body><main><h1>" + NAME + "</h1><p>$34.00</p>" + specs +
+            "<div class='carousel'><h2>Similar items</h2><ul class='carousel__list'>" + cards + "</ul></div>"
+            "</main></body></html>")
+
+
+def test_a_rail_of_other_products_is_dropped_even_when_it_is_most_of_the_text() -> None:
+    tree = lxml_html.fromstring(rail_page())
+    assert is_rail(tree.find(".//ul"))
+    rail_lines = [f"{name}{price}Sponsored seller offerFree delivery by Tuesday" for name, price in OTHERS]  # the extractor glued each card
+    kept = without_boilerplate("\n".join([NAME, *rail_lines, *(name for name, _ in OTHERS)]), tree)
+    assert kept == NAME  # other products are never the page, however much of the extracted text they are
+
+
+def test_a_products_own_option_list_is_no_rail() -> None:
+    options = "".join(f"<li><label>Size {size}</label> <span>$34.00</span></li>" for size in ("S", "M", "L", "XL"))
+    tree = lxml_html.fromstring(f"<html><body><h1>{NAME}</h1><ul class='sizes'>{options}</ul></body></html>")
+    assert not is_rail(tree.find(".//ul"))  # its options are no links: the product's own offer
+
+
+def test_a_dialogs_lines_are_dropped() -> None:
+    dialog = ("<div role='dialog' aria-modal='true'><h2>Make your collection public?</h2><p>Public collections can "
+              "be seen by other shoppers and may show up in recommendations and other places on the site, including "
+              "search results, gift guides and the pages of the shops whose items you saved to them.</p>"
+              "<p>Keep collections to yourself or inspire other shoppers by sharing the things you love with them, "
+              "from the first item you save to the last one you add to your wish list before the holidays.</p>"
+              "<button>Set to private</button></div>")
+    specs = "".join(f"<li>{name}: {value}</li>" for name, value in SPECS * 8)
+    page = f"<html><body><h1>{NAME}</h1><p>{DESCRIPTION}</p><p>{DESCRIPTION}</p><ul>{specs}</ul>{dialog}</body></html>"
+    tree = lxml_html.fromstring(page)
+    text = f"{NAME}\n{DESCRIPTION}\nMake your collection public?"
+    assert without_boilerplate(text, tree) == f"{NAME}\n{DESCRIPTION}"
