@@ -62,32 +62,75 @@ def words_say_boilerplate(node: Any) -> bool:
     return len(attrs) >= 3 and _CLASS.search(attrs) is not None
 
 
+def _chrome(node: Any) -> bool:
+    """Whether ``node`` is the site's chrome: its header, menus, search box or footer."""
+    return node.tag in ("header", "nav", "footer") or node.get("role") in ("banner", "navigation", "contentinfo", "search")
+
+
 def _dialog(node: Any) -> bool:
     """Whether ``node`` is a dialog (a modal: sign-in, sharing, "save to a collection", a size guide's overlay)."""
     return node.tag == "dialog" or node.get("role") in ("dialog", "alertdialog") or node.get("aria-modal") == "true"
 
 
-def is_rail(node: Any) -> bool:
+def is_rail(node: Any, marks: tuple[set[Any], set[Any]] | None = None) -> bool:
     """Whether ``node`` is a rail of other products: ``_RAIL`` or more element children, most of them (``_RAIL_SHARE``)
-    cards that each hold a link and a price."""
+    cards that each hold a link and a price. ``marks``: the elements holding a link and those holding a price
+    (:func:`_marks`, found once for a whole page), else they are looked for under ``node``."""
     children = [child for child in node if isinstance(child.tag, str)]
     if len(children) < _RAIL:
         return False
-    cards = sum(1 for child in children
-                if child.tag != "a" and child.find(".//a") is not None and _PRICE.search(child.text_content()))
+    if marks is None:
+        marks = _marks(node)
+    linked, priced = marks
+    cards = sum(1 for child in children if child.tag != "a" and child in linked and child in priced)
     return cards >= _RAIL and cards >= _RAIL_SHARE * len(children)
 
 
-def _boilerplate(root: Any, total: int) -> list[Any]:
-    """The outermost review, recommendation, consent and product-rail blocks under ``root``."""
+def _marks(root: Any) -> tuple[set[Any], set[Any]]:
+    """The elements under ``root`` (itself included) that hold a link, and those whose own text or a descendant's
+    holds a price (one pass: a rail's test is then a set look-up per card)."""
+    linked: set[Any] = set()
+    priced: set[Any] = set()
+    for node in root.iter("a"):
+        for holder in (node, *node.iterancestors()):
+            if holder in linked:
+                break
+            linked.add(holder)
+    for node in root.iter():
+        if not isinstance(node.tag, str):
+            continue
+        parent = node.getparent()
+        found = [node] if node.text and _PRICE.search(node.text) else []
+        if node.tail and parent is not None and _PRICE.search(node.tail):
+            found.append(parent)
+        for start in found:
+            for holder in (start, *start.iterancestors()):
+                if holder in priced:
+                    break
+                priced.add(holder)
+    return linked, priced
+
+
+def _boilerplate(root: Any, total: int) -> tuple[list[Any], list[Any]]:
+    """The outermost review, recommendation, consent, dialog, product-rail and chrome blocks under ``root``, and
+    those of them that are rails."""
     found: list[Any] = []
+    rails: list[Any] = []
     seen: set[Any] = set()
+    marks = _marks(root)
     for node in root.iter():
         if not isinstance(node.tag, str) or node.tag in ("body", "html", "main"):
             continue
-        if not words_say_boilerplate(node) and not _dialog(node) and not (node.tag in _RAIL_TAGS and is_rail(node)):
+        chrome = _chrome(node)
+        if not chrome and not words_say_boilerplate(node) and not _dialog(node) and \
+                not (node.tag in _RAIL_TAGS and is_rail(node, marks)):
             continue
         if any(ancestor in seen for ancestor in node.iterancestors()):
+            continue
+        if chrome:  # the site's header, menus or footer, however small (not one holding the product's name)
+            if node.find(".//h1") is None and len(node.text_content()) < _KEEP * total:
+                found.append(node)
+                seen.add(node)
             continue
         if any("testimonial" in f"{n.get('class', '')} {n.get('id', '')}".lower()
                for n in (node, *node.iterancestors())):  # the seller's picked quotes are part of the offer
@@ -97,7 +140,9 @@ def _boilerplate(root: Any, total: int) -> list[Any]:
             continue
         found.append(node)
         seen.add(node)
-    return found
+        if node.tag in _RAIL_TAGS and is_rail(node, marks):
+            rails.append(node)
+    return found, rails
 
 
 def _outside(root: Any, skip: set[Any]) -> list[str]:
@@ -139,14 +184,16 @@ def without_boilerplate(text: str, tree: Any) -> str:
     body = tree.find("body")
     root = body if body is not None else tree
     total = len(root.text_content())
-    blocks = _boilerplate(root, total) if total else []
+    blocks, rails = _boilerplate(root, total) if total else ([], [])
     if not blocks:
         return text
     outside = f" {_key(' '.join(_outside(root, set(blocks))))} "
-    rails = [block for block in blocks if is_rail(block)]
     if rails:  # other products' cards are never the page, however much of the text they are
         text = _dropped(text, rails, outside, glued_too=True) or text
-    named = [block for block in blocks if not is_rail(block)]
+    chrome = [block for block in blocks if _chrome(block)]
+    if chrome:  # nor is the site's header, menus or footer (an app shell's page is only those: nothing stays)
+        text = _dropped(text, chrome, outside)
+    named = [block for block in blocks if block not in rails and not _chrome(block)]
     out = _dropped(text, named, outside) if named else text
     return text if len(out) < _GONE * len(text) else out
 
