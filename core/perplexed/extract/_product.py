@@ -39,9 +39,12 @@ _WORDS = (
     r"cookies?|consent|gdpr|onetrust|newsletter"
 )
 _CLASS = re.compile(rf"(?:^|[\s_-])(?:{_WORDS})(?:[\s_-]|$)", re.I)
+#: the seller's own quotes and the publisher's reviews (a book's blurbs, its excerpt) are part of the offer
+_OWN = re.compile(r"testimonial|editorial", re.I)
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 _TOKEN = re.compile(r"\w+")
 _GONE = 0.2  # when less than this share of the text is left, the blocks were the page's content (kept whole)
+_GONE_LEFT = 600  # ...and under this many characters (more is a product text of its own: the blocks were not all)
 _SMALL = 400  # characters: a smaller block is part of the product (a rating line, a press quote)
 _NAME_WORDS = 1000  # a structured name is in the text when all its words are, in a row...
 _OPENING = 12  # ...a description when its first words are
@@ -49,6 +52,10 @@ _RAIL = 3  # a block with this many product cards (a link and a price each)...
 _RAIL_SHARE = 0.6  # ...among its children is a rail of other products ("similar items", "sponsored")
 _RAIL_TAGS = frozenset({"ul", "ol", "div", "section"})
 _GLUED = 40  # characters: a longer line is matched without its spaces too
+_SHINGLE = 5  # words in a run...
+_RUN_WORDS = 15  # ...of a line of this many words or more, which is the blocks' when this share of its runs...
+_RUNS_IN = 0.7  # ...is in them...
+_RUNS_OUT = 0.2  # ...and at most this share outside them
 _KEEP = 0.5  # a block with this share of the page's text or more is the page, not a block around it
 
 
@@ -111,11 +118,9 @@ def _marks(root: Any) -> tuple[set[Any], set[Any]]:
     return linked, priced
 
 
-def _boilerplate(root: Any, total: int) -> tuple[list[Any], list[Any]]:
-    """The outermost review, recommendation, consent, dialog, product-rail and chrome blocks under ``root``, and
-    those of them that are rails."""
+def _boilerplate(root: Any, total: int) -> list[Any]:
+    """The outermost review, recommendation, consent, dialog, product-rail and chrome blocks under ``root``."""
     found: list[Any] = []
-    rails: list[Any] = []
     seen: set[Any] = set()
     marks = _marks(root)
     for node in root.iter():
@@ -132,17 +137,15 @@ def _boilerplate(root: Any, total: int) -> tuple[list[Any], list[Any]]:
                 found.append(node)
                 seen.add(node)
             continue
-        if any("testimonial" in f"{n.get('class', '')} {n.get('id', '')}".lower()
-               for n in (node, *node.iterancestors())):  # the seller's picked quotes are part of the offer
+        if any(_OWN.search(f"{n.get('class', '')} {n.get('id', '')}")
+               for n in (node, *node.iterancestors())):  # the seller's picked quotes, the publisher's reviews
             continue
         size = len(node.text_content())
         if node.find(".//h1") is not None or size >= _KEEP * total or size < _SMALL:
             continue
         found.append(node)
         seen.add(node)
-        if node.tag in _RAIL_TAGS and is_rail(node, marks):
-            rails.append(node)
-    return found, rails
+    return found
 
 
 def _outside(root: Any, skip: set[Any]) -> list[str]:
@@ -161,11 +164,18 @@ def _outside(root: Any, skip: set[Any]) -> list[str]:
     return parts
 
 
+def _shingles(words: list[str]) -> set[tuple[str, ...]]:
+    return {tuple(words[i:i + _SHINGLE]) for i in range(len(words) - _SHINGLE + 1)}
+
+
 def _dropped(text: str, blocks: list[Any], outside: str, glued_too: bool = False) -> str:
     """``text`` without its lines found in ``blocks`` and not in ``outside`` (the words of the rest of the page);
-    with ``glued_too``, a long line is also looked for without its spaces."""
+    with ``glued_too``, a long line is also looked for without its spaces, and by its runs of words (most of them
+    in the blocks, few outside: the extractor left out a piece of a review, a "Verified Purchase" link)."""
     inside = " " + " | ".join(_key(" ".join(block.itertext())) for block in blocks) + " "
     inside_glued, outside_glued = inside.replace(" ", ""), outside.replace(" ", "")
+    inside_runs: set[tuple[str, ...]] | None = None
+    outside_runs: set[tuple[str, ...]] = set()
     kept = []
     for line in text.split("\n"):
         key = _key(line)
@@ -174,6 +184,14 @@ def _dropped(text: str, blocks: list[Any], outside: str, glued_too: bool = False
         glued = key.replace(" ", "")  # the extractor glues a card's pieces ("Advertiser: x" + "Promoted items")
         if glued_too and len(glued) >= _GLUED and glued in inside_glued and glued not in outside_glued:
             continue
+        words = key.split()
+        if glued_too and len(words) >= _RUN_WORDS:
+            if inside_runs is None:  # only for a page with such lines
+                inside_runs, outside_runs = _shingles(inside.split()), _shingles(outside.split())
+            runs = _shingles(words)
+            if (len(runs & inside_runs) >= _RUNS_IN * len(runs)
+                    and len(runs & outside_runs) <= _RUNS_OUT * len(runs)):
+                continue
         kept.append(line)
     return "\n".join(kept).strip()
 
@@ -184,18 +202,16 @@ def without_boilerplate(text: str, tree: Any) -> str:
     body = tree.find("body")
     root = body if body is not None else tree
     total = len(root.text_content())
-    blocks, rails = _boilerplate(root, total) if total else ([], [])
+    blocks = _boilerplate(root, total) if total else []
     if not blocks:
         return text
     outside = f" {_key(' '.join(_outside(root, set(blocks))))} "
-    if rails:  # other products' cards are never the page, however much of the text they are
-        text = _dropped(text, rails, outside, glued_too=True) or text
     chrome = [block for block in blocks if _chrome(block)]
-    if chrome:  # nor is the site's header, menus or footer (an app shell's page is only those: nothing stays)
+    if chrome:  # the site's header, menus or footer are never the page (an app shell's page is only those)
         text = _dropped(text, chrome, outside)
-    named = [block for block in blocks if block not in rails and not _chrome(block)]
-    out = _dropped(text, named, outside) if named else text
-    return text if len(out) < _GONE * len(text) else out
+    others = [block for block in blocks if not _chrome(block)]
+    out = _dropped(text, others, outside, glued_too=True) if others else text
+    return text if len(out) < _GONE * len(text) and len(out) < _GONE_LEFT else out
 
 
 def _lacks(text_key: str, piece: str, words: int) -> bool:
