@@ -8,6 +8,7 @@ import json
 from lxml import html as lxml_html
 from perplexed.extract._extract import extract_html  # private: extraction without a fetch
 from perplexed.extract._product import (  # private: the product rules are unit-tested
+    is_rail,
     with_structured,
     without_boilerplate,
     without_repeats,
@@ -103,3 +104,75 @@ def test_structured_data_fills_in_only_what_a_thin_text_lacks() -> None:
     # a text without them gets the name and the description, before it
     filled = with_structured("Add to cart", structured)
     assert filled.split("\n") == [structured["name"], structured["description"], "Price: 3665.00 USD", "Add to cart"]
+
+
+OTHERS = [("Summit Camp Mug with a double wall and a lid", "$19.00"), ("Trail Snack Box in recycled steel", "$24.50"),
+          ("Canyon Flask for the backcountry, 350 ml", "$31.00"), ("Harbor Tumbler with a sliding lid", "$22.00")]
+
+
+def rail_page() -> str:
+    """A product page with a rail of other products whose class words say nothing (a plain carousel)."""
+    cards = "".join(f"<li class='carousel__item'><div><a href='/p/{i}'><h3>{name}</h3></a>"
+                    f"<span>{price}</span><span>Sponsored seller offer</span><p>Free delivery by Tuesday, free returns "
+                    f"within thirty days of the delivery date</p></div></li>"
+                    for i, (name, price) in enumerate(OTHERS))
+    specs = "".join(f"<p>{DESCRIPTION}</p>" for _ in range(4))  # the page is more than its rail
+    return ("<html><body><main><h1>" + NAME + "</h1><p>$34.00</p>" + specs +
+            "<div class='carousel'><h2>Similar items</h2><ul class='carousel__list'>" + cards + "</ul></div>"
+            "</main></body></html>")
+
+
+def test_a_rail_of_other_products_is_dropped() -> None:
+    tree = lxml_html.fromstring(rail_page())
+    assert is_rail(tree.find(".//ul"))
+    rail_lines = [f"{name}{price}Sponsored seller offerFree delivery by Tuesday" for name, price in OTHERS]  # glued
+    kept = without_boilerplate("\n".join([NAME, DESCRIPTION, *rail_lines, *(name for name, _ in OTHERS)]), tree)
+    assert kept == f"{NAME}\n{DESCRIPTION}"
+    # a text that is all cards is a listing's (a page of homes, of offers) taken for a product's: it stays whole
+    cards = "\n".join(rail_lines)
+    assert without_boilerplate(cards, tree) == cards
+
+
+def test_a_products_own_option_list_is_no_rail() -> None:
+    options = "".join(f"<li><label>Size {size}</label> <span>$34.00</span></li>" for size in ("S", "M", "L", "XL"))
+    tree = lxml_html.fromstring(f"<html><body><h1>{NAME}</h1><ul class='sizes'>{options}</ul></body></html>")
+    assert not is_rail(tree.find(".//ul"))  # its options are no links: the product's own offer
+
+
+def test_a_dialogs_lines_are_dropped() -> None:
+    dialog = ("<div role='dialog' aria-modal='true'><h2>Make your collection public?</h2><p>Public collections can "
+              "be seen by other shoppers and may show up in recommendations and other places on the site, including "
+              "search results, gift guides and the pages of the shops whose items you saved to them.</p>"
+              "<p>Keep collections to yourself or inspire other shoppers by sharing the things you love with them, "
+              "from the first item you save to the last one you add to your wish list before the holidays.</p>"
+              "<button>Set to private</button></div>")
+    specs = "".join(f"<li>{name}: {value}</li>" for name, value in SPECS * 8)
+    page = f"<html><body><h1>{NAME}</h1><p>{DESCRIPTION}</p><p>{DESCRIPTION}</p><ul>{specs}</ul>{dialog}</body></html>"
+    tree = lxml_html.fromstring(page)
+    text = f"{NAME}\n{DESCRIPTION}\nMake your collection public?"
+    assert without_boilerplate(text, tree) == f"{NAME}\n{DESCRIPTION}"
+
+
+def test_a_review_line_missing_a_piece_is_still_the_reviews() -> None:
+    # the extractor left out the "Verified Purchase" link between a review's date and its body
+    review = ("<li class='review'><span>Dana R.</span> <span>5.0 out of 5 stars</span> <span>Keeps ice all day"
+              "</span> <span>Reviewed on 4 March 2026</span> <a href='/vp'>Verified Purchase</a> <p>" + REVIEWS[0]
+              + " " + REVIEWS[3] + "</p></li>")
+    page = (f"<html><body><h1>{NAME}</h1>" + f"<p>{DESCRIPTION}</p>" * 4 +
+            f"<ul class='customer-reviews'>{review}<li>{REVIEWS[1]}</li><li>{REVIEWS[2]}</li></ul></body></html>")
+    line = f"Dana R. 5.0 out of 5 stars Keeps ice all day Reviewed on 4 March 2026{REVIEWS[0]} {REVIEWS[3]}"
+    assert without_boilerplate(f"{NAME}\n{DESCRIPTION}\n{line}", lxml_html.fromstring(page)) == f"{NAME}\n{DESCRIPTION}"
+
+
+def test_a_publishers_editorial_reviews_are_the_product() -> None:
+    page = product_page().replace("class='product-reviews'", "class='editorial-reviews'")
+    text = f"{DESCRIPTION}\n{REVIEWS[0]}"
+    assert without_boilerplate(text, lxml_html.fromstring(page)) == text
+
+
+def test_reviews_that_are_most_of_the_text_go_when_the_product_has_a_text_of_its_own() -> None:
+    tree = lxml_html.fromstring(product_page())
+    own = "\n".join([NAME, DESCRIPTION, DESCRIPTION.upper(), DESCRIPTION.lower(), *FEATURES])  # over 600 characters
+    text = "\n".join([own, *REVIEWS * 7])  # the reviews are over four fifths of it
+    assert len(own) >= 600 and len(own) < 0.2 * len(text)
+    assert without_boilerplate(text, tree) == own

@@ -7,7 +7,7 @@ beats ``article`` (score margin ``_SURE``); otherwise the page is extracted as a
   member statistics, signatures, action bars) and controls (:mod:`perplexed.extract._forum`); trafilatura's text
   (without its control-label lines) when the posts found are much shorter;
 - **product**: trafilatura's text (tabbed panels included) without the lines that come only from customer-review,
-  recommendation and consent blocks and without repeated lines (:mod:`perplexed.extract._product`), and when it is
+  recommendation and consent blocks, dialogs, rails of other products and the site's chrome, and without repeated lines (:mod:`perplexed.extract._product`), and when it is
   thin the name, description, price and availability from the structured data (JSON-LD, microdata, OpenGraph)
   where the text lacks them;
 - **service**: trafilatura on the page with item titles that are links made text (feature lists, pricing tables
