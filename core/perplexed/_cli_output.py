@@ -5,6 +5,7 @@ so none of them imports another to print (rich is imported when a console is mad
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -27,6 +28,7 @@ __all__ = [
     "escape",
     "money",
     "print_json",
+    "process_ends",
     "use_cli_store",
 ]
 
@@ -78,3 +80,12 @@ def use_cli_store(index: str | None = None) -> None:
 
     path = locate_index(os.path.expanduser(index) if index else None).path
     configure(store=SQLiteStore(os.path.abspath(path.parent / STATE_FILE)))
+
+
+def process_ends() -> None:
+    """The command has run and its process exits next: every object alive now goes to the garbage collector's
+    permanent generation (:func:`gc.freeze`), so the interpreter's collections at exit do not walk them again
+    (on a ``perplexed search`` of the local index, a quarter of the process's time). Nothing else changes:
+    objects are still freed by reference counting, at-exit handlers run, the standard streams are flushed;
+    only a reference cycle already unreachable now is left to the operating system instead of a collection."""
+    gc.freeze()
