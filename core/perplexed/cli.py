@@ -525,27 +525,30 @@ def _cmd_search(args: argparse.Namespace) -> int:
     spec = _chain_spec(args)
     options = _chain_kwargs(args)
     prepared = chain.prepare(query, spec, **options)  # validates everything: exit 2 before any call
+    if args.json:  # one JSON document and no spinner: no console is made (rich is not imported)
+        try:
+            result = chain.search(query, spec, **options)
+        except UpstreamError as exc:
+            failed = Result(query=prepared.query, provider=None, hits=[], attempts=exc.attempts)
+            _print_json({**failed.model_dump(mode="json"), "error": _error_doc(exc)})
+            return EXIT_NO_RESULTS
+        _print_json(result.model_dump(mode="json"))
+        return EXIT_OK if result.hits else EXIT_NO_RESULTS
     labels = [p.label for p in prepared.providers]
     out, err = _consoles()
     try:
-        with _spinner(err, labels, enabled=not args.json and err.is_terminal):
+        with _spinner(err, labels, enabled=err.is_terminal):
             result = chain.search(query, spec, **options)
     except UpstreamError as exc:
         failed = Result(query=prepared.query, provider=None, hits=[], attempts=exc.attempts)
-        if args.json:
-            _print_json({**failed.model_dump(mode="json"), "error": _error_doc(exc)})
-        else:
-            out.print(f"[bold red]All providers failed[/] for {_escape(repr(prepared.query))}.")
-            _print_attempts(out, failed, labels)
+        out.print(f"[bold red]All providers failed[/] for {_escape(repr(prepared.query))}.")
+        _print_attempts(out, failed, labels)
         return EXIT_NO_RESULTS
-    if args.json:
-        _print_json(result.model_dump(mode="json"))
+    if result.hits:
+        _print_hits(out, result.hits, prepared.query)
     else:
-        if result.hits:
-            _print_hits(out, result.hits, prepared.query)
-        else:
-            out.print(f"[yellow]No results[/] for {_escape(repr(prepared.query))}.")
-        _print_attempts(out, result, labels)
+        out.print(f"[yellow]No results[/] for {_escape(repr(prepared.query))}.")
+    _print_attempts(out, result, labels)
     return EXIT_OK if result.hits else EXIT_NO_RESULTS
 
 
