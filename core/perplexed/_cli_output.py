@@ -83,9 +83,10 @@ def use_cli_store(index: str | None = None) -> None:
 
 
 def process_ends() -> None:
-    """The command has run and its process exits next: every object alive now goes to the garbage collector's
-    permanent generation (:func:`gc.freeze`), so the interpreter's collections at exit do not walk them again
-    (on a ``perplexed search`` of the local index, a quarter of the process's time). Nothing else changes:
-    objects are still freed by reference counting, at-exit handlers run, the standard streams are flushed;
-    only a reference cycle already unreachable now is left to the operating system instead of a collection."""
+    """The command has run and its process exits next (``perplexed ...``, ``python -m perplexed``): every object
+    alive now goes to the garbage collector's permanent generation (:func:`gc.freeze`), so the interpreter's
+    collections at exit do not walk them all again (a quarter of the time of a ``perplexed search`` of the
+    local index, or of an MCP stdio session). At-exit handlers still run, the standard streams are still flushed
+    and objects are still freed by reference counting as modules are torn down; only objects that a cycle
+    alone keeps are left to the operating system, whose finalizers Python never promises to run at exit."""
     gc.freeze()
