@@ -84,3 +84,24 @@ def test_the_process_entry_freezes_the_collector_once_the_command_has_run(small_
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "setbacks.md" in proc.stdout and "frozen=True" in proc.stderr, (proc.stdout, proc.stderr)
+
+
+def test_the_command_loads_its_modules_without_collections_then_collects_again(tmp_path: Path) -> None:
+    script = tmp_path / "perplexed"  # as the console script is named
+    script.write_text(textwrap.dedent(
+        """
+        import gc, sys
+        assert gc.isenabled()
+        from perplexed.cli import main
+        print(f"frozen={gc.get_freeze_count() > 0} enabled={gc.isenabled()}", file=sys.stderr)
+        sys.exit(main())
+        """))
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("PERPLEXED_")}
+    env = {**clean, "PYTHONPATH": os.pathsep.join((str(ROOT / "core"), str(ROOT)))}
+    proc = subprocess.run([sys.executable, str(script), "--version"], capture_output=True, text=True, timeout=120,
+                          env=env, cwd=ROOT)
+    assert proc.returncode == 0 and proc.stdout.startswith("perplexed "), proc.stderr[-3000:]
+    assert "frozen=True enabled=True" in proc.stderr, proc.stderr
+    # imported by anything else (here: a program named otherwise), the collector is left alone
+    other = run("import gc, perplexed.cli; assert gc.isenabled() and gc.get_freeze_count() == 0; print('ok')")
+    assert other.returncode == 0 and other.stdout.strip() == "ok", other.stderr[-3000:]

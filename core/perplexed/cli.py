@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from perplexed import __version__, telemetry
+from perplexed import __version__, _cli_gc, telemetry  # _cli_gc: collections pause while the modules load
 from perplexed._cli_options import GOVERNANCE_FLAGS as _GOVERNANCE_FLAGS
 from perplexed._cli_options import Commands as _Commands
 from perplexed._cli_options import add_option_flags, configure_governance, option_values
@@ -64,6 +64,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from rich.text import Text
 
 __all__ = ["UsageError", "main"]
+
+_cli_gc.resume()  # the modules are loaded (perplexed._cli_gc)
 
 class _Parser(argparse.ArgumentParser):
     commands: Mapping[str, argparse.ArgumentParser]
