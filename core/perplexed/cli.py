@@ -67,6 +67,7 @@ __all__ = ["UsageError", "main"]
 
 _cli_gc.resume()  # the modules are loaded (perplexed._cli_gc)
 
+
 class _Parser(argparse.ArgumentParser):
     commands: Mapping[str, argparse.ArgumentParser]
 
