@@ -8,6 +8,8 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, computed_field
 
+from perplexed._plugin_scan import spare_the_scan
+
 __all__ = ["Attempt", "Hit", "Outcome", "Page", "PageType", "ProviderAnswer", "Result", "RouteStep", "Usage"]
 
 #: what kind of page a fetched HTML page is (:attr:`Page.page_type`)
@@ -28,6 +30,9 @@ class Outcome(StrEnum):
     """Called, then cancelled because another provider answered first (hedged strategy)."""
     INSUFFICIENT = "insufficient"
     """Answered, but below the quality floor (``min_hits`` or ``accept``)."""
+
+
+spare_the_scan()  # the first models of the package are built next: pydantic's plugin scan only when it can find one
 
 
 class Hit(BaseModel):

@@ -21,12 +21,11 @@ import argparse
 import os
 import re
 import sys
-from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from perplexed import __version__, telemetry
+from perplexed import __version__, _cli_gc, telemetry  # _cli_gc: collections pause while the modules load
 from perplexed._cli_options import GOVERNANCE_FLAGS as _GOVERNANCE_FLAGS
 from perplexed._cli_options import Commands as _Commands
 from perplexed._cli_options import add_option_flags, configure_governance, option_values
@@ -37,6 +36,7 @@ from perplexed._cli_output import consoles as _consoles
 from perplexed._cli_output import escape as _escape
 from perplexed._cli_output import money as _money
 from perplexed._cli_output import print_json as _print_json
+from perplexed._cli_output import process_ends as _process_ends
 from perplexed._cli_output import use_cli_store as _use_cli_store
 from perplexed._errors import (
     AuthenticationError,
@@ -49,7 +49,9 @@ from perplexed._errors import (
     UsageError,
     install_hint,
 )
-from perplexed._models import Attempt, Hit, Result
+from perplexed._models import Hit, Result
+from perplexed.commands._search import print_attempts as _print_attempts
+from perplexed.commands._search import print_hits as _print_hits
 from perplexed.engine import chain
 from perplexed.index import (
     INDEX_ENV,
@@ -59,13 +61,11 @@ from perplexed.policy._settings import default_chain
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.console import Console
-    from rich.table import Table
     from rich.text import Text
 
 __all__ = ["UsageError", "main"]
 
-_OUTCOME_STYLE = {"ok": "green", "empty": "yellow", "timeout": "magenta", "deadline": "magenta", "error": "red",
-                  "insufficient": "yellow", "cancelled": "dim", "skipped": "dim"}
+_cli_gc.resume()  # the modules are loaded (perplexed._cli_gc)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -100,8 +100,16 @@ def _with_choice_hint(message: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``perplexed`` command; returns the exit code."""
-    args_list = list(sys.argv[1:] if argv is None else argv)
+    """Run the ``perplexed`` command; returns the exit code. Without ``argv`` (the ``perplexed`` script, ``python -m
+    perplexed``: the process ends when this returns) the objects left are spared the interpreter's last
+    garbage collections (:func:`perplexed._cli_output.process_ends`)."""
+    code = _main(list(sys.argv[1:] if argv is None else argv))
+    if argv is None:
+        _process_ends()
+    return code
+
+
+def _main(args_list: list[str]) -> int:
     as_json = "--json" in args_list
     try:
         import rich  # noqa: F401
@@ -520,122 +528,31 @@ def _cmd_search(args: argparse.Namespace) -> int:
     spec = _chain_spec(args)
     options = _chain_kwargs(args)
     prepared = chain.prepare(query, spec, **options)  # validates everything: exit 2 before any call
+    if args.json:  # one JSON document and no spinner: no console is made (rich is not imported)
+        try:
+            result = chain.search(query, spec, **options)
+        except UpstreamError as exc:
+            failed = Result(query=prepared.query, provider=None, hits=[], attempts=exc.attempts)
+            _print_json({**failed.model_dump(mode="json"), "error": _error_doc(exc)})
+            return EXIT_NO_RESULTS
+        _print_json(result.model_dump(mode="json"))
+        return EXIT_OK if result.hits else EXIT_NO_RESULTS
     labels = [p.label for p in prepared.providers]
     out, err = _consoles()
     try:
-        with _spinner(err, labels, enabled=not args.json and err.is_terminal):
+        with _spinner(err, labels, enabled=err.is_terminal):
             result = chain.search(query, spec, **options)
     except UpstreamError as exc:
         failed = Result(query=prepared.query, provider=None, hits=[], attempts=exc.attempts)
-        if args.json:
-            _print_json({**failed.model_dump(mode="json"), "error": _error_doc(exc)})
-        else:
-            out.print(f"[bold red]All providers failed[/] for {_escape(repr(prepared.query))}.")
-            _print_attempts(out, failed, labels)
+        out.print(f"[bold red]All providers failed[/] for {_escape(repr(prepared.query))}.")
+        _print_attempts(out, failed, labels)
         return EXIT_NO_RESULTS
-    if args.json:
-        _print_json(result.model_dump(mode="json"))
+    if result.hits:
+        _print_hits(out, result.hits, prepared.query)
     else:
-        if result.hits:
-            _print_hits(out, result.hits, prepared.query)
-        else:
-            out.print(f"[yellow]No results[/] for {_escape(repr(prepared.query))}.")
-        _print_attempts(out, result, labels)
+        out.print(f"[yellow]No results[/] for {_escape(repr(prepared.query))}.")
+    _print_attempts(out, result, labels)
     return EXIT_OK if result.hits else EXIT_NO_RESULTS
-
-
-def _query_words(query: str) -> list[str]:
-    return [w for w in re.findall(r"\w+", query) if len(w) > 2]
-
-
-def _print_hits(out: Console, hits: list[Hit], query: str) -> None:
-    """One block per hit: number, title and source, the snippet wrapped to the width, then the URL on a line of
-    its own that is never wrapped (a terminal narrower than the URL folds it on screen, but the line stays one
-    line, so a copied link works)."""
-    from rich.rule import Rule
-    from rich.style import Style
-    from rich.table import Table
-    from rich.text import Text
-
-    def row(number: Text | str, body: Text | str, source: Text | str) -> Table:
-        grid = Table.grid(padding=(0, 2), expand=True, pad_edge=True)
-        grid.add_column(justify="right", no_wrap=True, width=3)
-        grid.add_column(ratio=1, overflow="fold")
-        grid.add_column(no_wrap=True, justify="left")
-        grid.add_row(number, body, source)
-        return grid
-
-    out.print(row(Text("#", style="bold"), Text("Hit", style="bold"), Text("Source", style="bold")))
-    out.print(Rule(style="dim"))
-    for hit in hits:
-        cell = Text()
-        cell.append(hit.title or hit.url, style=Style(bold=True, link=hit.url or None))
-        snippet = " ".join((hit.snippet or "").split())
-        if snippet:
-            body = Text(snippet)
-            words = hit.raw.get("matches") if isinstance(hit.raw.get("matches"), list) else None
-            body.highlight_words([str(w) for w in (words or _query_words(query))], "bold yellow",
-                                 case_sensitive=False)
-            cell.append("\n")
-            cell.append_text(body)
-        sources = ", ".join(f"{s.get('provider')} #{s.get('rank')}" for s in hit.sources)  # merged hits
-        out.print(row(Text(str(hit.id), style="bold"), cell, Text(sources or hit.provider, style="dim")))
-        url = Text(" " * 5 + hit.url, style=Style(dim=True, link=hit.url or None))
-        out.print(url, soft_wrap=True, crop=False)
-    out.print()
-
-
-def _print_attempts(out: Console, result: Result, labels: list[str]) -> None:
-    from rich import box
-    from rich.table import Table
-    from rich.text import Text
-
-    table = Table(title="Attempts", title_justify="left", box=box.SIMPLE_HEAD)
-    table.add_column("Provider", no_wrap=True)
-    table.add_column("Outcome", no_wrap=True)
-    table.add_column("Duration", justify="right", no_wrap=True)
-    table.add_column("Cost", justify="right", no_wrap=True)
-    table.add_column("Note", overflow="fold", ratio=1, min_width=24)  # wraps to the width, never a word a line
-    for attempt in result.attempts:
-        outcome = attempt.outcome.value
-        shown = _outcome_text(attempt)
-        table.add_row(
-            attempt.provider,
-            Text(shown, style=_OUTCOME_STYLE.get(outcome, "")),
-            f"{attempt.duration_ms} ms",
-            _money(attempt.cost),
-            Text(_attempt_note(attempt)),
-        )
-    answered = result.provider if result.hits else None
-    called = Counter(a.provider for a in result.attempts)
-    for label in labels:
-        if called[label] > 0:
-            called[label] -= 1
-            continue
-        why = f"not needed: {answered} answered" if answered else "not called: the chain stopped"
-        table.add_row(label, Text("not called", style="dim"), "", "", Text(why, style="dim"))
-    out.print(table)
-    hits = f"{len(result.hits)} hit{'s' if len(result.hits) != 1 else ''} from {answered}" if answered else "no hits"
-    n = len(result.attempts)
-    out.print(f"Total cost: [bold]{_money(result.cost)}[/] · {hits} · {n} attempt{'s' if n != 1 else ''}")
-
-
-def _outcome_text(attempt: Attempt) -> str:
-    """``cached`` for a cache hit, ``skipped (reason)`` for a skipped provider, else the outcome."""
-    if attempt.cached:
-        return "cached"
-    if attempt.outcome.value == "skipped":
-        return f"skipped ({attempt.reason})" if attempt.reason else "skipped"
-    return attempt.outcome.value
-
-
-def _attempt_note(attempt: Attempt) -> str:
-    floor = None
-    if attempt.outcome.value == "insufficient":
-        why = "fewer hits than --min-hits" if attempt.reason == "min_hits" else attempt.reason
-        floor = f"below the quality floor: {why}"
-    parts = [p for p in (floor, attempt.error, attempt.detail) if p]
-    return _cli_words("; ".join(parts))
 
 
 # --- answer ----------------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 
 from perplexed._errors import DocumentError, install_hint
+from perplexed.extract._cjk import _CJK_CHARS, CJK_RUN
 
 __all__ = [
     "CJK_RUN",
@@ -161,22 +162,7 @@ def _pdf(data: bytes, filename: str) -> Document:
 
 # --- CJK --------------------------------------------------------------------------------------------
 
-_CJK_CHARS = (
-    "\u1100-\u11ff"  # Hangul Jamo
-    "\u3005-\u3007"  # iteration and closing marks, ideographic zero
-    "\u3040-\u309f"  # Hiragana
-    "\u30a0-\u30ff"  # Katakana (with ー)
-    "\u3130-\u318f"  # Hangul compatibility Jamo
-    "\u31f0-\u31ff"  # Katakana phonetic extensions
-    "\u3400-\u4dbf"  # CJK extension A
-    "\u4e00-\u9fff"  # CJK unified ideographs
-    "\uac00-\ud7af"  # Hangul syllables
-    "\uf900-\ufaff"  # CJK compatibility ideographs
-    "\uff66-\uff9f"  # half-width Katakana
-    "\U00020000-\U0003134f"  # CJK extensions B-G
-)
-#: a run of Chinese, Japanese or Korean characters
-CJK_RUN = re.compile(f"[{_CJK_CHARS}]+")
+# the CJK ranges and runs live in _cjk (the index's query side reads them without this module)
 # a word that holds CJK characters, with the letters or digits glued to it ("Python编程"): compiled on first use
 # (its negated class over these ranges takes ~9 ms to compile, and a search never needs it: only indexing does)
 _CJK_WORD_PATTERN = f"[^\\W{_CJK_CHARS}]{{0,64}}(?:[{_CJK_CHARS}]+[^\\W{_CJK_CHARS}]{{0,64}})+"

@@ -7,7 +7,6 @@ from datetime import datetime
 from pathlib import Path
 
 from perplexed._logs import get_logger
-from perplexed.extract._doctext import cjk_terms
 from perplexed.index._report import IndexReport
 from perplexed.index._schema import (
     FTS_TABLE,
@@ -66,6 +65,8 @@ def _add_roots(conn: sqlite3.Connection) -> None:
 
 def _retokenize(conn: sqlite3.Connection) -> None:
     """The full-text table again, with the CJK columns filled from the stored text."""
+    from perplexed.extract._doctext import cjk_terms  # the text tools (html.parser too): for a migration only
+
     conn.create_function("perplexed_cjk", 1, cjk_terms, deterministic=True)
     conn.execute(f"CREATE VIRTUAL TABLE docs_fts_v2 USING {FTS_TABLE}")
     conn.execute(

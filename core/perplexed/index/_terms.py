@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from perplexed.extract._doctext import CJK_RUN
+from perplexed.extract._cjk import CJK_RUN
 
 _WORD = re.compile(r"\w+")
 _QUOTED = re.compile(r'"([^"]*)"')
