@@ -43,12 +43,14 @@ def hit_metadata(
     attempts: Sequence[Attempt],
 ) -> dict[str, Any]:
     """The metadata of the Document made from ``hit`` (see the module docstring)."""
-    metadata: dict[str, Any] = {
-        "id": hit.id,
-        "title": hit.title,
-        "url": hit.url,
-        "source": hit.url,
-    }
+    return _metadata(hit, answered_by, cost, attempts_summary(attempts))
+
+
+def _metadata(hit: Hit, answered_by: str | None, cost: float, summaries: list[dict[str, Any]]) -> dict[str, Any]:
+    """:func:`hit_metadata` with the attempts summarised once per result (``summaries``); every Document still
+    gets copies of its own (no list or dict is shared between two Documents)."""
+    url = hit.url
+    metadata: dict[str, Any] = {"id": hit.id, "title": hit.title, "url": url, "source": url}
     if hit.published is not None:
         metadata["published"] = hit.published.isoformat()
     author = hit.raw.get("author")
@@ -58,11 +60,12 @@ def hit_metadata(
     metadata["provider"] = hit.provider
     if hit.sources:  # a merged result: every provider that returned the hit, and its rank there
         metadata["sources"] = [dict(source) for source in hit.sources]
-    if hit.page is not None and hit.page.page_type is not None:  # a fetched page (fetch_content): its type
-        metadata["page_type"] = hit.page.page_type
+    page = hit.page
+    if page is not None and page.page_type is not None:  # a fetched page (fetch_content): its type
+        metadata["page_type"] = page.page_type
     metadata["answered_by"] = answered_by
     metadata["cost"] = cost
-    metadata["attempts"] = attempts_summary(attempts)
+    metadata["attempts"] = [dict(summary) for summary in summaries]
     return metadata
 
 
@@ -89,7 +92,10 @@ def hit_document(
 
 def result_documents(result: Result, *, flat: bool = False) -> list[Document]:
     """The Documents of a search result, in hit order (``metadata["id"]`` is 1..n)."""
-    answered_by, cost, attempts = result.provider, result.cost, result.attempts  # once (cost is a computed sum)
-    return [
-        hit_document(hit, answered_by=answered_by, cost=cost, attempts=attempts, flat=flat) for hit in result.hits
-    ]
+    answered_by, cost = result.provider, result.cost  # once (cost is a computed sum)
+    summaries = attempts_summary(result.attempts)  # once; each Document gets copies of its own
+    documents = []
+    for hit in result.hits:
+        metadata = _metadata(hit, answered_by, cost, summaries)
+        documents.append(Document(page_content=hit.text, metadata=flatten_metadata(metadata) if flat else metadata))
+    return documents

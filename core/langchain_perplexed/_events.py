@@ -124,7 +124,10 @@ class _AttemptEvents:
 
     def usage(self, result: Any) -> None:
         """The call's usage (``Result.usage``, ``Page.usage``; an answer's search result's) on the run's
-        metadata as ``perplexed_usage``. Never raises."""
+        metadata as ``perplexed_usage``. Never raises. A run with no handler has no one to read its metadata
+        (LangChain gives each run a dict of its own): nothing is computed then."""
+        if self._manager is None:
+            return
         usage = getattr(result, "usage", None)
         if usage is None:
             usage = getattr(getattr(result, "result", None), "usage", None)

@@ -83,6 +83,18 @@ def hit_metadata(hit: Hit, result: Result | None = None, *, cost: float | None =
     ``attempts`` (``[{provider, outcome, cost, duration_ms}]``). ``cost``: ``result.cost`` computed already
     (the nodes of one result share it).
     """
+    if result is None:
+        return _metadata(hit, hit.provider, 0.0, [])
+    return _metadata(hit, result.provider, result.cost if cost is None else cost, _summaries(result))
+
+
+def _summaries(result: Result) -> list[dict[str, Any]]:
+    return [a.summary() for a in result.attempts]
+
+
+def _metadata(hit: Hit, answered_by: str | None, cost: float, summaries: list[dict[str, Any]]) -> dict[str, Any]:
+    """:func:`hit_metadata` with the attempts summarised once per result (``summaries``); every node still
+    gets copies of its own (no list or dict is shared between two nodes)."""
     metadata: dict[str, Any] = {"id": hit.id, "title": hit.title, "url": hit.url}
     if hit.published is not None:
         metadata["published"] = hit.published.isoformat()
@@ -93,33 +105,43 @@ def hit_metadata(hit: Hit, result: Result | None = None, *, cost: float | None =
     metadata["provider"] = hit.provider
     if hit.sources:  # a merged result: every provider that returned the hit, and its rank there
         metadata["sources"] = [dict(source) for source in hit.sources]
-    if hit.page is not None and hit.page.page_type is not None:  # a fetched page (fetch_content): its type
-        metadata["page_type"] = hit.page.page_type
-    metadata["answered_by"] = result.provider if result is not None else hit.provider
-    metadata["cost"] = (result.cost if cost is None else cost) if result is not None else 0.0
-    metadata["attempts"] = [a.summary() for a in result.attempts] if result is not None else []
+    page = hit.page
+    if page is not None and page.page_type is not None:  # a fetched page (fetch_content): its type
+        metadata["page_type"] = page.page_type
+    metadata["answered_by"] = answered_by
+    metadata["cost"] = cost
+    metadata["attempts"] = [dict(summary) for summary in summaries]
     return metadata
 
 
-def hit_to_node(
-    hit: Hit, score: float | None = None, result: Result | None = None, *, cost: float | None = None
-) -> NodeWithScore:
-    """One hit as a ``NodeWithScore`` of a ``TextNode`` (id from the URL, text = content or snippet)."""
+def _node(hit: Hit, score: float | None, metadata: dict[str, Any]) -> NodeWithScore:
     node = TextNode(
         id_=node_id_for_url(hit.url),
         text=hit.text,
-        metadata=hit_metadata(hit, result, cost=cost),
+        metadata=metadata,
         excluded_llm_metadata_keys=list(BOOKKEEPING_KEYS),
         excluded_embed_metadata_keys=list(BOOKKEEPING_KEYS),
     )
     return NodeWithScore(node=node, score=score)
 
 
+def hit_to_node(
+    hit: Hit, score: float | None = None, result: Result | None = None, *, cost: float | None = None
+) -> NodeWithScore:
+    """One hit as a ``NodeWithScore`` of a ``TextNode`` (id from the URL, text = content or snippet)."""
+    return _node(hit, score, hit_metadata(hit, result, cost=cost))
+
+
 def result_to_nodes(result: Result) -> list[NodeWithScore]:
     """Every hit of a search result as a node, in the result's order, scored by :func:`score_hits`."""
-    scores = score_hits(result.hits)
-    cost = result.cost  # once: a computed sum over the attempts
-    return [hit_to_node(hit, score, result, cost=cost) for hit, score in zip(result.hits, scores, strict=True)]
+    hits = result.hits
+    scores = score_hits(hits)
+    answered_by, cost = result.provider, result.cost  # once: cost is a computed sum over the attempts
+    summaries = _summaries(result)  # once; each node gets copies of its own
+    return [
+        _node(hit, score, _metadata(hit, answered_by, cost, summaries))
+        for hit, score in zip(hits, scores, strict=True)
+    ]
 
 
 def answer_source_nodes(ans: Answer) -> list[NodeWithScore]:
@@ -130,7 +152,14 @@ def answer_source_nodes(ans: Answer) -> list[NodeWithScore]:
     """
     sources = sorted(ans.sources, key=lambda h: h.id)
     scores = score_hits(sources)
-    return [hit_to_node(hit, score, ans.search) for hit, score in zip(sources, scores, strict=True)]
+    search = ans.search
+    if search is None:
+        return [_node(hit, score, hit_metadata(hit)) for hit, score in zip(sources, scores, strict=True)]
+    answered_by, cost, summaries = search.provider, search.cost, _summaries(search)
+    return [
+        _node(hit, score, _metadata(hit, answered_by, cost, summaries))
+        for hit, score in zip(sources, scores, strict=True)
+    ]
 
 
 def answer_metadata(ans: Answer) -> dict[str, Any]:

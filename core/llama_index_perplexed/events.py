@@ -113,6 +113,8 @@ def usage_of(outcome: Any) -> Usage:
 
 def _dispatch_usage(operation: str, outcome: Any, failed: bool) -> None:
     try:
+        if not _observed():  # no handler would see it: build no event (dispatching to none is a no-op)
+            return
         usage = usage_of(outcome)
         dispatcher.event(PerplexedUsageEvent(operation=operation, failed=failed, **usage.model_dump()))
     except Exception:  # an event handler's or a bookkeeping bug never fails the call
