@@ -31,7 +31,7 @@ import inspect
 import json
 import logging
 import threading
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Coroutine, Generator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from perplexed import telemetry
@@ -353,10 +353,10 @@ class SearchOperation:
             return None
         return (_HTTP or _http()).pooled(member.transport)  # type: ignore[no-any-return]
 
-    async def call(
+    def call(
         self, member: Provider, client: httpx.AsyncClient | httpx.Client | None
-    ) -> tuple[ProviderAnswer, bool]:
-        return await _call(member, self.subject, self.options, client)
+    ) -> Coroutine[Any, Any, tuple[ProviderAnswer, bool]]:
+        return _call(member, self.subject, self.options, client)  # awaited by the engine: no frame of its own
 
     def finish(self, member: Provider, raw: tuple[ProviderAnswer, bool]) -> tuple[list[Hit], float, str | None]:
         answer, owned = raw

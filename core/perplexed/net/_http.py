@@ -24,7 +24,7 @@ import ssl
 import threading
 import warnings
 import weakref
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, cast
 
 import httpcore
@@ -427,13 +427,18 @@ def pooled(transport: httpx.AsyncBaseTransport | None = None) -> httpx.AsyncClie
     return get_client(transport)
 
 
-async def send(client: httpx.AsyncClient | httpx.Client, request: httpx.Request) -> httpx.Response:
-    """Send ``request`` through ``client``, streamed. A sync client (the direct path) completes at once
+def send(client: httpx.AsyncClient | httpx.Client, request: httpx.Request) -> Awaitable[httpx.Response]:
+    """Send ``request`` through ``client``, streamed (await what this returns: the async client's own ``send``,
+    no coroutine layer of ours around it). A sync client (the direct path) completes at once
     (:func:`_send_now`)."""
     if isinstance(client, httpx.Client):
-        return _send_now(client, request)
+        return _ready(_send_now(client, request))
     loop_client: httpx.AsyncClient = client
-    return await loop_client.send(request, stream=True)
+    return loop_client.send(request, stream=True)
+
+
+async def _ready(response: httpx.Response) -> httpx.Response:
+    return response
 
 
 def _send_now(client: httpx.Client, request: httpx.Request) -> httpx.Response:
