@@ -310,15 +310,37 @@ def _cached_attempt(provider: str, duration_ms: int, detail: str | None) -> Atte
     """A cache hit's attempt, equal to ``Attempt(provider=..., outcome=OK, billable=False, cached=True,
     duration_ms=..., detail=...)`` without the validator: the values are of their fields' types already (the
     engine's cache-hit path; pydantic's validation is a third of what a hit costs)."""
-    attempt = object.__new__(Attempt)
     values = dict(_ATTEMPT_DEFAULTS)
     values["provider"] = provider
     values["outcome"] = Outcome.OK
     values["cached"] = True
     values["duration_ms"] = duration_ms
     values["detail"] = detail
+    return _attempt_of(values, set(_CACHED_SET))
+
+
+_ANSWERED_SET = frozenset(("provider", "outcome", "cost", "duration_ms", "billable", "error", "detail", "reason"))
+
+
+def _answered_attempt(provider: str, outcome: Outcome, cost: float, duration_ms: int, detail: str | None) -> Attempt:
+    """A call's ``ok`` or ``empty`` attempt, equal to ``Attempt(provider=..., outcome=..., cost=..., duration_ms=...,
+    billable=cost > 0, error=None, detail=..., reason=None)`` without the validator, for values of their fields'
+    types already (``str``, an :class:`Outcome`, a ``float``, an ``int``, a ``str`` or None: the engine's call,
+    which checks them)."""
+    values = dict(_ATTEMPT_DEFAULTS)
+    values["provider"] = provider
+    values["outcome"] = outcome
+    values["cost"] = cost
+    values["duration_ms"] = duration_ms
+    values["billable"] = cost > 0
+    values["detail"] = detail
+    return _attempt_of(values, set(_ANSWERED_SET))
+
+
+def _attempt_of(values: dict[str, Any], fields_set: set[str]) -> Attempt:
+    attempt = object.__new__(Attempt)
     object.__setattr__(attempt, "__dict__", values)
-    object.__setattr__(attempt, "__pydantic_fields_set__", set(_CACHED_SET))
+    object.__setattr__(attempt, "__pydantic_fields_set__", fields_set)
     object.__setattr__(attempt, "__pydantic_extra__", None)
     object.__setattr__(attempt, "__pydantic_private__", None)
     return attempt

@@ -45,7 +45,7 @@ from typing import Any, Protocol, TypeVar
 from perplexed import _otel, telemetry
 from perplexed._errors import PerplexedError, ProviderError, Reason, UpstreamError, redact
 from perplexed._logs import get_logger
-from perplexed._models import Attempt, Outcome
+from perplexed._models import Attempt, Outcome, _answered_attempt
 from perplexed.engine import _adaptive, _governance, _usage
 from perplexed.engine._strategies import (
     Candidate,
@@ -55,12 +55,14 @@ from perplexed.engine._strategies import (
     observed_p95,
     sample_latency,
 )
+from perplexed.engine._timer import LoopTimer
 from perplexed.net import _direct
 from perplexed.policy import _ledger
 from perplexed.policy._failures import classify_exception
 from perplexed.policy._options import ChainOptions
 from perplexed.policy._policy import Purse
 from perplexed.providers import Provider
+from perplexed.store.memory import MemoryStore
 
 __all__ = ["AttemptCallback", "Called", "Engine", "Operation", "run"]
 
@@ -157,7 +159,7 @@ class Engine:
         if _direct.driving():
             self.time, self.timeout = _direct.clock, _direct.Timer
         else:
-            self.time, self.timeout = asyncio.get_running_loop().time, asyncio.timeout
+            self.time, self.timeout = asyncio.get_running_loop().time, LoopTimer
         self.deadline = self.time() + chain.deadline_ms / 1000 if deadline is None else deadline
         self.member_budget = chain.provider_timeout_ms / 1000
         self.recorded: list[tuple[int, Attempt]] = []
@@ -199,9 +201,11 @@ class Engine:
                     result = await self.early_trial()
                 result = result if result is not None else self.fallback()
             except Exception:
-                await self.write_usage()
+                if not self.write_usage_now():
+                    await self.write_usage()
                 raise
-            await self.write_usage()
+            if not self.write_usage_now():
+                await self.write_usage()
             return result
 
     # -- recording and results
@@ -257,6 +261,19 @@ class Engine:
                     if span is not None:
                         _otel.annotate_attempt(span, attempt, None)
         _otel.record_metrics(self.op.name, attempt)
+
+    def write_usage_now(self) -> bool:
+        """Write the usage lines at once when they go to an in-process ledger (the default one, a
+        :class:`~perplexed.store.MemoryStore`'s): no coroutine. False when :meth:`write_usage` must write them."""
+        usage = self.usage
+        if not usage:
+            return True
+        store = usage[0][0]
+        if not (_usage._is_default(store) or type(store) is MemoryStore):
+            return False
+        self.usage = []
+        _usage.write_in_process(store, [record for _, record in usage])
+        return True
 
     async def write_usage(self) -> None:
         usage = self.usage
@@ -397,7 +414,7 @@ class Engine:
         charged: float | None
         opening = time.perf_counter()
         with _otel.attempt_span(op.name, member.label, int(budget * 1000)) as call_span:
-            timer: asyncio.Timeout | _direct.Timer | None = None  # one an attempt, made when the call starts
+            timer: LoopTimer | _direct.Timer | None = None  # one an attempt, made when the call starts
             now = time.perf_counter()  # the span is open: its set-up (process warm-up) is not the provider's time
             start = now if started is None else started + (now - opening)
             try:
@@ -409,7 +426,7 @@ class Engine:
                     if capped:
                         left = max(0.0, budget - setup)
                 timer = self.timeout(left)
-                async with timer:
+                with timer:
                     raw = await op.call(member, client)
                 answer, charged, detail = op.finish(member, raw)
                 if not (math.isfinite(charged) and charged >= 0):  # result.cost must stay a real amount
@@ -422,17 +439,13 @@ class Engine:
                 answer = op.nothing
                 outcome, reason, error, charged, failure = _failed(member, exc, timer, budget, capped)
             cost = float(charged or 0.0)
-            # validated (pydantic's compiled validator is faster than model_construct's Python loop)
-            attempt = Attempt(
-                provider=member.label,
-                outcome=outcome,
-                cost=cost,
-                duration_ms=int((time.perf_counter() - start) * 1000),
-                billable=cost > 0,
-                error=None if error is None else redact(error),
-                detail=detail,
-                reason=reason,
-            )
+            duration_ms = int((time.perf_counter() - start) * 1000)
+            if error is None and (detail is None or type(detail) is str):  # an answer: no validator to run
+                attempt = _answered_attempt(member.label, outcome, cost, duration_ms, detail)
+            else:
+                attempt = Attempt(provider=member.label, outcome=outcome, cost=cost, duration_ms=duration_ms,
+                                  billable=cost > 0, error=None if error is None else redact(error), detail=detail,
+                                  reason=reason)
             if call_span is not None:
                 _otel.annotate_attempt(call_span, attempt, op.size(answer) if outcome is Outcome.OK else None)
         return attempt, answer, failure
@@ -684,7 +697,7 @@ class Engine:
 
 
 def _failed(
-    member: Provider, exc: Exception, timer: asyncio.Timeout | _direct.Timer | None, budget: float, capped: bool
+    member: Provider, exc: Exception, timer: LoopTimer | _direct.Timer | None, budget: float, capped: bool
 ) -> tuple[Outcome, Reason, str, float | None, BaseException | None]:
     """How a member call that raised ``exc`` is recorded: (outcome, reason, error, charged, failure).
 

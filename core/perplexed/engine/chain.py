@@ -31,13 +31,13 @@ import inspect
 import json
 import logging
 import threading
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Coroutine, Generator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from perplexed import telemetry
 from perplexed._errors import BodyTooLargeError, ContentDecodingError
 from perplexed._logs import get_logger
-from perplexed._models import Attempt, Hit, ProviderAnswer, Result
+from perplexed._models import Attempt, Hit, ProviderAnswer, Result, _result_of
 from perplexed.engine import _cache_hit, _engine, _governance, _usage
 from perplexed.engine._engine import AttemptCallback
 from perplexed.engine._hits import _finalize, _norm_url, finalize_hits, fuse
@@ -78,6 +78,18 @@ __all__ = [
 ]
 
 _providers_logger = get_logger("perplexed.providers")
+
+_HTTP: Any = None  # perplexed.net._http, once a request was made (imported then: see above)
+
+
+def _http() -> Any:
+    """:mod:`perplexed.net._http`, imported on the first request and kept (no import statement per call)."""
+    global _HTTP
+    if _HTTP is None:
+        from perplexed.net import _http as module
+
+        _HTTP = module
+    return _HTTP
 
 ATTEMPT_EVENT = ("perplexed", "search", "attempt")
 T = TypeVar("T")
@@ -339,14 +351,12 @@ class SearchOperation:
     def client(self, member: Provider) -> httpx.AsyncClient | httpx.Client | None:
         if isinstance(member, CallableProvider):
             return None
-        from perplexed.net._http import pooled
+        return (_HTTP or _http()).pooled(member.transport)  # type: ignore[no-any-return]
 
-        return pooled(member.transport)
-
-    async def call(
+    def call(
         self, member: Provider, client: httpx.AsyncClient | httpx.Client | None
-    ) -> tuple[ProviderAnswer, bool]:
-        return await _call(member, self.subject, self.options, client)
+    ) -> Coroutine[Any, Any, tuple[ProviderAnswer, bool]]:
+        return _call(member, self.subject, self.options, client)  # awaited by the engine: no frame of its own
 
     def finish(self, member: Provider, raw: tuple[ProviderAnswer, bool]) -> tuple[list[Hit], float, str | None]:
         answer, owned = raw
@@ -395,8 +405,11 @@ class SearchOperation:
         return fuse(answers, self.options.max_results, own_schemes=own)
 
     def result(self, provider: str, answer: list[Hit], attempts: list[Attempt]) -> Result:
-        # validated: pydantic's compiled validator is faster here than model_construct (a Python loop)
-        return Result(query=self.subject, provider=provider, hits=answer, attempts=attempts)
+        for hit in answer:
+            if type(hit) is not Hit:  # a store's own objects (dicts...): the validator makes them hits
+                return Result(query=self.subject, provider=provider, hits=answer, attempts=attempts)
+        # the hits and attempts are of their types already: the result without the validator (a list of its own)
+        return _result_of(self.subject, provider, list(answer), attempts, 0.0)
 
 
 def search_options_key(options: SearchOptions) -> str:
@@ -427,10 +440,8 @@ async def _call(
 async def read_body(provider: Provider, response: httpx.Response) -> bytes:
     """A streamed response's body, decoded and capped at ``provider.max_body_bytes``: a body past the cap is a
     ``body_too_large`` ProviderError, a corrupt or undecodable one ``malformed``."""
-    from perplexed.net._http import read_capped
-
     try:
-        return await read_capped(response, provider.max_body_bytes)
+        return await (_HTTP or _http()).read_capped(response, provider.max_body_bytes)  # type: ignore[no-any-return]
     except BodyTooLargeError as exc:
         raise provider.fail("body_too_large", exc.message, response) from None
     except ContentDecodingError as exc:
@@ -450,17 +461,17 @@ async def drive_flow(
     ``client`` may be the sync pooled client (the sync API's direct path, see ``net._direct``): the same
     logic, every await then completes at once (``_http.send``, ``read_capped`` and ``close`` see a sync
     client and response)."""
-    from perplexed.net._http import close, pooled, redirect_origin, send
-
+    http = _HTTP or _http()
+    close = http.close
     try:
         request = next(flow)
         if client is None:
-            client = pooled(provider.transport)
+            client = http.pooled(provider.transport)
         hops = 0
         while True:
-            response = await send(client, request)
+            response = await http.send(client, request)
             try:
-                target = redirect_origin(response)
+                target = http.redirect_origin(response)
                 if target is not None:  # never followed blindly: a key must not reach another origin
                     request = _redirect(provider, request, response, target, hops)
                     hops += 1

@@ -54,7 +54,7 @@ def deadline() -> float | None:
 
 class Timer:
     """``asyncio.timeout(delay)`` for a coroutine driven by :func:`run`: the part the engine uses
-    (``async with``, :meth:`expired`). The sync I/O enforces it (see the module docstring)."""
+    (``with``, or ``async with``; :meth:`expired`). The sync I/O enforces it (see the module docstring)."""
 
     __slots__ = ("_ends", "_expired", "_token")
 
@@ -67,11 +67,11 @@ class Timer:
         """Whether the budget ran out (what ``asyncio.Timeout.expired`` says)."""
         return self._expired
 
-    async def __aenter__(self) -> Timer:
+    def __enter__(self) -> Timer:
         self._token = _deadline.set(self._ends)
         return self
 
-    async def __aexit__(
+    def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         if self._token is not None:
@@ -80,6 +80,14 @@ class Timer:
         if isinstance(exc, Expired):
             self._expired = True
             raise TimeoutError from exc  # what asyncio.timeout raises when it expired
+
+    async def __aenter__(self) -> Timer:
+        return self.__enter__()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.__exit__(exc_type, exc, tb)
 
 
 def run(fn: Callable[..., Coroutine[Any, Any, T]], /, *args: Any) -> T:

@@ -24,7 +24,7 @@ import ssl
 import threading
 import warnings
 import weakref
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, cast
 
 import httpcore
@@ -183,6 +183,7 @@ class _Transport(httpx.AsyncHTTPTransport):
             _patch_missing(f"its connection pool is a {type(pool).__name__} of another layout")
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        _prepare(request)  # what the request hook of a client on another transport does (no hook coroutine)
         response = await super().handle_async_request(request)
         stream = response.stream
         if isinstance(stream, httpx.AsyncByteStream):
@@ -316,8 +317,10 @@ def get_client(transport: httpx.AsyncBaseTransport | None = None) -> httpx.Async
     key = None if transport is None else id(transport)
     client = per_loop.get(key)
     if client is None or client.is_closed:
-        kwargs = _client_settings(_prepare_request)
-        kwargs["transport"] = _pooled_transport() if transport is None else transport
+        chosen = _pooled_transport() if transport is None else transport
+        # a _Transport prepares every request itself (_prepare): the client then needs no request hook
+        kwargs = _client_settings(None if isinstance(chosen, _Transport) else _prepare_request)
+        kwargs["transport"] = chosen
         client = per_loop[key] = httpx.AsyncClient(**kwargs)
         _load_async_backend()
         if loop is not _portal.current_loop():
@@ -424,13 +427,18 @@ def pooled(transport: httpx.AsyncBaseTransport | None = None) -> httpx.AsyncClie
     return get_client(transport)
 
 
-async def send(client: httpx.AsyncClient | httpx.Client, request: httpx.Request) -> httpx.Response:
-    """Send ``request`` through ``client``, streamed. A sync client (the direct path) completes at once
+def send(client: httpx.AsyncClient | httpx.Client, request: httpx.Request) -> Awaitable[httpx.Response]:
+    """Send ``request`` through ``client``, streamed (await what this returns: the async client's own ``send``,
+    no coroutine layer of ours around it). A sync client (the direct path) completes at once
     (:func:`_send_now`)."""
     if isinstance(client, httpx.Client):
-        return _send_now(client, request)
+        return _ready(_send_now(client, request))
     loop_client: httpx.AsyncClient = client
-    return await loop_client.send(request, stream=True)
+    return loop_client.send(request, stream=True)
+
+
+async def _ready(response: httpx.Response) -> httpx.Response:
+    return response
 
 
 def _send_now(client: httpx.Client, request: httpx.Request) -> httpx.Response:
@@ -551,17 +559,17 @@ def _no_cookies() -> http.cookiejar.CookieJar:
     return http.cookiejar.CookieJar(policy=http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
 
 
-def _client_settings(hook: Callable[[httpx.Request], Any]) -> dict[str, Any]:
+def _client_settings(hook: Callable[[httpx.Request], Any] | None) -> dict[str, Any]:
     """What every pooled client is built with (the loops' async ones and the sync one): the pool limits, no
     timeout (every call passes its own budget), no redirects, the shared TLS context, no cookies, ``hook`` on
-    every request (:func:`_prepare`)."""
+    every request (:func:`_prepare`; None: the transport prepares each request, see :class:`_Transport`)."""
     return {
         "limits": DEFAULT_LIMITS,
         "timeout": None,
         "follow_redirects": False,
         "verify": ssl_context(),
         "cookies": httpx.Cookies(_no_cookies()),
-        "event_hooks": {"request": [hook]},
+        "event_hooks": {"request": [hook] if hook is not None else []},
     }
 
 
@@ -604,9 +612,18 @@ def redirect_origin(response: httpx.Response) -> str | None:
     return origin(target)
 
 
+def _content_encoding(response: httpx.Response) -> str:
+    """The response's ``Content-Encoding`` as ``headers.get`` gives it ("" when absent), without the ``KeyError``
+    that ``Headers.get`` raises and catches for a missing header (the usual case, read on every response)."""
+    values = response.headers.get_list("content-encoding")
+    return ", ".join(values) if values else ""
+
+
 def _decoders(response: httpx.Response, max_bytes: int) -> list[Decoder]:
     """The decoders of the response's ``Content-Encoding`` (innermost last), in the order to apply them."""
-    header = response.headers.get("content-encoding", "")
+    header = _content_encoding(response)
+    if not header:
+        return []
     tokens = [t.strip() for t in header.split(",") if t.strip() and t.strip().lower() != "identity"]
     if len(tokens) > 3:
         raise ContentDecodingError(
@@ -653,7 +670,7 @@ async def aiter_decoded(
     not decoded here; never ``httpx.DecodingError``.
     """
     status = response.status_code
-    if hasattr(response, "_content"):  # built in memory (MockTransport, cassettes): httpx decoded it already
+    if "_content" in response.__dict__:  # built in memory (MockTransport, cassettes): httpx decoded it already
         body = response.content
         if len(body) > max_bytes:
             raise _too_large(max_bytes, status)
@@ -703,7 +720,7 @@ async def read_capped(response: httpx.Response, max_bytes: int = DEFAULT_MAX_BOD
     See :func:`aiter_decoded` (the errors are the same). The body is also stored on the response, so
     ``response.content`` / ``.json()`` work on it afterwards.
     """
-    if response.headers.get("content-encoding", "").strip().lower() == "zstd" and not hasattr(response, "_content"):
+    if _content_encoding(response).strip().lower() == "zstd" and "_content" not in response.__dict__:
         body = await _read_zstd(response, max_bytes)
     else:
         chunks = [chunk async for chunk in aiter_decoded(response, max_bytes)]
