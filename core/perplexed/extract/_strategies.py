@@ -45,7 +45,15 @@ from perplexed.extract._collection import prune as prune_collection
 from perplexed.extract._collection import without_card_controls
 from perplexed.extract._consent import drop_consent, without_lines
 from perplexed.extract._forum import BLOCK_TAGS, CONTROL_TAGS, block_text, thread_posts, without_controls
-from perplexed.extract._listing import LISTING_ALIKE_SHARE, listing_alike, once, prune, region_share
+from perplexed.extract._listing import (
+    LISTING_ALIKE_SHARE,
+    NEARLY_LISTING_SHARE,
+    listing_alike,
+    nearly_listing,
+    once,
+    prune,
+    region_share,
+)
 from perplexed.extract._pagetype import _PRICE, PageType, classify
 from perplexed.extract._product import with_structured, without_boilerplate, without_repeats
 from perplexed.extract._structured import structured_data
@@ -333,8 +341,10 @@ def _by_type(tree: Any, raw_html: str, url: str | None, fmt: Format, structured:
     if banner:  # trafilatura read the raw page: the lines of its consent banner go (before the region check)
         text = without_lines(text, banner)
     # an "article" that is nearly a listing, of whose page trafilatura kept little (see _listing.listing_alike)
-    alike = page_type == "article" and kind.confidence >= _REGION_UNSURE and listing_alike(kind.scores, text, page_text)
-    if page_type in _REGION_TYPES and (page_type != "article" or kind.confidence < _REGION_UNSURE or alike):
+    sure_article = page_type == "article" and kind.confidence >= _REGION_UNSURE
+    alike = sure_article and listing_alike(kind.scores, text, page_text)
+    nearly = sure_article and not alike and nearly_listing(kind.scores, text, page_text)  # see _listing
+    if page_type in _REGION_TYPES and (page_type != "article" or kind.confidence < _REGION_UNSURE or alike or nearly):
         # trafilatura keeps a small share of the main region: it dropped the page's items (a listing's entries,
         # a docs page's tables, a service page's feature blocks) as link-dense boilerplate; the region is the text
         listing = page_type in ("collection", "listing")
@@ -342,7 +352,8 @@ def _by_type(tree: Any, raw_html: str, url: str | None, fmt: Format, structured:
             prune(tree)  # review, recommendation and consent blocks (see _collection)
             prune_collection(tree)
         region = once(_main_region(tree, fmt)) if listing else _main_region(tree, fmt)
-        share = _SERVICE_REGION_SHARE if page_type == "service" else LISTING_ALIKE_SHARE if alike else _REGION_SHARE
+        share = (_SERVICE_REGION_SHARE if page_type == "service" else LISTING_ALIKE_SHARE if alike
+                 else NEARLY_LISTING_SHARE if nearly else _REGION_SHARE)
         if region_share(page_type, share, text, region, sure=strategy == page_type):
             text = region
     if page_type in ("collection", "listing"):  # its cards' "Add to cart", "Quick view", "Sale price" lines (see _collection)
