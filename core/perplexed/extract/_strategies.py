@@ -48,11 +48,13 @@ from perplexed.extract._forum import BLOCK_TAGS, CONTROL_TAGS, block_text, threa
 from perplexed.extract._listing import (
     LISTING_ALIKE_SHARE,
     NEARLY_LISTING_SHARE,
+    WEAK_FORUM_SHARE,
     listing_alike,
     nearly_listing,
     once,
     prune,
     region_share,
+    weak_forum,
 )
 from perplexed.extract._pagetype import _PRICE, PageType, classify
 from perplexed.extract._product import with_structured, without_boilerplate, without_repeats
@@ -344,16 +346,18 @@ def _by_type(tree: Any, raw_html: str, url: str | None, fmt: Format, structured:
     sure_article = page_type == "article" and kind.confidence >= _REGION_UNSURE
     alike = sure_article and listing_alike(kind.scores, text, page_text)
     nearly = sure_article and not alike and nearly_listing(kind.scores, text, page_text)  # see _listing
-    if page_type in _REGION_TYPES and (page_type != "article" or kind.confidence < _REGION_UNSURE or alike or nearly):
+    weak = page_type == "forum" and weak_forum(kind.scores, text, page_text)  # no sure thread: see _listing
+    if weak or page_type in _REGION_TYPES and (page_type != "article" or kind.confidence < _REGION_UNSURE or alike
+                                               or nearly):
         # trafilatura keeps a small share of the main region: it dropped the page's items (a listing's entries,
         # a docs page's tables, a service page's feature blocks) as link-dense boilerplate; the region is the text
-        listing = page_type in ("collection", "listing")
+        listing = weak or page_type in ("collection", "listing")
         if listing:  # its filter panels, sort controls, pagination and breadcrumbs out (see _listing), and its
             prune(tree)  # review, recommendation and consent blocks (see _collection)
             prune_collection(tree)
         region = once(_main_region(tree, fmt)) if listing else _main_region(tree, fmt)
         share = (_SERVICE_REGION_SHARE if page_type == "service" else LISTING_ALIKE_SHARE if alike
-                 else NEARLY_LISTING_SHARE if nearly else _REGION_SHARE)
+                 else NEARLY_LISTING_SHARE if nearly else WEAK_FORUM_SHARE if weak else _REGION_SHARE)
         if region_share(page_type, share, text, region, sure=strategy == page_type):
             text = region
     if page_type in ("collection", "listing"):  # its cards' "Add to cart", "Quick view", "Sale price" lines (see _collection)
