@@ -330,9 +330,7 @@ def _by_type(tree: Any, raw_html: str, url: str | None, fmt: Format, structured:
     elif strategy == "service":
         _unwrap_heading_links(tree)
         text = _trafilatura(tree, url, fmt)
-    elif strategy in ("collection", "listing"):  # the grid's cards, not a rail's or a facet panel's (see _listing)
-        prune(tree)
-        prune_collection(tree)
+    elif strategy in ("collection", "listing"):
         text = _with_cards(_trafilatura(raw_html, url, fmt), tree)
     elif strategy == "product":
         text = without_repeats(without_boilerplate(_trafilatura(raw_html, url, fmt), tree))
