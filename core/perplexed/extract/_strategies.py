@@ -30,7 +30,8 @@ unsure is an article, ``_REGION_UNSURE``) whose text is under ``_REGION_SHARE`` 
 region's whole text (:func:`_main_region`): trafilatura dropped the page's items (a listing's entries, a grid's
 cards, a service page's feature blocks) as link-dense boilerplate. A collection or listing page takes its region
 more readily, without its browsing controls, unless the region is only a little longer than the text
-(:mod:`perplexed.extract._listing`). Measured on a fixed half of WCXB dev (md5 of the
+(:mod:`perplexed.extract._listing`); so does a sure "article" that is nearly a listing without a comment thread
+(``nearly_listing``) and a "forum" without a sure thread (``weak_forum``). Measured on a fixed half of WCXB dev (md5 of the
 page id) and checked on the other half; not for sure articles (on the article-extraction benchmark the region of an
 article adds its comments and menus).
 """
@@ -345,8 +346,9 @@ def _by_type(tree: Any, raw_html: str, url: str | None, fmt: Format, structured:
     alike = sure_article and listing_alike(kind.scores, text, page_text)
     nearly = sure_article and not alike and nearly_listing(kind.scores, text, page_text)  # see _listing
     weak = page_type == "forum" and weak_forum(kind.scores, text, page_text)  # no sure thread: see _listing
-    if weak or page_type in _REGION_TYPES and (page_type != "article" or kind.confidence < _REGION_UNSURE or alike
-                                               or nearly):
+    region_type = page_type in _REGION_TYPES and (page_type != "article" or kind.confidence < _REGION_UNSURE
+                                                  or alike or nearly)
+    if weak or region_type:
         # trafilatura keeps a small share of the main region: it dropped the page's items (a listing's entries,
         # a docs page's tables, a service page's feature blocks) as link-dense boilerplate; the region is the text
         listing = weak or page_type in ("collection", "listing")
