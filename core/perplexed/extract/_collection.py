@@ -55,7 +55,7 @@ _CONTROL = re.compile(
 _CHROME = re.compile(
     r"(price|prices|rating|ratings|loading( \.\.\.|\.\.\.|…)?|top rated|sponsored|new arrivals?|featured|award winner|"
     r"free (shipping|delivery)|sort( by)?(:.*)?|filters?( by)?|(show|hide) filters|(see|show|load|view) more|read more|"
-    r"apply now|loaded \d+ results|showing \d+( ?[-–] ?\d+)? of \d+( results| products| items)?)",
+    r"apply now|loaded \d+ results|showing \d+( ?[-\u2013] ?\d+)? of \d+( results| products| items)?)",
     re.I,
 )
 _LABEL_WORDS = 3  # a line ending in ":" with this few words is a label without its value ("Color:")
