@@ -15,6 +15,7 @@ Measured on a fixed half of WCXB dev (md5 of the page id) and checked on the oth
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 __all__ = ["LISTING_ALIKE_SHARE", "NEARLY_LISTING_SHARE", "WEAK_FORUM_SHARE", "listing_alike", "nearly_listing",
@@ -90,10 +91,19 @@ _NO_THREAD = 1.0
 NEARLY_LISTING_SHARE = 0.33
 
 
-def nearly_listing(scores: dict[str, float], text: str, page_text: str) -> bool:
-    """Whether a page typed "article" with these classifier ``scores`` is close enough to a listing (and without a
-    comment thread) for its main region to be worth reading: trafilatura's ``text`` is under
-    :data:`NEARLY_LISTING_SHARE` of the whole ``page_text`` (the region is then compared with the same share)."""
+#: the schema.org types that say the page is one story (a site's generic ``Article`` on every page, its index
+#: included, does not): such a page is an article whatever grid of related stories follows it
+_ONE_STORY = frozenset({"newsarticle", "blogposting", "reportagenewsarticle", "claimreview", "scholarlyarticle",
+                        "recipe", "review", "howto"})
+
+
+def nearly_listing(scores: dict[str, float], text: str, page_text: str, kinds: Sequence[object] = ()) -> bool:
+    """Whether a page typed "article" with these classifier ``scores`` (and these schema.org ``kinds``, none of
+    them naming one story: :data:`_ONE_STORY`) is close enough to a listing (and without a comment thread) for its
+    main region to be worth reading: trafilatura's ``text`` is under :data:`NEARLY_LISTING_SHARE` of the whole
+    ``page_text`` (the region is then compared with the same share)."""
+    if any(str(kind).lower() in _ONE_STORY for kind in kinds):
+        return False
     listing = scores.get("listing", 0.0)
     return (listing >= _SOME_LISTING and scores.get("article", 0.0) - listing <= _NEARLY
             and scores.get("forum", 0.0) < _NO_THREAD and len(text.strip()) < NEARLY_LISTING_SHARE * len(page_text))
