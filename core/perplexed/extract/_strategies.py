@@ -344,7 +344,8 @@ def _by_type(tree: Any, raw_html: str, url: str | None, fmt: Format, structured:
     # an "article" that is nearly a listing, of whose page trafilatura kept little (see _listing.listing_alike)
     sure_article = page_type == "article" and kind.confidence >= _REGION_UNSURE
     alike = sure_article and listing_alike(kind.scores, text, page_text)
-    nearly = sure_article and not alike and nearly_listing(kind.scores, text, page_text)  # see _listing
+    nearly = sure_article and not alike and nearly_listing(kind.scores, text, page_text,
+                                                           structured.get("types", []))  # see _listing
     weak = page_type == "forum" and weak_forum(kind.scores, text, page_text)  # no sure thread: see _listing
     region_type = page_type in _REGION_TYPES and (page_type != "article" or kind.confidence < _REGION_UNSURE
                                                   or alike or nearly)
