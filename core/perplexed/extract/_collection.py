@@ -50,8 +50,9 @@ _CONTROL = re.compile(
 )
 #: a grid's own chrome line, whole: the column labels of a product table ("Price", "Rating"), a card's badges ("Top
 #: rated", "Sponsored", "New arrival"), a loading placeholder, the sort and filter toggles, "Show more" and the result
-#: counters ("Showing 1-24 of 300 results"). WCXB dev: none of them is in a collection's or listing's ground truth
-#: more than once in ten (counted over the lines of our text on the tune half).
+#: counters ("Showing 1-24 of 300 results"). WCXB dev, the lines of our text on collection and listing pages (both
+#: halves): "Price" 0 of 131 in the ground truth, "Rating" 0 of 104, "Loading..." 0 of 61, "Top rated" 11 of 91,
+#: "Featured" 1 of 8, the others none; collection +0.0018 (tune +0.002, holdout +0.002), listing +0.0004.
 _CHROME = re.compile(
     r"(price|prices|rating|ratings|loading( \.\.\.|\.\.\.|…)?|top rated|sponsored|new arrivals?|featured|award winner|"
     r"free (shipping|delivery)|sort( by)?(:.*)?|filters?( by)?|(show|hide) filters|(see|show|load|view) more|read more|"
