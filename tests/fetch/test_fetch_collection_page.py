@@ -71,3 +71,11 @@ def test_a_collections_extracted_text_has_no_card_controls() -> None:
     text = extract_html(page, "https://shop.example/collections/mens-shoes", "text").text
     assert "Add to cart" not in text
     assert all(name in text for name, _, _ in tp.ITEMS)
+
+
+def test_a_grids_chrome_lines_go_and_a_line_with_a_value_stays() -> None:
+    text = "\n".join(["Price", "Rating", "Top Rated", "Sponsored", "Loading...", "Sort by: Best Match", "Filters",
+                      "Show more", "Showing 1-24 of 300 results", "Trail Runner 2", "Featured Tech: Mips", "$120",
+                      "Free shipping", "Price $ 99.00"])
+    assert without_card_controls(text).split("\n") == ["Trail Runner 2", "Featured Tech: Mips", "$120",
+                                                       "Price $ 99.00"]

@@ -9,9 +9,11 @@ import typed_pages as tp
 from perplexed.extract._extract import extract_html  # private: extraction without a fetch
 from perplexed.extract._listing import (  # private: the listing rules unit-tested
     listing_alike,
+    nearly_listing,
     once,
     prune,
     region_share,
+    weak_forum,
 )
 
 INTRO = "Shoes for every day and every trail, made from natural materials and built to last for years."
@@ -128,3 +130,50 @@ def test_a_listing_drops_its_recommendation_rail_and_its_cards_controls_as_a_col
         assert name in extracted.text and text in extracted.text
     for gone in ("Add to cart", "Quick view", "You may also like", "Other event number"):
         assert gone not in extracted.text
+
+
+TEASERS = [(f"Story number {i} about the council budget vote",
+            f"The council met on a Tuesday evening to weigh item {i} of the plan, with residents for and against it.")
+           for i in range(12)]
+
+
+def _news_front(item_class: str = "teaser", stream_id: str = "stream") -> str:
+    """A news section's front: a top story in an ``<article>`` (all trafilatura keeps), then a stream of teasers that
+    are links through and through (trafilatura drops them as link-dense boilerplate)."""
+    items = "".join(f"<div class='{item_class}'><a href='/news/{i}'><h3>{title}</h3><span>{line}</span></a></div>"
+                    for i, (title, line) in enumerate(TEASERS))
+    return ("<html><head><title>Local news</title></head><body><main><h1>Local news</h1><article><h2>Top story</h2>"
+            "<p>The latest stories from the city desk, updated through the day by our reporters, who cover the "
+            "council, the schools and the courts.</p><p>Today the council votes on the budget for the coming year "
+            f"after a long week of hearings.</p></article><div id='{stream_id}'>{items}</div></main></body></html>")
+
+
+def test_a_news_front_typed_article_that_is_nearly_a_listing_keeps_its_teasers() -> None:
+    extracted = extract_html(_news_front(), "https://news.example/local", "text")
+    assert extracted.page_type == "article"  # one <article> and no listing URL: the classifier says article
+    assert all(title in extracted.text and line in extracted.text for title, line in TEASERS)
+    assert "Top story" in extracted.text
+
+
+def test_nearly_a_listing_needs_a_close_listing_score_no_thread_and_a_small_text() -> None:
+    page = "p" * 10_000
+    near = {"article": 3.5, "listing": 2.0, "forum": 0.5}
+    assert nearly_listing(near, "t" * 3000, page)  # under a third of the page
+    assert not nearly_listing(near, "t" * 3400, page)  # trafilatura kept a good share
+    assert not nearly_listing({**near, "forum": 1.5}, "t" * 3000, page)  # a comment thread: its region has comments
+    assert not nearly_listing({**near, "listing": 1.0}, "t" * 3000, page)  # clearly an article
+    assert not nearly_listing({"article": 1.0, "listing": 0.0}, "t" * 3000, page)  # no listing signal at all
+
+
+def test_an_index_typed_forum_without_a_sure_thread_keeps_its_items() -> None:
+    """Class words ("post", "posts") make an index look like a thread; trafilatura kept only its top story."""
+    extracted = extract_html(_news_front("post", "posts"), "https://news.example/local", "text")
+    assert extracted.page_type == "forum"
+    assert all(title in extracted.text and line in extracted.text for title, line in TEASERS)
+
+
+def test_a_weak_forum_needs_a_close_article_score_and_a_small_text() -> None:
+    page = "p" * 10_000
+    assert weak_forum({"article": 2.0, "forum": 3.0}, "t" * 1000, page)
+    assert not weak_forum({"article": 2.0, "forum": 3.0}, "t" * 1600, page)  # trafilatura kept a good share
+    assert not weak_forum({"article": 2.0, "forum": 4.0}, "t" * 1000, page)  # a sure thread

@@ -30,7 +30,8 @@ unsure is an article, ``_REGION_UNSURE``) whose text is under ``_REGION_SHARE`` 
 region's whole text (:func:`_main_region`): trafilatura dropped the page's items (a listing's entries, a grid's
 cards, a service page's feature blocks) as link-dense boilerplate. A collection or listing page takes its region
 more readily, without its browsing controls, unless the region is only a little longer than the text
-(:mod:`perplexed.extract._listing`). Measured on a fixed half of WCXB dev (md5 of the
+(:mod:`perplexed.extract._listing`); so does a sure "article" that is nearly a listing without a comment thread
+(``nearly_listing``) and a "forum" without a sure thread (``weak_forum``). Measured on a fixed half of WCXB dev (md5 of the
 page id) and checked on the other half; not for sure articles (on the article-extraction benchmark the region of an
 article adds its comments and menus).
 """
@@ -45,7 +46,17 @@ from perplexed.extract._collection import prune as prune_collection
 from perplexed.extract._collection import without_card_controls
 from perplexed.extract._consent import drop_consent, without_lines
 from perplexed.extract._forum import BLOCK_TAGS, CONTROL_TAGS, block_text, thread_posts, without_controls
-from perplexed.extract._listing import LISTING_ALIKE_SHARE, listing_alike, once, prune, region_share
+from perplexed.extract._listing import (
+    LISTING_ALIKE_SHARE,
+    NEARLY_LISTING_SHARE,
+    WEAK_FORUM_SHARE,
+    listing_alike,
+    nearly_listing,
+    once,
+    prune,
+    region_share,
+    weak_forum,
+)
 from perplexed.extract._pagetype import _PRICE, PageType, classify
 from perplexed.extract._product import with_structured, without_boilerplate, without_repeats
 from perplexed.extract._structured import structured_data
@@ -331,16 +342,23 @@ def _by_type(tree: Any, raw_html: str, url: str | None, fmt: Format, structured:
     if banner:  # trafilatura read the raw page: the lines of its consent banner go (before the region check)
         text = without_lines(text, banner)
     # an "article" that is nearly a listing, of whose page trafilatura kept little (see _listing.listing_alike)
-    alike = page_type == "article" and kind.confidence >= _REGION_UNSURE and listing_alike(kind.scores, text, page_text)
-    if page_type in _REGION_TYPES and (page_type != "article" or kind.confidence < _REGION_UNSURE or alike):
+    sure_article = page_type == "article" and kind.confidence >= _REGION_UNSURE
+    alike = sure_article and listing_alike(kind.scores, text, page_text)
+    nearly = sure_article and not alike and nearly_listing(kind.scores, text, page_text,
+                                                           structured.get("types", []))  # see _listing
+    weak = page_type == "forum" and weak_forum(kind.scores, text, page_text)  # no sure thread: see _listing
+    region_type = page_type in _REGION_TYPES and (page_type != "article" or kind.confidence < _REGION_UNSURE
+                                                  or alike or nearly)
+    if weak or region_type:
         # trafilatura keeps a small share of the main region: it dropped the page's items (a listing's entries,
         # a docs page's tables, a service page's feature blocks) as link-dense boilerplate; the region is the text
-        listing = page_type in ("collection", "listing")
+        listing = weak or page_type in ("collection", "listing")
         if listing:  # its filter panels, sort controls, pagination and breadcrumbs out (see _listing), and its
             prune(tree)  # review, recommendation and consent blocks (see _collection)
             prune_collection(tree)
         region = once(_main_region(tree, fmt)) if listing else _main_region(tree, fmt)
-        share = _SERVICE_REGION_SHARE if page_type == "service" else LISTING_ALIKE_SHARE if alike else _REGION_SHARE
+        share = (_SERVICE_REGION_SHARE if page_type == "service" else LISTING_ALIKE_SHARE if alike
+                 else NEARLY_LISTING_SHARE if nearly else WEAK_FORUM_SHARE if weak else _REGION_SHARE)
         if region_share(page_type, share, text, region, sure=strategy == page_type):
             text = region
     if page_type in ("collection", "listing"):  # its cards' "Add to cart", "Quick view", "Sale price" lines (see _collection)
