@@ -308,9 +308,35 @@ async def test_hedged_attempt_events_include_the_cancelled_call(api: SearchAPI) 
 # --- hedged over HTTP: the loser's connection is closed ---------------------------------------------------
 
 
+class _HangAnnounced(Hang):
+    """:class:`Hang`, saying when the request has reached the server."""
+
+    def __init__(self, arrived: threading.Event) -> None:
+        super().__init__()
+        self.arrived = arrived
+
+    def write(self, conn: Any, request: Any) -> bool:
+        self.arrived.set()
+        return super().write(conn, request)
+
+
+class _JsonAfter(Json):
+    """:class:`Json`, sent only once ``arrived`` is set (at most 5 s): the hedge's answer never beats the slow
+    request to the server, however busy the machine (else there would be no connection of the loser's to check)."""
+
+    def __init__(self, data: Any, arrived: threading.Event) -> None:
+        super().__init__(data)
+        self.arrived = arrived
+
+    def write(self, conn: Any, request: Any) -> bool:
+        self.arrived.wait(5.0)
+        return super().write(conn, request)
+
+
 async def test_hedged_cancellation_closes_the_losers_connection(api: SearchAPI, loopback: LoopbackServer) -> None:
-    loopback.route("/hang/search", Hang())
-    loopback.route("/ok/search", Json(searxng_json(2, prefix="https://ok.example/")))
+    arrived = threading.Event()
+    loopback.route("/hang/search", _HangAnnounced(arrived))
+    loopback.route("/ok/search", _JsonAfter(searxng_json(2, prefix="https://ok.example/"), arrived))
     slow = SearXNG(base_url=f"{loopback.url}/hang", name="hang")
     fast = SearXNG(base_url=f"{loopback.url}/ok", name="ok")
 
