@@ -62,7 +62,6 @@ from perplexed.policy._failures import classify_exception
 from perplexed.policy._options import ChainOptions
 from perplexed.policy._policy import Purse
 from perplexed.providers import Provider
-from perplexed.store.memory import MemoryStore
 
 __all__ = ["AttemptCallback", "Called", "Engine", "Operation", "run"]
 
@@ -263,16 +262,12 @@ class Engine:
         _otel.record_metrics(self.op.name, attempt)
 
     def write_usage_now(self) -> bool:
-        """Write the usage lines at once when they go to an in-process ledger (the default one, a
-        :class:`~perplexed.store.MemoryStore`'s): no coroutine. False when :meth:`write_usage` must write them."""
+        """Write the usage lines at once when they go to an in-process ledger (:func:`_usage.write_local`: no
+        coroutine). False when :meth:`write_usage` must write them."""
         usage = self.usage
-        if not usage:
-            return True
-        store = usage[0][0]
-        if not (_usage._is_default(store) or type(store) is MemoryStore):
+        if usage and not _usage.write_local(usage[0][0], [record for _, record in usage]):
             return False
         self.usage = []
-        _usage.write_in_process(store, [record for _, record in usage])
         return True
 
     async def write_usage(self) -> None:

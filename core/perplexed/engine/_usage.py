@@ -180,18 +180,25 @@ def _kept() -> None:
         logger.info("usage ledger: the state store is back; records are kept again")
 
 
+def write_local(store: Any, records: Sequence[UsageRecord]) -> bool:
+    """:func:`write`'s in-process case, at once (no coroutine): True when ``store`` keeps its records in this
+    process (the default ledger, a :class:`MemoryStore`'s) and they were written (a failure logged, never raised);
+    False for a shared store, whose write is awaited (:func:`write`) or scheduled (:func:`write_now`)."""
+    if not (_is_default(store) or type(store) is MemoryStore):
+        return False
+    try:
+        _in_process(store).add(records, _settings.keep_s)
+    except Exception as exc:  # pragma: no cover - defensive (an in-process list)
+        _failed(len(records), exc)
+    return True
+
+
 async def write(store: Any, records: Sequence[UsageRecord]) -> None:
     """Write one run's records through ``store``; never raises (a failure is logged once per outage)."""
-    if not records:
+    if not records or write_local(store, records):
         return
     keep = _settings.keep_s
     try:
-        if _is_default(store):
-            _default_ledger.add(records, keep)
-            return
-        if type(store) is MemoryStore:
-            store._usage_ledger().add(records, keep)
-            return
         if store.usage_add_soon(records, keep):
             return
         await store.usage_add(records, keep)
@@ -211,21 +218,9 @@ def _in_process(store: Any) -> MemoryLedger:
     return ledger
 
 
-def write_in_process(store: Any, records: Sequence[UsageRecord]) -> None:
-    """:func:`write` for the in-process ledgers only (the default ledger, a :class:`MemoryStore`'s), without the
-    coroutine: what the engine's cache-hit path writes. Never raises."""
-    try:
-        _in_process(store).add(records, _settings.keep_s)
-    except Exception as exc:  # pragma: no cover - defensive (an in-process list)
-        _failed(len(records), exc)
-        return
-    if _lost[0]:
-        _kept()
-
-
 def write_hit_in_process(store: Any, ts: float, operation: str, provider: str, tag: str, latency_ms: float,
                          saved: float) -> None:
-    """:func:`write_in_process` of a cache hit's line (:func:`entry`'s: ``UsageRecord(ts, operation, provider,
+    """:func:`write_local` of a cache hit's line (:func:`entry`'s: ``UsageRecord(ts, operation, provider,
     tag, "ok", "", False, 0.0, "", latency_ms, True, saved)``), the record made when the ledger is read (the
     engine's cache-hit path). Never raises."""
     try:
@@ -239,14 +234,7 @@ def write_hit_in_process(store: Any, ts: float, operation: str, provider: str, t
 
 def write_now(store: Any, records: Sequence[UsageRecord]) -> None:
     """:func:`write` from synchronous code (the Agent API's record): in-process at once, else scheduled."""
-    if _is_default(store):
-        _default_ledger.add(records, _settings.keep_s)
-        return
-    if type(store) is MemoryStore:
-        try:
-            store._usage_ledger().add(records, _settings.keep_s)
-        except Exception as exc:  # pragma: no cover - defensive
-            _failed(len(records), exc)
+    if write_local(store, records):
         return
     import asyncio
 

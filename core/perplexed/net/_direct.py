@@ -54,7 +54,7 @@ def deadline() -> float | None:
 
 class Timer:
     """``asyncio.timeout(delay)`` for a coroutine driven by :func:`run`: the part the engine uses
-    (``with``, or ``async with``; :meth:`expired`). The sync I/O enforces it (see the module docstring)."""
+    (``with``, :meth:`expired`). The sync I/O enforces it (see the module docstring)."""
 
     __slots__ = ("_ends", "_expired", "_token")
 
@@ -80,14 +80,6 @@ class Timer:
         if isinstance(exc, Expired):
             self._expired = True
             raise TimeoutError from exc  # what asyncio.timeout raises when it expired
-
-    async def __aenter__(self) -> Timer:
-        return self.__enter__()
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.__exit__(exc_type, exc, tb)
 
 
 def run(fn: Callable[..., Coroutine[Any, Any, T]], /, *args: Any) -> T:
