@@ -86,7 +86,10 @@ def hit_document(
     hit: Hit, *, answered_by: str | None, cost: float, attempts: Sequence[Attempt], flat: bool
 ) -> Document:
     """One Document: ``page_content`` is the hit's content, else its snippet."""
-    metadata = hit_metadata(hit, answered_by=answered_by, cost=cost, attempts=attempts)
+    return _document(hit, hit_metadata(hit, answered_by=answered_by, cost=cost, attempts=attempts), flat)
+
+
+def _document(hit: Hit, metadata: dict[str, Any], flat: bool) -> Document:
     return Document(page_content=hit.text, metadata=flatten_metadata(metadata) if flat else metadata)
 
 
@@ -94,8 +97,4 @@ def result_documents(result: Result, *, flat: bool = False) -> list[Document]:
     """The Documents of a search result, in hit order (``metadata["id"]`` is 1..n)."""
     answered_by, cost = result.provider, result.cost  # once (cost is a computed sum)
     summaries = attempts_summary(result.attempts)  # once; each Document gets copies of its own
-    documents = []
-    for hit in result.hits:
-        metadata = _metadata(hit, answered_by, cost, summaries)
-        documents.append(Document(page_content=hit.text, metadata=flatten_metadata(metadata) if flat else metadata))
-    return documents
+    return [_document(hit, _metadata(hit, answered_by, cost, summaries), flat) for hit in result.hits]

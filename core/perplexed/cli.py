@@ -529,30 +529,31 @@ def _cmd_search(args: argparse.Namespace) -> int:
     options = _chain_kwargs(args)
     prepared = chain.prepare(query, spec, **options)  # validates everything: exit 2 before any call
     if args.json:  # one JSON document and no spinner: no console is made (rich is not imported)
-        try:
-            result = chain.search(query, spec, **options)
-        except UpstreamError as exc:
-            failed = Result(query=prepared.query, provider=None, hits=[], attempts=exc.attempts)
-            _print_json({**failed.model_dump(mode="json"), "error": _error_doc(exc)})
-            return EXIT_NO_RESULTS
-        _print_json(result.model_dump(mode="json"))
+        result, failure = _searched(query, spec, options, prepared.query)
+        document = result.model_dump(mode="json")
+        _print_json(document if failure is None else {**document, "error": _error_doc(failure)})
         return EXIT_OK if result.hits else EXIT_NO_RESULTS
     labels = [p.label for p in prepared.providers]
     out, err = _consoles()
-    try:
-        with _spinner(err, labels, enabled=err.is_terminal):
-            result = chain.search(query, spec, **options)
-    except UpstreamError as exc:
-        failed = Result(query=prepared.query, provider=None, hits=[], attempts=exc.attempts)
+    with _spinner(err, labels, enabled=err.is_terminal):
+        result, failure = _searched(query, spec, options, prepared.query)
+    if failure is not None:
         out.print(f"[bold red]All providers failed[/] for {_escape(repr(prepared.query))}.")
-        _print_attempts(out, failed, labels)
-        return EXIT_NO_RESULTS
-    if result.hits:
+    elif result.hits:
         _print_hits(out, result.hits, prepared.query)
     else:
         out.print(f"[yellow]No results[/] for {_escape(repr(prepared.query))}.")
     _print_attempts(out, result, labels)
     return EXIT_OK if result.hits else EXIT_NO_RESULTS
+
+
+def _searched(query: str, spec: Any, options: dict[str, Any], cleaned: str) -> tuple[Result, UpstreamError | None]:
+    """The search's result, or (every provider failed) a result of no hits with the failure's attempts and the
+    failure."""
+    try:
+        return chain.search(query, spec, **options), None
+    except UpstreamError as exc:
+        return Result(query=cleaned, provider=None, hits=[], attempts=exc.attempts), exc
 
 
 # --- answer ----------------------------------------------------------------------------------------------
